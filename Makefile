@@ -1,0 +1,93 @@
+# Top-level build for tprof. `make` builds the preload library, the analyzer, the bundled workloads and
+# the test programs into $(BUILD) (default build/). Knobs: SAN=1 builds with ASan+UBSan into build/san,
+# DEBUG=1 builds -O0 -Werror. Targets: all, test, bench, demo, deps, clean.
+
+CC      ?= gcc
+BUILD   ?= build
+ifeq ($(SAN),1)
+BUILD   := build/san
+endif
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wundef \
+           -Wno-missing-field-initializers
+OPT     := -O2
+ifeq ($(DEBUG),1)
+OPT     := -O0 -Werror
+endif
+CFLAGS_COMMON := -std=gnu11 -g $(OPT) $(WARN) -Iinclude -D_GNU_SOURCE -pthread
+
+# The analyzer, tests and tools: ordinary executables, sanitized under SAN=1.
+SANFLAGS :=
+ifeq ($(SAN),1)
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+endif
+CFLAGS  := $(CFLAGS_COMMON) $(SANFLAGS)
+LDLIBS  := -lm -lpthread
+
+# The preload library lives inside other programs: hidden visibility, initial-exec TLS, no runtime
+# that would need its own preload. Under SAN=1 it traps on undefined behaviour (no UBSan runtime).
+PRELOAD_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+                  -fno-omit-frame-pointer -fno-strict-aliasing
+ifeq ($(SAN),1)
+PRELOAD_CFLAGS += -fsanitize=undefined -fsanitize-undefined-trap-on-error
+endif
+
+PRELOAD_SRC  := $(wildcard preload/*.c)
+PRELOAD_OBJ  := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
+ANALYZER_SRC := $(wildcard analyzer/*.c)
+ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_SRC     := $(wildcard tests/unit/test_*.c)
+TEST_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+PROG_SRC     := $(wildcard tests/progs/*.c)
+PROG_BINS    := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
+BENCH_SRC    := $(wildcard bench/*.c)
+BENCH_BINS   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h)
+
+.PHONY: all test bench demo deps clean
+all: $(BUILD)/libtprof.so $(BUILD)/tprof $(PROG_BINS) $(BENCH_BINS) $(TEST_BINS)
+
+$(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
+
+$(BUILD)/libtprof.so: $(PRELOAD_OBJ)
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -ldl -lpthread
+
+$(BUILD)/obj/analyzer/%.o: analyzer/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tprof: $(ANALYZER_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests include the sources they test (to reach static functions), so they depend on all of them.
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(ANALYZER_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ipreload -Ianalyzer -o $@ $< $(LDLIBS)
+
+# Test programs with known heap behaviour: unoptimized so every call really happens.
+$(BUILD)/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O0 -Wall -Wextra -D_GNU_SOURCE -pthread -fno-builtin -o $@ $< -lpthread
+
+$(BUILD)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O2 -Wall -Wextra -D_GNU_SOURCE -pthread -o $@ $< -lpthread
+
+-include workloads/workloads.mk
+
+test: all
+	@BUILD=$(BUILD) bash tests/run.sh
+
+bench: all
+	@BUILD=$(BUILD) bash bench/run.sh
+
+demo: deps all
+	@BUILD=$(BUILD) bash scripts/demo.sh
+
+deps:
+	@bash scripts/deps.sh
+
+clean:
+	rm -rf build

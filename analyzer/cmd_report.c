@@ -1,0 +1,169 @@
+/* tprof report: the summary of one trace. Heap totals counted the way valgrind memcheck's HEAP
+ * SUMMARY counts them, the exact peak, what was in use at exit, per-function call counts, threads,
+ * lost events and whether the trace is complete. Text for people, --json for tools. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "heap.h"
+#include "reader.h"
+#include "util.h"
+
+static const char *end_reason(const struct tprof_trace *t)
+{
+	if (!t->complete)
+		return "incomplete (the process was killed, or the trace was cut short)";
+	switch (t->end_reason) {
+	case TPROF_END_EXIT:
+		return "exit";
+	case TPROF_END__EXIT:
+		return "_exit";
+	case TPROF_END_SIGNAL:
+		return "fatal signal";
+	case TPROF_END_EXEC:
+		return "exec";
+	}
+	return "?";
+}
+
+static uint64_t duration_ns(const struct tprof_trace *t)
+{
+	uint64_t d = t->end_ns > t->t0_ns ? t->end_ns - t->t0_ns : 0;
+	if (t->last_tick_seen) {
+		uint64_t last = tprof_trace_ns(t, t->last_tick_seen);
+		if (last > d)
+			d = last;
+	}
+	return d;
+}
+
+static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
+{
+	const struct tprof_trace_info *in = &t->info;
+	printf("{\"file\":");
+	tprof_json_str(stdout, t->path);
+	printf(",\"program\":");
+	tprof_json_str(stdout, in->program);
+	printf(",\"exe\":");
+	tprof_json_str(stdout, in->exe);
+	printf(",\"argv\":[");
+	for (uint64_t i = 0; i < in->argc; i++) {
+		if (i)
+			putchar(',');
+		tprof_json_str(stdout, in->argv[i]);
+	}
+	printf("],\"pid\":%" PRIu64 ",\"ppid\":%" PRIu64, in->pid, in->ppid);
+	printf(",\"clock\":\"%s\"", in->clock == TPROF_CLOCK_TSC ? "tsc" : "monotonic");
+	printf(",\"duration_ns\":%" PRIu64, duration_ns(t));
+	printf(",\"threads\":%zu", t->nthreads);
+	printf(",\"events\":%" PRIu64, s->events);
+	printf(",\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64,
+	       s->allocations, s->frees, s->bytes_allocated);
+	printf(",\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64,
+	       s->peak_bytes, s->peak_blocks, s->peak_bytes ? tprof_trace_ns(t, s->peak_tick) : 0);
+	printf(",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64, s->live_bytes, s->live_blocks);
+	printf(",\"unmatched_frees\":%" PRIu64 ",\"failed_allocations\":%" PRIu64, s->unmatched_frees,
+	       s->failed);
+	printf(",\"reused_live_addresses\":%" PRIu64, s->reused_live);
+	printf(",\"lost_events\":%" PRIu64, t->lost_events);
+	printf(",\"lossy\":%s", in->flags & TPROF_INFO_LOSSY ? "true" : "false");
+	printf(",\"complete\":%s", t->complete ? "true" : "false");
+	printf(",\"end\":");
+	tprof_json_str(stdout, t->complete ? end_reason(t) : "none");
+	if (t->complete && t->end_reason == TPROF_END_SIGNAL)
+		printf(",\"signal\":%" PRIu64, t->end_value);
+	printf(",\"calls\":{");
+	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
+		printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", tprof_event_name(k), s->calls[k]);
+	printf("}}\n");
+}
+
+static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
+{
+	const struct tprof_trace_info *in = &t->info;
+	char a[32], b[32], c[32];
+	printf("tprof report: %s\n\n", t->path);
+	printf("  program        %s (pid %" PRIu64 ", parent %" PRIu64 ")\n", in->program, in->pid, in->ppid);
+	printf("  command       ");
+	for (uint64_t i = 0; i < in->argc && i < 16; i++)
+		printf(" %s", in->argv[i]);
+	printf("%s\n", in->argc > 16 ? " ..." : "");
+	printf("  duration       %s, %zu thread%s, ended by %s\n", tprof_fmt_ns(duration_ns(t), a),
+	       t->nthreads, t->nthreads == 1 ? "" : "s", end_reason(t));
+	if (t->complete && t->end_reason == TPROF_END_SIGNAL)
+		printf("                 (signal %" PRIu64 ")\n", t->end_value);
+	printf("  events         %s recorded, %s lost%s\n", tprof_commas(s->events, a),
+	       tprof_commas(t->lost_events, b),
+	       t->lost_events ? " (TOTALS BELOW UNDERCOUNT: lossy mode dropped events)" : "");
+	printf("\n  heap usage     %s allocs, %s frees, %s bytes allocated\n",
+	       tprof_commas(s->allocations, a), tprof_commas(s->frees, b),
+	       tprof_commas(s->bytes_allocated, c));
+	printf("  peak           %s bytes (%s) in %s blocks, at %s\n", tprof_commas(s->peak_bytes, a),
+	       tprof_fmt_bytes(s->peak_bytes, b), tprof_commas(s->peak_blocks, c),
+	       tprof_fmt_ns(s->peak_bytes ? tprof_trace_ns(t, s->peak_tick) : 0, (char[32]){0}));
+	printf("  in use at exit %s bytes in %s blocks\n", tprof_commas(s->live_bytes, a),
+	       tprof_commas(s->live_blocks, b));
+	if (s->unmatched_frees || s->failed || s->reused_live)
+		printf("  anomalies      %" PRIu64 " frees of unknown blocks, %" PRIu64
+		       " failed allocations, %" PRIu64 " reused live addresses\n",
+		       s->unmatched_frees, s->failed, s->reused_live);
+	printf("\n  calls         ");
+	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
+		if (s->calls[k])
+			printf(" %s %s", tprof_event_name(k), tprof_commas(s->calls[k], a));
+	printf("\n");
+	if (t->nthreads > 1) {
+		printf("\n  threads\n");
+		for (size_t i = 0; i < t->nthreads; i++)
+			printf("    %-8u %-16s %s events%s\n", t->threads[i].tid, t->threads[i].name,
+			       tprof_commas(t->threads[i].events, a), t->threads[i].lost ? " (lost some)" : "");
+	}
+}
+
+int cmd_report(int argc, char **argv)
+{
+	int json = 0;
+	const char *file = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: tprof report [--json] FILE\n");
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			tprof_err("report: unknown option '%s'", argv[i]);
+			return 1;
+		} else if (!file)
+			file = argv[i];
+		else {
+			tprof_err("report: one trace at a time");
+			return 1;
+		}
+	}
+	if (!file) {
+		tprof_err("usage: tprof report [--json] FILE");
+		return 1;
+	}
+	char err[512];
+	struct tprof_trace *t;
+	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
+		tprof_err("%s", err);
+		return 2;
+	}
+	struct heap_stats s;
+	int rc = 0;
+	if (heap_analyze(t, &s) < 0) {
+		tprof_err("%s", t->err);
+		rc = 2;
+		goto out;
+	}
+	if (json)
+		print_json(t, &s);
+	else
+		print_text(t, &s);
+out:
+	addrmap_free(&s.live);
+	tprof_trace_close(t);
+	return rc;
+}

@@ -1,0 +1,9 @@
+/* The analyzer's subcommands: one cmd_<verb>.c each, dispatched from the table in tprof.c.
+ * Each returns the process exit status: 0 success, 1 usage error, 2 unreadable or invalid trace. */
+#ifndef TPROF_CMDS_H
+#define TPROF_CMDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+#endif

@@ -1,0 +1,30 @@
+/* The heap analysis: replays the merged event stream of a trace and counts what valgrind memcheck's
+ * HEAP SUMMARY counts (allocations, frees, bytes allocated, in use at exit), plus the exact peak of
+ * live requested bytes and when it happened. The counting conventions are in docs/FORMAT.md. */
+#ifndef TPROF_HEAP_H
+#define TPROF_HEAP_H
+
+#include <stdint.h>
+
+#include "addrmap.h"
+#include "reader.h"
+
+struct heap_stats {
+	uint64_t calls[TPROF_EV_KIND_MAX + 1]; /* every call, failed ones and free(NULL) included */
+	uint64_t events;
+	uint64_t allocations;     /* blocks obtained (realloc: the new block) */
+	uint64_t frees;           /* blocks given back that were obtained inside the trace */
+	uint64_t bytes_allocated; /* requested bytes of all allocations */
+	uint64_t failed;          /* allocation calls that returned NULL/an error */
+	uint64_t unmatched_frees; /* frees of addresses never allocated in the trace */
+	uint64_t reused_live;     /* allocations returning an address still live (never in order) */
+	uint64_t live_bytes, live_blocks;
+	uint64_t peak_bytes, peak_blocks, peak_seq, peak_tick;
+	struct addrmap live; /* address -> size of blocks live now (at the end: the leaks) */
+};
+
+/* Replays t from its current position to the end. 0 on success; -1 on a corrupt record (t->err).
+ * The caller releases s->live with addrmap_free. */
+int heap_analyze(struct tprof_trace *t, struct heap_stats *s);
+
+#endif

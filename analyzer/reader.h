@@ -1,0 +1,72 @@
+/* The validating trace reader: opens a trace (docs/FORMAT.md), checks every block (bounds, CRC-32C,
+ * known types, version), and yields the events of all threads merged into their global order (the
+ * sequence numbers the recorder assigned). Everything that is not a well-formed trace is rejected
+ * with a message naming the file and the byte offset; nothing here exits or crashes on bad input. */
+#ifndef TPROF_READER_H
+#define TPROF_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tprof_trace.h"
+
+/* One event in global order. A realloc yields two: phase 0 at the moment the old block was given
+ * back (before the call), phase 1 when the new one was obtained (after it); both carry all fields. */
+struct tprof_event {
+	uint64_t seq;
+	uint64_t tick;    /* raw clock; tprof_trace_ns() converts */
+	uint64_t size;    /* requested bytes; 0 for free */
+	uint64_t ptr;     /* block returned (allocations), or freed (free) */
+	uint64_t old_ptr; /* realloc: the block passed in */
+	uint32_t tid;
+	uint8_t kind;  /* enum tprof_event_kind */
+	uint8_t phase; /* realloc only, see above */
+};
+
+struct tprof_thread_info {
+	uint32_t tid;
+	char *name;
+	uint64_t events; /* records read so far */
+	uint64_t lost;
+	int ended;       /* a THREAD_END block was seen */
+};
+
+struct tprof_trace_info {
+	uint64_t pid, ppid, clock, flags, page_size, ptr_size, start_realtime_ns, ring_entries;
+	char *exe;
+	char *program; /* basename of argv[0], else of exe */
+	uint64_t argc;
+	char **argv;
+};
+
+struct tprof_trace {
+	const char *path;
+	struct tprof_trace_info info;
+	struct tprof_thread_info *threads;
+	size_t nthreads;
+	uint64_t lost_events;   /* sum of LOST blocks */
+	uint64_t blocks;
+	int complete;           /* the file ends with an END block */
+	uint64_t end_reason, end_value, end_seq, end_events, end_lost;
+	uint64_t first_tick_seen, last_tick_seen; /* over all events */
+	uint64_t t0_ns;         /* CLOCK_MONOTONIC ns of time zero (first clock pair or first event) */
+	uint64_t end_ns;        /* CLOCK_MONOTONIC ns of the last clock pair or last event */
+	char err[512];          /* set when a call fails */
+	struct tprof_reader_priv *priv;
+};
+
+/* Opens and validates path. On success returns 0 and *out; on failure returns -1 and copies a
+ * message ("FILE: byte N: what") into err. The caller frees *out with tprof_trace_close. */
+int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size_t errlen);
+void tprof_trace_close(struct tprof_trace *t);
+
+/* Next event in global order: 1 with *ev filled, 0 at the end, -1 on a corrupt record (t->err). */
+int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev);
+
+/* Nanoseconds since time zero for a raw tick (negative ticks before zero clamp to 0). */
+uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick);
+
+/* The name of thread tid, or "" when unknown. */
+const char *tprof_trace_thread_name(const struct tprof_trace *t, uint32_t tid);
+
+#endif

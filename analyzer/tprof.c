@@ -1,0 +1,37 @@
+/* The tprof command: dispatches "tprof <verb> ..." to the cmd_<verb>() functions. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} commands[] = {
+	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...   run PROGRAM under libtprof.so"},
+	{"report", cmd_report, "report [--json] FILE                  heap totals, peak, leaks"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tprof <command> [options]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %s\n", commands[i].help);
+	fprintf(f, "\nRun 'tprof <command> --help' for its options. Exit status: 0 ok, 1 usage, "
+		   "2 invalid trace.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 1 : 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "tprof: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 1;
+}

@@ -1,0 +1,129 @@
+/* Implementation of analyzer/util.h: checked allocation, messages, formatting, JSON escaping. */
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(size_t n, const char *file, int line)
+{
+	fprintf(stderr, "tprof: out of memory allocating %zu bytes (%s:%d)\n", n, file, line);
+	exit(3);
+}
+
+void *tprof_xmalloc(size_t n, const char *file, int line)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n, file, line);
+	return p;
+}
+
+void *tprof_xcalloc(size_t n, size_t size, const char *file, int line)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom(n * size, file, line);
+	return p;
+}
+
+void *tprof_xrealloc(void *p, size_t n, const char *file, int line)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom(n, file, line);
+	return q;
+}
+
+char *tprof_xstrndup(const char *s, size_t n, const char *file, int line)
+{
+	char *d = tprof_xmalloc(n + 1, file, line);
+	memcpy(d, s, n);
+	d[n] = 0;
+	return d;
+}
+
+void tprof_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("tprof: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not valid. */
+static int utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+void tprof_json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	fputc('"', f);
+	while (*s) {
+		if (*s == '"' || *s == '\\') {
+			fputc('\\', f);
+			fputc(*s++, f);
+		} else if (*s < 0x20 || *s == 0x7f) {
+			fprintf(f, "\\u%04x", *s++);
+		} else {
+			int n = utf8_len(s);
+			if (n == 0) {
+				fputs("\\ufffd", f);
+				s++;
+			} else {
+				fwrite(s, 1, (size_t)n, f);
+				s += n;
+			}
+		}
+	}
+	fputc('"', f);
+}
+
+const char *tprof_commas(uint64_t v, char *buf)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), o = 0;
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+const char *tprof_fmt_ns(uint64_t ns, char *buf)
+{
+	if (ns < 10000)
+		snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
+	else if (ns < 10000000)
+		snprintf(buf, 32, "%.2f us", ns / 1e3);
+	else if (ns < 10000000000ull)
+		snprintf(buf, 32, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, 32, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+const char *tprof_fmt_bytes(uint64_t b, char *buf)
+{
+	if (b < 1024)
+		snprintf(buf, 32, "%llu B", (unsigned long long)b);
+	else if (b < (1ull << 20))
+		snprintf(buf, 32, "%.1f KiB", b / 1024.0);
+	else if (b < (1ull << 30))
+		snprintf(buf, 32, "%.1f MiB", b / 1048576.0);
+	else
+		snprintf(buf, 32, "%.2f GiB", b / 1073741824.0);
+	return buf;
+}

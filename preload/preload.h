@@ -1,0 +1,171 @@
+/* Internal interface of libtprof.so: the state shared by the hooks (hooks.c), the recording core
+ * (core.c) and the writer thread (writer.c). Data flows hook -> tprof_record_*() -> the calling
+ * thread's ring -> writer thread -> trace file. Nothing here is exported from the library. */
+#ifndef TPROF_PRELOAD_H
+#define TPROF_PRELOAD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "ring.h"
+#include "tprof_trace.h"
+
+#define TPROF_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define TPROF_MAX_THREADS 4096 /* threads alive at once that can record; more count as lost */
+
+/* The functions the hooks forward to, found with dlsym(RTLD_NEXT). */
+struct tprof_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	void (*exit_)(int) __attribute__((noreturn));  /* _exit */
+	void (*Exit_)(int) __attribute__((noreturn));  /* _Exit */
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execv)(const char *, char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+};
+
+/* One recording thread. Slots are reused after the writer has seen the thread die. */
+enum { TPROF_SLOT_FREE = 0, TPROF_SLOT_ACTIVE = 1 };
+struct tprof_thread {
+	_Atomic int state;
+	pid_t tid;
+	struct tprof_ring *ring; /* mmap'd on first use, kept for reuse */
+	/* writer-private */
+	uint64_t last_seq, last_tick; /* last event written, for delta encoding across blocks */
+	uint64_t lost_reported;
+	uint64_t next_check_ns;
+	char name[16];
+	int announced;
+};
+
+/* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
+struct tprof_tls {
+	int guard;                   /* nonzero: a hook is active on this thread, pass calls through */
+	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
+};
+extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
+
+/* Configuration, read once from TPROF_* variables (core.c: the table). */
+struct tprof_config {
+	int lossy;        /* TPROF_LOSSY=1 */
+	int quiet;        /* TPROF_QUIET=1 */
+	int freeres;      /* TPROF_FREERES (default 1): run __libc_freeres at exit like valgrind */
+	int clock;        /* enum tprof_clock_id; TPROF_CLOCK=tsc|monotonic */
+	uint32_t ring_entries; /* TPROF_RING_ENTRIES, power of two */
+	const char *output;    /* TPROF_OUTPUT, may contain %p */
+};
+
+extern struct tprof_real tprof_real;
+extern struct tprof_config tprof_cfg;
+extern _Atomic int tprof_ready;     /* real functions resolved */
+extern _Atomic int tprof_recording; /* hooks record events */
+extern _Atomic uint64_t tprof_seq;  /* global event order */
+extern _Atomic uint64_t tprof_lost_global; /* events lost without a ring (no slot free) */
+extern struct tprof_thread tprof_threads[TPROF_MAX_THREADS];
+extern _Atomic uint32_t tprof_threads_hwm; /* slots in use are below this index */
+
+/* core.c */
+void tprof_init(void);                 /* resolves the real functions; idempotent, thread-safe */
+void *tprof_boot_alloc(size_t size, size_t align); /* static pool used while tprof_init runs */
+int tprof_boot_owns(const void *p);
+size_t tprof_boot_size(const void *p);
+struct tprof_thread *tprof_thread_attach(void);
+void tprof_ring_full(struct tprof_thread *t, uint32_t n); /* waits (lossless) or counts */
+void tprof_finish(int reason, int value); /* last flush: END block, stop recording */
+void tprof_flush_for_exec(void);
+
+static inline uint64_t tprof_now(void)
+{
+	extern int tprof_clock_is_tsc;
+	if (likely(tprof_clock_is_tsc))
+		return __builtin_ia32_rdtsc();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* writer.c */
+int tprof_writer_start(void);           /* opens the trace and starts the thread; 0 on success */
+void tprof_writer_kick(void);           /* wakes the writer if it sleeps */
+extern _Atomic uint32_t tprof_writer_sleeping;
+extern _Atomic int tprof_writer_running;
+/* Asks the writer to drain everything and write an END block; final also closes the trace and
+ * ends the thread. Waits up to timeout_ns. Returns 0 when done. Async-signal-safe. */
+int tprof_writer_flush(int reason, int value, int final, long timeout_ns);
+void tprof_writer_after_fork_child(void);
+extern char tprof_trace_path[4096];
+
+/* Records one event on the calling thread (hooks.c calls these with the guard held). */
+static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr)
+{
+	if (unlikely(!atomic_load_explicit(&tprof_recording, memory_order_relaxed)))
+		return;
+	struct tprof_thread *t = tprof_tls.thread;
+	if (unlikely(!t) && !(t = tprof_thread_attach()))
+		return;
+	struct tprof_ring *r = t->ring;
+	if (unlikely(!tprof_ring_reserve(r, 1))) {
+		tprof_ring_full(t, 1);
+		if (!tprof_ring_reserve(r, 1))
+			return;
+	}
+	struct tprof_ev *e = tprof_ring_slot(r, 0);
+	e->seq_kind = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst) << 8 | kind;
+	e->tick = tprof_now();
+	e->size = size;
+	e->ptr = (uint64_t)(uintptr_t)ptr;
+	tprof_ring_publish(r, 1);
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (unlikely((h & ((r->mask >> 2))) == 0) &&
+	    atomic_load_explicit(&tprof_writer_sleeping, memory_order_relaxed))
+		tprof_writer_kick();
+}
+
+/* A realloc: seq_before/tick_before were taken before the real call (the old block's release),
+ * the rest after it. Two ring entries, published together. */
+static inline void tprof_record_realloc(unsigned kind, uint64_t seq_before, uint64_t tick_before,
+					uint64_t size, const void *newp, const void *oldp)
+{
+	struct tprof_thread *t = tprof_tls.thread;
+	if (unlikely(!t) && !(t = tprof_thread_attach()))
+		return;
+	struct tprof_ring *r = t->ring;
+	if (unlikely(!tprof_ring_reserve(r, 2))) {
+		tprof_ring_full(t, 2);
+		if (!tprof_ring_reserve(r, 2))
+			return;
+	}
+	struct tprof_ev *e = tprof_ring_slot(r, 0), *e2 = tprof_ring_slot(r, 1);
+	e->seq_kind = seq_before << 8 | kind;
+	e->tick = tick_before;
+	e->size = size;
+	e->ptr = (uint64_t)(uintptr_t)newp;
+	e2->seq_kind = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst) << 8 |
+		       TPROF_RING_REALLOC_TAIL;
+	e2->tick = tprof_now();
+	e2->size = 0;
+	e2->ptr = (uint64_t)(uintptr_t)oldp;
+	tprof_ring_publish(r, 2);
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (unlikely((h & ((r->mask >> 2))) < 2) &&
+	    atomic_load_explicit(&tprof_writer_sleeping, memory_order_relaxed))
+		tprof_writer_kick();
+}
+
+#endif

@@ -1,0 +1,89 @@
+/* System helpers the preload may use anywhere, including hooks and signal handlers: futex wait/wake,
+ * thread ids, and message building into a fixed stack buffer written with write(2). Nothing here
+ * allocates, takes a lock or touches stdio. */
+#ifndef TPROF_SYS_H
+#define TPROF_SYS_H
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline pid_t tprof_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check. */
+static inline void tprof_futex_wait(_Atomic uint32_t *addr, uint32_t val, long timeout_ns)
+{
+	struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+static inline void tprof_futex_wake(_Atomic uint32_t *addr)
+{
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+/* A message under construction; too-long messages are cut, never overflow. */
+struct tprof_sbuf {
+	char b[1024];
+	unsigned n;
+};
+
+static inline void tprof_sb_str(struct tprof_sbuf *s, const char *str)
+{
+	while (str && *str && s->n < sizeof(s->b) - 1)
+		s->b[s->n++] = *str++;
+}
+
+static inline void tprof_sb_u64(struct tprof_sbuf *s, uint64_t v)
+{
+	char tmp[24];
+	int i = 0;
+	do {
+		tmp[i++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (i && s->n < sizeof(s->b) - 1)
+		s->b[s->n++] = tmp[--i];
+}
+
+/* Writes the message to stderr, retrying short writes; errno is preserved. */
+static inline void tprof_sb_emit(struct tprof_sbuf *s)
+{
+	int saved = errno;
+	unsigned off = 0;
+	while (off < s->n) {
+		ssize_t w = write(2, s->b + off, s->n - off);
+		if (w <= 0 && errno != EINTR)
+			break;
+		if (w > 0)
+			off += (unsigned)w;
+	}
+	errno = saved;
+}
+
+/* Writes all of buf to fd; returns 0, or -1 with errno set. */
+static inline int tprof_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+#endif

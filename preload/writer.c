@@ -1,0 +1,549 @@
+/* The writer thread of libtprof.so: drains every thread's ring, encodes the events as compact
+ * records (docs/FORMAT.md), and appends checksummed blocks to the trace file. It also owns the file
+ * (exclusive creation), clock calibration, thread appearance and death, and the final END block.
+ * It is the only consumer of the rings; it never records its own allocations. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "sys.h"
+
+_Atomic uint32_t tprof_writer_sleeping;
+_Atomic int tprof_writer_running;
+char tprof_trace_path[4096];
+
+static _Atomic uint32_t kick_word;
+static _Atomic uint32_t flush_req, flush_done;
+static int req_reason, req_value, req_final;
+static int trace_fd = -1;
+static pthread_t writer_tid;
+static uint64_t events_written, lost_written;
+
+#define OUT_CAP (1u << 20)
+#define OUT_FLUSH_AT (OUT_CAP - (128u << 10))
+#define BLOCK_TARGET (60u << 10) /* EVENTS payloads stay below this plus one record */
+#define REC_MAX 80
+static uint8_t out_buf[OUT_CAP];
+static size_t out_len;
+static int out_failed; /* a write failed: stop writing, keep draining so producers never block */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void out_flush(void)
+{
+	if (out_len && !out_failed && tprof_write_all(trace_fd, out_buf, out_len) != 0) {
+		out_failed = 1;
+		struct tprof_sbuf s = {.n = 0};
+		tprof_sb_str(&s, "tprof: writing ");
+		tprof_sb_str(&s, tprof_trace_path);
+		tprof_sb_str(&s, " failed: ");
+		tprof_sb_str(&s, strerror(errno));
+		tprof_sb_str(&s, "; the trace ends here\n");
+		tprof_sb_emit(&s);
+	}
+	out_len = 0;
+}
+
+/* Opens a block of the given type; returns the payload start. Payloads larger than what is left in
+ * the buffer must not be started: callers flush first when needed. */
+static uint8_t *block_begin(void)
+{
+	if (out_len + TPROF_BLOCK_HEADER_LEN + BLOCK_TARGET + REC_MAX > OUT_CAP)
+		out_flush();
+	return out_buf + out_len + TPROF_BLOCK_HEADER_LEN;
+}
+
+static void block_end(unsigned type, uint8_t *end)
+{
+	uint8_t *h = out_buf + out_len;
+	uint8_t *payload = h + TPROF_BLOCK_HEADER_LEN;
+	uint32_t len = (uint32_t)(end - payload);
+	h[0] = (uint8_t)type;
+	tprof_put_u32(h + 1, len);
+	uint32_t crc = tprof_crc32c_update(0, h, 1);
+	crc = tprof_crc32c_update(crc, payload, len);
+	tprof_put_u32(h + 5, crc);
+	out_len += TPROF_BLOCK_HEADER_LEN + len;
+	if (out_len >= OUT_FLUSH_AT)
+		out_flush();
+}
+
+static uint8_t *put_string(uint8_t *p, const char *s, size_t n)
+{
+	p = tprof_put_varint(p, n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = 0;
+	while (n < cap) {
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	return (ssize_t)n;
+}
+
+static void write_clock(void)
+{
+	uint8_t *p = block_begin(), *s = p;
+	p = tprof_put_varint(p, tprof_now());
+	p = tprof_put_varint(p, mono_ns());
+	p = tprof_put_varint(p, real_ns());
+	block_end(TPROF_BLK_CLOCK, p);
+	(void)s;
+}
+
+static void write_header_and_info(void)
+{
+	uint8_t *h = out_buf + out_len;
+	memcpy(h, TPROF_MAGIC, TPROF_MAGIC_LEN);
+	tprof_put_u16(h + 8, TPROF_VERSION);
+	tprof_put_u16(h + 10, TPROF_FILE_HEADER_LEN);
+	tprof_put_u32(h + 12, 0);
+	out_len += TPROF_FILE_HEADER_LEN;
+
+	static char exe[4096], cmdline[32768];
+	ssize_t en = readlink("/proc/self/exe", exe, sizeof(exe));
+	if (en < 0)
+		en = 0;
+	ssize_t cn = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+	if (cn < 0)
+		cn = 0;
+	uint64_t argc = 0;
+	for (ssize_t i = 0; i < cn; i++)
+		argc += cmdline[i] == 0;
+	if (cn && cmdline[cn - 1] != 0)
+		argc++; /* cut short: the last argument has no terminator */
+
+	out_flush();
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, (uint64_t)getpid());
+	p = tprof_put_varint(p, (uint64_t)getppid());
+	p = tprof_put_varint(p, (uint64_t)tprof_cfg.clock);
+	p = tprof_put_varint(p, tprof_cfg.lossy ? TPROF_INFO_LOSSY : 0);
+	p = tprof_put_varint(p, (uint64_t)sysconf(_SC_PAGESIZE));
+	p = tprof_put_varint(p, sizeof(void *));
+	p = tprof_put_varint(p, real_ns());
+	p = tprof_put_varint(p, tprof_cfg.ring_entries);
+	p = put_string(p, exe, (size_t)en);
+	p = tprof_put_varint(p, argc);
+	for (ssize_t i = 0; i < cn;) {
+		size_t len = strnlen(cmdline + i, (size_t)(cn - i));
+		p = put_string(p, cmdline + i, len);
+		i += (ssize_t)len + 1;
+	}
+	block_end(TPROF_BLK_INFO, p);
+	write_clock();
+}
+
+static void announce_thread(struct tprof_thread *t)
+{
+	char path[64], name[32];
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "/proc/self/task/");
+	tprof_sb_u64(&s, (uint64_t)t->tid);
+	tprof_sb_str(&s, "/comm");
+	memcpy(path, s.b, s.n);
+	path[s.n] = 0;
+	ssize_t n = read_file(path, name, sizeof(name) - 1);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == 0))
+		n--;
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, (uint64_t)t->tid);
+	p = put_string(p, name, (size_t)n);
+	block_end(TPROF_BLK_THREAD, p);
+	t->announced = 1;
+}
+
+static void write_lost(pid_t tid, uint64_t n)
+{
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, (uint64_t)tid);
+	p = tprof_put_varint(p, n);
+	block_end(TPROF_BLK_LOST, p);
+	lost_written += n;
+}
+
+/* Encodes up to n events of t's ring starting at counter `first` into one EVENTS block; returns how
+ * many were consumed (a realloc pair is never split). */
+static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
+{
+	struct tprof_ring *r = t->ring;
+	uint8_t *p = block_begin(), *start = p;
+	p = tprof_put_varint(p, (uint64_t)t->tid);
+	uint8_t *count_at = p; /* count is patched in: reserve a fixed 3-byte varint */
+	p += 3;
+	p = tprof_put_varint(p, t->last_seq);
+	p = tprof_put_varint(p, t->last_tick);
+	uint64_t pseq = t->last_seq, ptick = t->last_tick, pptr = 0;
+	uint32_t i = 0, recs = 0;
+	while (i < n && (size_t)(p - start) < BLOCK_TARGET && recs < (1u << 21) - 1) {
+		const struct tprof_ev *e = tprof_ring_at(r, first + i);
+		unsigned kind = (unsigned)(e->seq_kind & 0xff);
+		uint64_t seq = e->seq_kind >> 8;
+		const struct tprof_ev *e2 = NULL;
+		if (kind == TPROF_EV_REALLOC || kind == TPROF_EV_REALLOCARRAY) {
+			if (i + 1 >= n)
+				break; /* not possible: pairs are published together */
+			e2 = tprof_ring_at(r, first + i + 1);
+		} else if (kind == 0 || kind > TPROF_EV_KIND_MAX) {
+			i++; /* never produced; skip defensively */
+			continue;
+		}
+		uint8_t head = (uint8_t)kind;
+		if (seq == pseq + 1)
+			head |= TPROF_REC_SEQ_NEXT;
+		*p++ = head;
+		if (!(head & TPROF_REC_SEQ_NEXT))
+			p = tprof_put_varint(p, seq - pseq - 1);
+		p = tprof_put_svarint(p, (int64_t)(e->tick - ptick));
+		if (kind != TPROF_EV_FREE)
+			p = tprof_put_varint(p, e->size);
+		p = tprof_put_svarint(p, (int64_t)(e->ptr - pptr));
+		pseq = seq;
+		ptick = e->tick;
+		pptr = e->ptr;
+		if (e2) {
+			uint64_t seq2 = e2->seq_kind >> 8;
+			p = tprof_put_svarint(p, (int64_t)(e2->ptr - e->ptr));
+			p = tprof_put_varint(p, seq2 - seq - 1);
+			p = tprof_put_svarint(p, (int64_t)(e2->tick - e->tick));
+			pseq = seq2;
+			ptick = e2->tick;
+			i += 2;
+		} else {
+			i++;
+		}
+		recs++;
+	}
+	count_at[0] = (uint8_t)(recs | 0x80);
+	count_at[1] = (uint8_t)((recs >> 7) | 0x80);
+	count_at[2] = (uint8_t)(recs >> 14);
+	if (recs)
+		block_end(TPROF_BLK_EVENTS, p);
+	t->last_seq = pseq;
+	t->last_tick = ptick;
+	events_written += recs;
+	return i;
+}
+
+/* Drains t's ring completely; returns the number of ring entries consumed. */
+static uint64_t drain_thread(struct tprof_thread *t)
+{
+	struct tprof_ring *r = t->ring;
+	uint64_t total = 0;
+	uint32_t first, n;
+	while ((n = tprof_ring_available(r, &first)) != 0) {
+		if (!t->announced)
+			announce_thread(t);
+		uint32_t done = encode_run(t, first, n);
+		tprof_ring_consume(r, done);
+		total += done;
+		if (atomic_exchange(&r->waiting, 0))
+			tprof_futex_wake(&r->tail);
+		if (done == 0)
+			break;
+	}
+	uint64_t lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
+	if (lost != t->lost_reported) {
+		write_lost(t->tid, lost - t->lost_reported);
+		t->lost_reported = lost;
+	}
+	return total;
+}
+
+/* A thread that the kernel no longer knows has published its last event: drain, record its end,
+ * free the slot for reuse. */
+static void reap_dead_threads(void)
+{
+	uint32_t hwm = atomic_load(&tprof_threads_hwm);
+	pid_t pid = getpid();
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct tprof_thread *t = &tprof_threads[i];
+		if (atomic_load_explicit(&t->state, memory_order_acquire) != TPROF_SLOT_ACTIVE)
+			continue;
+		if (syscall(SYS_tgkill, pid, t->tid, 0) == 0 || errno != ESRCH)
+			continue;
+		drain_thread(t);
+		if (t->announced) {
+			uint8_t *p = block_begin();
+			p = tprof_put_varint(p, (uint64_t)t->tid);
+			block_end(TPROF_BLK_THREAD_END, p);
+		}
+		t->announced = 0;
+		t->lost_reported = 0;
+		atomic_store(&t->ring->lost, 0);
+		atomic_store_explicit(&t->state, TPROF_SLOT_FREE, memory_order_release);
+	}
+}
+
+static uint64_t drain_all(void)
+{
+	uint64_t total = 0;
+	uint32_t hwm = atomic_load(&tprof_threads_hwm);
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct tprof_thread *t = &tprof_threads[i];
+		if (atomic_load_explicit(&t->state, memory_order_acquire) == TPROF_SLOT_ACTIVE && t->ring)
+			total += drain_thread(t);
+	}
+	static uint64_t global_reported;
+	uint64_t g = atomic_load(&tprof_lost_global);
+	if (g != global_reported) {
+		write_lost(0, g - global_reported);
+		global_reported = g;
+	}
+	return total;
+}
+
+static void write_end(int reason, int value)
+{
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, (uint64_t)reason);
+	p = tprof_put_varint(p, (uint64_t)value);
+	p = tprof_put_varint(p, atomic_load(&tprof_seq));
+	p = tprof_put_varint(p, events_written);
+	p = tprof_put_varint(p, lost_written);
+	block_end(TPROF_BLK_END, p);
+}
+
+static void report_path(void)
+{
+	if (tprof_cfg.quiet)
+		return;
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "tprof: ");
+	tprof_sb_str(&s, program_invocation_short_name);
+	tprof_sb_str(&s, " (pid ");
+	tprof_sb_u64(&s, (uint64_t)getpid());
+	tprof_sb_str(&s, "): ");
+	tprof_sb_u64(&s, events_written);
+	tprof_sb_str(&s, " events");
+	if (lost_written) {
+		tprof_sb_str(&s, ", ");
+		tprof_sb_u64(&s, lost_written);
+		tprof_sb_str(&s, " LOST");
+	}
+	tprof_sb_str(&s, out_failed ? ", trace incomplete: " : ", trace written to ");
+	tprof_sb_str(&s, tprof_trace_path);
+	tprof_sb_str(&s, "\n");
+	tprof_sb_emit(&s);
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	tprof_tls.guard = 1; /* for good: the writer's own allocations are not the program's */
+	uint64_t last_clock = mono_ns(), last_reap = last_clock;
+	for (;;) {
+		uint32_t req = atomic_load(&flush_req);
+		uint64_t n = drain_all();
+		uint64_t now = mono_ns();
+		if (now - last_reap >= 200000000u) {
+			reap_dead_threads();
+			last_reap = now;
+		}
+		if (now - last_clock >= 1000000000u) {
+			write_clock();
+			last_clock = now;
+		}
+		if (req != atomic_load(&flush_done)) {
+			int final = req_final;
+			if (final)
+				atomic_store(&tprof_recording, 0);
+			/* events already stamped but not yet published land within microseconds */
+			for (int k = 0; k < 3; k++) {
+				drain_all();
+				sched_yield();
+			}
+			drain_all();
+			write_clock();
+			write_end(req_reason, req_value);
+			out_flush();
+			if (final) {
+				report_path();
+				close(trace_fd);
+				trace_fd = -1;
+				atomic_store(&tprof_writer_running, 0);
+			}
+			atomic_store(&flush_done, req);
+			tprof_futex_wake(&flush_done);
+			if (final)
+				return NULL;
+			continue;
+		}
+		if (n == 0) {
+			out_flush();
+			uint32_t k = atomic_load(&kick_word);
+			atomic_store(&tprof_writer_sleeping, 1);
+			if (atomic_load(&flush_req) == atomic_load(&flush_done))
+				tprof_futex_wait(&kick_word, k, 10000000);
+			atomic_store(&tprof_writer_sleeping, 0);
+		}
+	}
+}
+
+void tprof_writer_kick(void)
+{
+	atomic_fetch_add(&kick_word, 1);
+	tprof_futex_wake(&kick_word);
+}
+
+int tprof_writer_flush(int reason, int value, int final, long timeout_ns)
+{
+	if (!atomic_load(&tprof_writer_running))
+		return -1;
+	if (pthread_equal(pthread_self(), writer_tid))
+		return -1;
+	req_reason = reason;
+	req_value = value;
+	req_final = final;
+	uint32_t gen = atomic_fetch_add(&flush_req, 1) + 1;
+	tprof_writer_kick();
+	uint64_t deadline = mono_ns() + (uint64_t)timeout_ns;
+	for (;;) {
+		uint32_t done = atomic_load(&flush_done);
+		if ((int32_t)(done - gen) >= 0)
+			break;
+		if (mono_ns() > deadline)
+			return -1;
+		tprof_futex_wait(&flush_done, done, 10000000);
+	}
+	if (final)
+		pthread_join(writer_tid, NULL);
+	return 0;
+}
+
+/* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace. */
+static void make_path(char *buf, size_t cap)
+{
+	struct tprof_sbuf s = {.n = 0};
+	const char *o = tprof_cfg.output;
+	if (o && *o) {
+		for (; *o; o++) {
+			if (o[0] == '%' && o[1] == 'p') {
+				tprof_sb_u64(&s, (uint64_t)getpid());
+				o++;
+			} else if (o[0] == '%' && o[1] == '%') {
+				tprof_sb_str(&s, "%");
+				o++;
+			} else {
+				char c[2] = {*o, 0};
+				tprof_sb_str(&s, c);
+			}
+		}
+	} else {
+		tprof_sb_str(&s, "tprof.");
+		for (const char *c = program_invocation_short_name; c && *c; c++) {
+			char ch[2] = {(*c == '/' || *c < 32) ? '_' : *c, 0};
+			tprof_sb_str(&s, ch);
+		}
+		tprof_sb_str(&s, ".");
+		tprof_sb_u64(&s, (uint64_t)getpid());
+		tprof_sb_str(&s, ".trace");
+	}
+	size_t n = s.n < cap - 1 ? s.n : cap - 1;
+	memcpy(buf, s.b, n);
+	buf[n] = 0;
+}
+
+/* Creates the trace file exclusively: never through a symlink, never over an existing file. An
+ * existing name gets a numeric suffix (.1, .2, ...). */
+static int open_trace(void)
+{
+	char base[sizeof(tprof_trace_path) - 16];
+	make_path(base, sizeof(base));
+	for (int k = 0; k < 1000; k++) {
+		struct tprof_sbuf s = {.n = 0};
+		tprof_sb_str(&s, base);
+		if (k) {
+			tprof_sb_str(&s, ".");
+			tprof_sb_u64(&s, (uint64_t)k);
+		}
+		memcpy(tprof_trace_path, s.b, s.n);
+		tprof_trace_path[s.n] = 0;
+		int fd = open(tprof_trace_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			break;
+	}
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "tprof: cannot create ");
+	tprof_sb_str(&s, tprof_trace_path);
+	tprof_sb_str(&s, ": ");
+	tprof_sb_str(&s, strerror(errno));
+	tprof_sb_str(&s, "; not tracing\n");
+	tprof_sb_emit(&s);
+	return -1;
+}
+
+int tprof_writer_start(void)
+{
+	trace_fd = open_trace();
+	if (trace_fd < 0)
+		return -1;
+	out_len = 0;
+	out_failed = 0;
+	events_written = lost_written = 0;
+	write_header_and_info();
+	out_flush();
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&tprof_writer_running, 1);
+	int rc = pthread_create(&writer_tid, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		atomic_store(&tprof_writer_running, 0);
+		close(trace_fd);
+		unlink(tprof_trace_path);
+		trace_fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void tprof_writer_after_fork_child(void)
+{
+	/* The parent's writer does not exist here; its buffers and descriptor are the parent's. */
+	if (trace_fd >= 0)
+		close(trace_fd);
+	trace_fd = -1;
+	atomic_store(&tprof_writer_running, 0);
+	atomic_store(&tprof_writer_sleeping, 0);
+	atomic_store(&flush_req, 0);
+	atomic_store(&flush_done, 0);
+	if (tprof_writer_start() != 0)
+		atomic_store(&tprof_recording, 0);
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tprof needs to build, test and demo, and only those that are missing.
+# Called by `make deps` (and so by `make demo`) and by .ci/run. Needs root (or sudo) only when
+# something is missing.
+set -eu
+pkgs=(
+	gcc make libc6-dev pkg-config   # toolchain
+	libunwind-dev uthash-dev libdw-dev libelf-dev libzstd-dev   # preload and analyzer libraries
+	gnuplot-nox                     # tprof plot
+	valgrind heaptrack bats         # ground truth, the rival, the test runner
+	python3 python3-numpy sqlite3 gzip coreutils   # real programs the tests trace
+	libopenblas-dev libgomp1        # workloads (optional BLAS, OpenMP)
+)
+missing=()
+for p in "${pkgs[@]}"; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
