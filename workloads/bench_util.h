@@ -1,0 +1,162 @@
+/* Helpers shared by the workload benchmarks: command-line options from a table (with --help), a seeded
+ * deterministic RNG, a monotonic clock and checked allocation. Header-only; every function is static. */
+#ifndef TNN_BENCH_UTIL_H
+#define TNN_BENCH_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// ----------------------------------------------------------------------------
+// options
+
+enum { OPT_INT, OPT_FLOAT, OPT_STR };
+
+struct opt {
+	const char *name; /* without the leading "--" */
+	int type;
+	void *ptr; /* int *, float * or const char ** */
+	const char *help;
+};
+
+static inline void opt_usage(const char *prog, const char *what, const struct opt *o, int n)
+{
+	printf("usage: %s [options]\n%s\n\noptions (default in brackets):\n", prog, what);
+	for (int i = 0; i < n; i++) {
+		char def[64];
+		if (o[i].type == OPT_INT)
+			snprintf(def, sizeof def, "%d", *(int *)o[i].ptr);
+		else if (o[i].type == OPT_FLOAT)
+			snprintf(def, sizeof def, "%g", *(float *)o[i].ptr);
+		else
+			snprintf(def, sizeof def, "%s", *(const char **)o[i].ptr ? *(const char **)o[i].ptr : "");
+		printf("  --%-14s %s [%s]\n", o[i].name, o[i].help, def);
+	}
+	printf("  --%-14s %s\n", "help", "print this help");
+}
+
+/* Parses "--name value" and "--name=value"; exits 0 after --help, 2 on a bad option. */
+static inline void opt_parse(int argc, char **argv, const char *what, const struct opt *o, int n)
+{
+	for (int a = 1; a < argc; a++) {
+		const char *arg = argv[a], *val = NULL;
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			opt_usage(argv[0], what, o, n);
+			exit(0);
+		}
+		if (strncmp(arg, "--", 2) != 0)
+			goto bad;
+		arg += 2;
+		size_t len = strcspn(arg, "=");
+		int i;
+		for (i = 0; i < n; i++)
+			if (strlen(o[i].name) == len && strncmp(o[i].name, arg, len) == 0)
+				break;
+		if (i == n)
+			goto bad;
+		if (arg[len] == '=')
+			val = arg + len + 1;
+		else if (a + 1 < argc)
+			val = argv[++a];
+		else
+			goto bad;
+		char *end = NULL;
+		if (o[i].type == OPT_INT)
+			*(int *)o[i].ptr = (int)strtol(val, &end, 10);
+		else if (o[i].type == OPT_FLOAT)
+			*(float *)o[i].ptr = strtof(val, &end);
+		else
+			*(const char **)o[i].ptr = val;
+		if (end && (*end || end == val))
+			goto bad;
+		continue;
+	bad:
+		fprintf(stderr, "%s: bad option '%s' (try --help)\n", argv[0], argv[a]);
+		exit(2);
+	}
+}
+
+/* Parses a comma-separated list of positive ints into out (at most max); returns the count or -1. */
+static inline int parse_int_list(const char *s, int *out, int max)
+{
+	int n = 0;
+	while (*s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (end == s || v <= 0 || n == max)
+			return -1;
+		out[n++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return -1;
+	}
+	return n;
+}
+
+// ----------------------------------------------------------------------------
+// RNG: xorshift64*, and Box-Muller normals
+
+static inline uint32_t rng_u32(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return (uint32_t)((*s * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+static inline float rng_uniform(uint64_t *s) /* [0, 1) */
+{
+	return (rng_u32(s) >> 8) / 16777216.0f;
+}
+
+static inline float rng_normal(uint64_t *s)
+{
+	float u1 = rng_uniform(s), u2 = rng_uniform(s);
+	return sqrtf(-2.0f * logf(u1 + 1e-12f)) * cosf(6.2831853f * u2);
+}
+
+static inline void fill_normal(float *x, size_t n, float std, uint64_t *s)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = std * rng_normal(s);
+}
+
+// ----------------------------------------------------------------------------
+// time, memory
+
+static inline double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static inline void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (!p) {
+		fprintf(stderr, "out of memory (%zu x %zu bytes)\n", n, size);
+		exit(1);
+	}
+	return p;
+}
+
+static inline void *xmalloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+	if (!p) {
+		fprintf(stderr, "out of memory (%zu bytes)\n", size);
+		exit(1);
+	}
+	return p;
+}
+
+static inline void print_mem(const char *kind, size_t bytes)
+{
+	printf("memory %-12s %10.2f MiB\n", kind, bytes / 1048576.0);
+}
+
+#endif
