@@ -11,6 +11,7 @@ static const struct {
 } commands[] = {
 	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...   run PROGRAM under libtprof.so"},
 	{"report", cmd_report, "report [--json] FILE                  heap totals, peak, leaks"},
+	{"dump", cmd_dump, "dump FILE                             every event, one per line"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,41 @@
+/* tprof dump: every event of a trace in global order, one line each (sequence number, time, thread,
+ * call, size, addresses), for debugging a trace or feeding another tool. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "reader.h"
+#include "util.h"
+
+int cmd_dump(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
+			"usage: tprof dump FILE\n");
+		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 1;
+	}
+	char err[512];
+	struct tprof_trace *t;
+	if (tprof_trace_open(argv[1], &t, err, sizeof(err)) != 0) {
+		tprof_err("%s", err);
+		return 2;
+	}
+	printf("# seq time_ns tid call size ptr old_ptr\n");
+	struct tprof_event e;
+	int r;
+	while ((r = tprof_trace_next(t, &e)) > 0) {
+		int realloc_kind = e.kind == TPROF_EV_REALLOC || e.kind == TPROF_EV_REALLOCARRAY;
+		printf("%" PRIu64 " %" PRIu64 " %u %s%s %" PRIu64 " 0x%" PRIx64, e.seq, tprof_trace_ns(t, e.tick),
+		       e.tid, tprof_event_name(e.kind), realloc_kind ? (e.phase ? "/new" : "/old") : "",
+		       e.size, e.ptr);
+		if (realloc_kind)
+			printf(" 0x%" PRIx64, e.old_ptr);
+		putchar('\n');
+	}
+	if (r < 0)
+		tprof_err("%s", t->err);
+	printf("# complete: %s, lost: %" PRIu64 "\n", t->complete ? "yes" : "no", t->lost_events);
+	tprof_trace_close(t);
+	return r < 0 ? 2 : 0;
+}

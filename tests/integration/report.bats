@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# tprof report against exact hand-computed numbers and against valgrind memcheck's HEAP SUMMARY,
+# on test programs with known heap behaviour and on real programs nobody here wrote.
+
+load helpers
+
+@test "heap_known: exact totals, peak and leaks" {
+	traced "$B/progs/heap_known" >/dev/null
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json allocations)" = 21 ]
+	[ "$(jget r.json frees)" = 19 ]
+	[ "$(jget r.json bytes_allocated)" = 1003278 ]
+	[ "$(jget r.json peak_bytes)" = 1002134 ]
+	[ "$(jget r.json peak_blocks)" = 8 ]
+	[ "$(jget r.json leaked_bytes)" = 1200 ]
+	[ "$(jget r.json leaked_blocks)" = 2 ]
+	[ "$(jget r.json unmatched_frees)" = 0 ]
+	[ "$(jget r.json lost_events)" = 0 ]
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json calls.malloc)" = 3 ]
+	[ "$(jget r.json calls.calloc)" = 1 ]
+	[ "$(jget r.json calls.realloc)" = 12 ]
+	[ "$(jget r.json calls.reallocarray)" = 2 ]
+	[ "$(jget r.json calls.posix_memalign)" = 1 ]
+	[ "$(jget r.json calls.aligned_alloc)" = 1 ]
+	[ "$(jget r.json calls.memalign)" = 1 ]
+	[ "$(jget r.json calls.valloc)" = 1 ]
+	[ "$(jget r.json threads)" = 1 ]
+	[ "$(jget r.json program)" = heap_known ]
+}
+
+@test "heap_known: equals valgrind memcheck" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/heap_known"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "heap_pvalloc: pvalloc counted with its requested size" {
+	traced "$B/progs/heap_pvalloc"
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json allocations)" = 2 ]
+	[ "$(jget r.json bytes_allocated)" = 5010 ]
+	[ "$(jget r.json leaked_bytes)" = 5000 ]
+	[ "$(jget r.json calls.pvalloc)" = 2 ]
+}
+
+@test "text report names the program and the totals" {
+	traced "$B/progs/heap_known" >/dev/null
+	run "$B/tprof" report t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"heap_known"* ]]
+	[[ "$output" == *"21 allocs, 19 frees, 1,003,278 bytes allocated"* ]]
+	[[ "$output" == *"in use at exit 1,200 bytes in 2 blocks"* ]]
+}
+
+@test "real program: ls -la /usr/bin equals valgrind" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- ls -la /usr/bin
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "real program: sort of a large file equals valgrind" {
+	seq 1 200000 | sort -R --random-source=/dev/zero >in.txt
+	# one sort thread: a thread costs 16 more bytes of loader TLS under tprof (docs/FORMAT.md)
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- sort --parallel=1 in.txt
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "real program: gzip -c equals valgrind" {
+	seq 1 100000 >in.txt
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- gzip -c in.txt
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "real program: sqlite3 equals valgrind" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- sqlite3 :memory: \
+		"create table t(a,b); insert into t select value, value*2 from generate_series(1,2000); select count(*), sum(b) from t;"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "real program: python3 equals valgrind" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- /usr/bin/python3 -c "print(sum(i*i for i in range(100000)))"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs one command twice, under valgrind memcheck and under libtprof.so, and compares the heap
+# totals: allocations, frees, bytes allocated, bytes and blocks in use at exit. Prints both and
+# exits 0 when they are equal. Also checks the program's stdout and exit status are unchanged.
+# usage: vgcompare.sh BUILD_DIR WORKDIR -- COMMAND ARGS...
+set -u
+build=$1 work=$2
+shift 3
+cd "$work" || exit 2
+TPROF_QUIET=1 TPROF_OUTPUT=t.trace valgrind --leak-check=full --log-file=vg.log "$@" >vg.out 2>/dev/null
+vg_rc=$?
+TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$build/libtprof.so" "$@" >tp.out 2>/dev/null
+tp_rc=$?
+"$build/tprof" report --json t.trace >t.json || exit 1
+/usr/bin/python3 - "$vg_rc" "$tp_rc" <<'PY'
+import json, re, sys
+vg = open("vg.log").read()
+m = re.search(r"in use at exit: ([\d,]+) bytes in ([\d,]+) blocks", vg)
+h = re.search(r"total heap usage: ([\d,]+) allocs, ([\d,]+) frees, ([\d,]+) bytes allocated", vg)
+n = lambda s: int(s.replace(",", ""))
+want = dict(leaked_bytes=n(m[1]), leaked_blocks=n(m[2]), allocations=n(h[1]), frees=n(h[2]),
+            bytes_allocated=n(h[3]))
+got = json.load(open("t.json"))
+bad = [k for k in want if got[k] != want[k]]
+print("valgrind:", want)
+print("tprof:   ", {k: got[k] for k in want}, "complete:", got["complete"], "lost:", got["lost_events"])
+same_out = open("vg.out", "rb").read() == open("tp.out", "rb").read()
+if not same_out: print("stdout differs")
+if sys.argv[1] != sys.argv[2]: print("exit status differs:", sys.argv[1:])
+sys.exit(1 if bad or not same_out or sys.argv[1] != sys.argv[2] or not got["complete"] else 0)
+PY
