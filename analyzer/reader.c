@@ -28,7 +28,7 @@ struct cursor {
 	size_t nblocks, cap, next_block;
 	struct tprof_cursor c;
 	uint64_t left; /* records left in the current block */
-	uint64_t pseq, ptick, pptr;
+	struct tprof_rec_state st;
 	int have; /* ev holds the cursor's next event */
 	struct tprof_event ev;
 	int have_tail; /* the second half of a realloc is pending */
@@ -397,58 +397,29 @@ static int cursor_advance(struct tprof_trace *t, struct cursor *c)
 		c->c.end = c->c.p + b->len;
 		uint64_t tid;
 		if (tprof_get_varint(&c->c, &tid) || tprof_get_varint(&c->c, &c->left) ||
-		    tprof_get_varint(&c->c, &c->pseq) || tprof_get_varint(&c->c, &c->ptick))
+		    tprof_get_varint(&c->c, &c->st.seq) || tprof_get_varint(&c->c, &c->st.tick))
 			goto bad;
-		c->pptr = 0;
+		c->st.ptr = 0;
 	}
 	rec = c->c.p;
-	uint8_t head;
-	uint64_t u;
-	int64_t d;
-	if (tprof_get_u8(&c->c, &head) || (head & TPROF_REC_RESERVED))
-		goto bad;
-	unsigned kind = head & TPROF_REC_KIND_MASK;
-	if (kind == 0 || kind > TPROF_EV_KIND_MAX)
+	struct tprof_rec r;
+	if (tprof_rec_decode(&c->c, &c->st, &r))
 		goto bad;
 	struct tprof_event *e = &c->ev;
 	memset(e, 0, sizeof(*e));
 	e->tid = c->tid;
-	e->kind = (uint8_t)kind;
-	if (head & TPROF_REC_SEQ_NEXT)
-		u = 0;
-	else if (tprof_get_varint(&c->c, &u))
-		goto bad;
-	e->seq = c->pseq + 1 + u;
-	if (e->seq <= c->pseq)
-		goto bad;
-	if (tprof_get_svarint(&c->c, &d))
-		goto bad;
-	e->tick = c->ptick + (uint64_t)d;
-	if (kind != TPROF_EV_FREE && tprof_get_varint(&c->c, &e->size))
-		goto bad;
-	if (tprof_get_svarint(&c->c, &d))
-		goto bad;
-	e->ptr = c->pptr + (uint64_t)d;
-	c->pseq = e->seq;
-	c->ptick = e->tick;
-	c->pptr = e->ptr;
-	if (kind == TPROF_EV_REALLOC || kind == TPROF_EV_REALLOCARRAY) {
-		uint64_t ds;
-		int64_t dold, dt;
-		if (tprof_get_svarint(&c->c, &dold) || tprof_get_varint(&c->c, &ds) ||
-		    tprof_get_svarint(&c->c, &dt))
-			goto bad;
-		e->old_ptr = e->ptr + (uint64_t)dold;
-		e->phase = 0;
+	e->kind = (uint8_t)r.kind;
+	e->seq = r.seq;
+	e->tick = r.tick;
+	e->size = r.size;
+	e->ptr = r.ptr;
+	if (tprof_kind_is_realloc(r.kind)) {
+		e->old_ptr = r.old_ptr;
 		c->tail = *e;
 		c->tail.phase = 1;
-		c->tail.seq = e->seq + 1 + ds;
-		c->tail.tick = e->tick + (uint64_t)dt;
-		if (c->tail.seq <= e->seq)
-			goto bad;
+		c->tail.seq = r.seq2;
+		c->tail.tick = r.tick2;
 		c->have_tail = 1;
-		c->pseq = c->tail.seq;
-		c->ptick = c->tail.tick;
 	}
 	c->left--;
 	t->threads[c->thread].events++;

@@ -178,6 +178,100 @@ static inline int tprof_get_string(struct tprof_cursor *c, const char **s, size_
 	return 0;
 }
 
+/* ---- event records (inside EVENTS blocks) ---- */
+
+/* One record, decoded. Realloc records carry the second half (seq2, tick2: after the call) and the
+ * old pointer; other kinds leave those zero. free records have size 0. */
+struct tprof_rec {
+	unsigned kind;
+	uint64_t seq, tick, size, ptr;
+	uint64_t old_ptr, seq2, tick2;
+};
+
+/* The running values records are delta-encoded against; starts as the EVENTS block header says
+ * (base seq, base tick) with ptr 0. */
+struct tprof_rec_state {
+	uint64_t seq, tick, ptr;
+};
+
+#define TPROF_REC_MAX_BYTES 71 /* head + 7 varints */
+
+static inline int tprof_kind_is_realloc(unsigned kind)
+{
+	return kind == TPROF_EV_REALLOC || kind == TPROF_EV_REALLOCARRAY;
+}
+
+/* Appends r (r->seq > st->seq; for reallocs r->seq2 > r->seq) at p; returns the new end. */
+static inline uint8_t *tprof_rec_encode(uint8_t *p, struct tprof_rec_state *st, const struct tprof_rec *r)
+{
+	uint8_t head = (uint8_t)r->kind;
+	if (r->seq == st->seq + 1)
+		head |= TPROF_REC_SEQ_NEXT;
+	*p++ = head;
+	if (!(head & TPROF_REC_SEQ_NEXT))
+		p = tprof_put_varint(p, r->seq - st->seq - 1);
+	p = tprof_put_svarint(p, (int64_t)(r->tick - st->tick));
+	if (r->kind != TPROF_EV_FREE)
+		p = tprof_put_varint(p, r->size);
+	p = tprof_put_svarint(p, (int64_t)(r->ptr - st->ptr));
+	st->seq = r->seq;
+	st->tick = r->tick;
+	st->ptr = r->ptr;
+	if (tprof_kind_is_realloc(r->kind)) {
+		p = tprof_put_svarint(p, (int64_t)(r->old_ptr - r->ptr));
+		p = tprof_put_varint(p, r->seq2 - r->seq - 1);
+		p = tprof_put_svarint(p, (int64_t)(r->tick2 - r->tick));
+		st->seq = r->seq2;
+		st->tick = r->tick2;
+	}
+	return p;
+}
+
+/* Reads one record; 0 on success, -1 when it is malformed (overrun, reserved bits, unknown kind,
+ * sequence numbers that do not increase). */
+static inline int tprof_rec_decode(struct tprof_cursor *c, struct tprof_rec_state *st, struct tprof_rec *r)
+{
+	uint8_t head;
+	uint64_t u = 0;
+	int64_t d;
+	if (tprof_get_u8(c, &head) || (head & TPROF_REC_RESERVED))
+		return -1;
+	r->kind = head & TPROF_REC_KIND_MASK;
+	if (r->kind == 0 || r->kind > TPROF_EV_KIND_MAX)
+		return -1;
+	if (!(head & TPROF_REC_SEQ_NEXT) && tprof_get_varint(c, &u))
+		return -1;
+	r->seq = st->seq + 1 + u;
+	if (r->seq <= st->seq)
+		return -1;
+	if (tprof_get_svarint(c, &d))
+		return -1;
+	r->tick = st->tick + (uint64_t)d;
+	r->size = 0;
+	if (r->kind != TPROF_EV_FREE && tprof_get_varint(c, &r->size))
+		return -1;
+	if (tprof_get_svarint(c, &d))
+		return -1;
+	r->ptr = st->ptr + (uint64_t)d;
+	r->old_ptr = r->seq2 = r->tick2 = 0;
+	st->seq = r->seq;
+	st->tick = r->tick;
+	st->ptr = r->ptr;
+	if (tprof_kind_is_realloc(r->kind)) {
+		int64_t dold, dt;
+		if (tprof_get_svarint(c, &dold) || tprof_get_varint(c, &u) || tprof_get_svarint(c, &dt))
+			return -1;
+		r->old_ptr = r->ptr + (uint64_t)dold;
+		r->seq2 = r->seq + 1 + u;
+		r->tick2 = r->tick + (uint64_t)dt;
+		if (r->seq2 <= r->seq)
+			return -1;
+		st->seq = r->seq2;
+		st->tick = r->tick2;
+	}
+	return 0;
+}
+
 /* ---- CRC-32C (Castagnoli), reflected, init and final xor 0xffffffff ---- */
 
 static inline uint32_t tprof_crc32c_sw(uint32_t crc, const uint8_t *p, size_t len)

@@ -29,7 +29,7 @@ static uint64_t events_written, lost_written;
 #define OUT_CAP (1u << 20)
 #define OUT_FLUSH_AT (OUT_CAP - (128u << 10))
 #define BLOCK_TARGET (60u << 10) /* EVENTS payloads stay below this plus one record */
-#define REC_MAX 80
+#define REC_MAX TPROF_REC_MAX_BYTES
 static uint8_t out_buf[OUT_CAP];
 static size_t out_len;
 static int out_failed; /* a write failed: stop writing, keep draining so producers never block */
@@ -206,45 +206,32 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
 	p += 3;
 	p = tprof_put_varint(p, t->last_seq);
 	p = tprof_put_varint(p, t->last_tick);
-	uint64_t pseq = t->last_seq, ptick = t->last_tick, pptr = 0;
+	struct tprof_rec_state st = {t->last_seq, t->last_tick, 0};
 	uint32_t i = 0, recs = 0;
 	while (i < n && (size_t)(p - start) < BLOCK_TARGET && recs < (1u << 21) - 1) {
 		const struct tprof_ev *e = tprof_ring_at(r, first + i);
-		unsigned kind = (unsigned)(e->seq_kind & 0xff);
-		uint64_t seq = e->seq_kind >> 8;
-		const struct tprof_ev *e2 = NULL;
-		if (kind == TPROF_EV_REALLOC || kind == TPROF_EV_REALLOCARRAY) {
-			if (i + 1 >= n)
-				break; /* not possible: pairs are published together */
-			e2 = tprof_ring_at(r, first + i + 1);
-		} else if (kind == 0 || kind > TPROF_EV_KIND_MAX) {
+		struct tprof_rec rec = {
+			.kind = (unsigned)(e->seq_kind & 0xff),
+			.seq = e->seq_kind >> 8,
+			.tick = e->tick,
+			.size = e->size,
+			.ptr = e->ptr,
+		};
+		if (rec.kind == 0 || rec.kind > TPROF_EV_KIND_MAX) {
 			i++; /* never produced; skip defensively */
 			continue;
 		}
-		uint8_t head = (uint8_t)kind;
-		if (seq == pseq + 1)
-			head |= TPROF_REC_SEQ_NEXT;
-		*p++ = head;
-		if (!(head & TPROF_REC_SEQ_NEXT))
-			p = tprof_put_varint(p, seq - pseq - 1);
-		p = tprof_put_svarint(p, (int64_t)(e->tick - ptick));
-		if (kind != TPROF_EV_FREE)
-			p = tprof_put_varint(p, e->size);
-		p = tprof_put_svarint(p, (int64_t)(e->ptr - pptr));
-		pseq = seq;
-		ptick = e->tick;
-		pptr = e->ptr;
-		if (e2) {
-			uint64_t seq2 = e2->seq_kind >> 8;
-			p = tprof_put_svarint(p, (int64_t)(e2->ptr - e->ptr));
-			p = tprof_put_varint(p, seq2 - seq - 1);
-			p = tprof_put_svarint(p, (int64_t)(e2->tick - e->tick));
-			pseq = seq2;
-			ptick = e2->tick;
-			i += 2;
-		} else {
+		if (tprof_kind_is_realloc(rec.kind)) {
+			if (i + 1 >= n)
+				break; /* not possible: pairs are published together */
+			const struct tprof_ev *e2 = tprof_ring_at(r, first + i + 1);
+			rec.old_ptr = e2->ptr;
+			rec.seq2 = e2->seq_kind >> 8;
+			rec.tick2 = e2->tick;
 			i++;
 		}
+		p = tprof_rec_encode(p, &st, &rec);
+		i++;
 		recs++;
 	}
 	count_at[0] = (uint8_t)(recs | 0x80);
@@ -252,8 +239,8 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
 	count_at[2] = (uint8_t)(recs >> 14);
 	if (recs)
 		block_end(TPROF_BLK_EVENTS, p);
-	t->last_seq = pseq;
-	t->last_tick = ptick;
+	t->last_seq = st.seq;
+	t->last_tick = st.tick;
 	events_written += recs;
 	return i;
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/env bats
+# The reader against files that are not good traces: every one gets a clear message naming the file
+# (and the byte offset where it applies) and exit status 2; a trace cut at a block boundary (what a
+# killed process leaves) reads as incomplete. Never a crash.
+
+load helpers
+
+setup_file() {
+	export FIXTURE=$(mktemp -d)
+	TPROF_QUIET=1 TPROF_OUTPUT="$FIXTURE/good.trace" LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+}
+
+teardown_file() {
+	rm -rf "$FIXTURE"
+}
+
+@test "random bytes: not a trace" {
+	head -c 4096 /dev/urandom >rand.trace
+	run "$B/tprof" report rand.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"rand.trace"*"not a tprof trace"* ]]
+}
+
+@test "empty file" {
+	: >empty.trace
+	run "$B/tprof" report empty.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"empty.trace"*"empty"* ]]
+}
+
+@test "missing file and directory" {
+	run "$B/tprof" report nope.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"nope.trace"* ]]
+	run "$B/tprof" report /tmp
+	[ "$status" -eq 2 ]
+}
+
+@test "newer version is refused with a clear message" {
+	cp "$FIXTURE/good.trace" v.trace
+	printf '\x09\x00' | dd of=v.trace bs=1 seek=8 conv=notrunc 2>/dev/null
+	run "$B/tprof" report v.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"version 9 is newer"* ]]
+}
+
+@test "a flipped byte anywhere is caught by the block checksum" {
+	size=$(stat -c %s "$FIXTURE/good.trace")
+	for off in 20 40 $((size / 2)) $((size - 3)); do
+		cp "$FIXTURE/good.trace" c.trace
+		$PY -c 'import sys; f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0x55]))' c.trace "$off"
+		run "$B/tprof" report c.trace
+		echo "$off: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"c.trace: byte "* ]]
+	done
+}
+
+@test "truncated at every block boundary: incomplete, read up to there; inside a block: exit 2 with offset" {
+	$PY - "$FIXTURE/good.trace" >bounds.txt <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off = 16
+while off < len(d):
+    print(off)
+    off += 9 + struct.unpack_from("<I", d, off + 1)[0]
+PY
+	n=0
+	while read -r b; do
+		n=$((n + 1))
+		head -c "$b" "$FIXTURE/good.trace" >cut.trace
+		run "$B/tprof" report --json cut.trace
+		if [ "$b" -le 16 ]; then
+			[ "$status" -eq 2 ]
+		else
+			[ "$status" -eq 0 ]
+			echo "$output" >cut.json
+			[ "$(jget cut.json complete)" = false ]
+		fi
+		head -c "$((b + 5))" "$FIXTURE/good.trace" >mid.trace
+		run "$B/tprof" report mid.trace
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"mid.trace: byte $b: truncated"* ]]
+	done <bounds.txt
+	[ "$n" -ge 4 ]
+}
+
+@test "fuzz: 300 random mutations never crash the reader" {
+	$PY - "$FIXTURE/good.trace" "$B/tprof" <<'PY'
+import random, subprocess, sys
+good = open(sys.argv[1], "rb").read()
+rnd = random.Random(1)
+for i in range(300):
+    d = bytearray(good)
+    kind = i % 3
+    if kind == 0:
+        for _ in range(rnd.randint(1, 8)):
+            d[rnd.randrange(len(d))] = rnd.randrange(256)
+    elif kind == 1:
+        d = d[: rnd.randrange(len(d))]
+    else:
+        p = rnd.randrange(16, len(d))
+        d[p:p] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 16)))
+    open("m.trace", "wb").write(d)
+    r = subprocess.run([sys.argv[2], "report", "--json", "m.trace"], capture_output=True)
+    if r.returncode not in (0, 2):
+        print("mutation", i, "exit", r.returncode, r.stderr)
+        sys.exit(1)
+PY
+}
