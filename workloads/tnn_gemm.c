@@ -194,6 +194,57 @@ static void gemm_native(float *C, const float *A, const float *B, const float *b
 	}
 }
 
+// ----------------------------------------------------------------------------
+// Few rows times a transposed B (a decoding step through a linear layer): one dot product per output,
+// no packing.
+
+#define SMALL_M 3
+
+static float dot_gen(const float *x, const float *y, int n)
+{
+	float acc[8] = {0};
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int l = 0; l < 8; l++)
+			acc[l] += x[i + l] * y[i + l];
+	float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+	for (; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+TNN_AVX2 static float dot_avx2(const float *x, const float *y, int n)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0;
+	int i = 0;
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+	}
+	float t[8];
+	_mm256_storeu_ps(t, _mm256_add_ps(a0, a1));
+	float s = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+	for (; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+static void gemv_tb(float *C, const float *A, const float *B, const float *bias, int M, int N, int K, int ta,
+		    int acc)
+{
+	float (*dot)(const float *, const float *, int) = tnn_simd_() ? dot_avx2 : dot_gen;
+	float *a = tnn_scratch_(0, (size_t)M * K); // (M, K): op(A) made contiguous
+	for (int i = 0; i < M; i++)
+		for (int k = 0; k < K; k++)
+			a[(size_t)i * K + k] = ta ? A[(size_t)k * M + i] : A[(size_t)i * K + k];
+#pragma omp parallel for schedule(static) if ((long)N * K >= 16 * TNN_PAR_MIN && !omp_in_parallel())
+	for (int j = 0; j < N; j++)
+		for (int i = 0; i < M; i++) {
+			float v = dot(a + (size_t)i * K, B + (size_t)j * K, K) + (bias ? bias[j] : 0.0f);
+			C[(size_t)i * N + j] = acc ? C[(size_t)i * N + j] + v : v;
+		}
+}
+
 TNN_API void tnn_matmul(float *C, const float *A, const float *B, const float *bias, int M, int N, int K, int flags)
 {
 	int ta = !!(flags & TNN_TRANS_A), tb = !!(flags & TNN_TRANS_B), acc = !!(flags & TNN_ACCUMULATE);
@@ -215,7 +266,10 @@ TNN_API void tnn_matmul(float *C, const float *A, const float *B, const float *b
 	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
 		    ta ? M : K, B, tb ? K : N, acc || bias ? 1.0f : 0.0f, C, N);
 #else
-	gemm_native(C, A, B, bias, M, N, K, ta, tb, acc);
+	if (M <= SMALL_M && tb)
+		gemv_tb(C, A, B, bias, M, N, K, ta, acc);
+	else
+		gemm_native(C, A, B, bias, M, N, K, ta, tb, acc);
 #endif
 }
 
