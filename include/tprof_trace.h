@@ -92,6 +92,15 @@ static inline uint8_t *tprof_put_u32(uint8_t *p, uint32_t v)
 
 static inline uint8_t *tprof_put_varint(uint8_t *p, uint64_t v)
 {
+	if (v < 0x80) { /* the common cases first: small deltas */
+		*p = (uint8_t)v;
+		return p + 1;
+	}
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return p + 2;
+	}
 	while (v >= 0x80) {
 		*p++ = (uint8_t)(v | 0x80);
 		v >>= 7;

@@ -112,7 +112,7 @@ void tprof_writer_after_fork_child(void);
 extern char tprof_trace_path[4096];
 
 /* Records one event on the calling thread (hooks.c calls these with the guard held). */
-static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr)
+__attribute__((always_inline)) static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr)
 {
 	if (unlikely(!atomic_load_explicit(&tprof_recording, memory_order_relaxed)))
 		return;
@@ -139,7 +139,7 @@ static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr)
 
 /* A realloc: seq_before/tick_before were taken before the real call (the old block's release),
  * the rest after it. Two ring entries, published together. */
-static inline void tprof_record_realloc(unsigned kind, uint64_t seq_before, uint64_t tick_before,
+__attribute__((always_inline)) static inline void tprof_record_realloc(unsigned kind, uint64_t seq_before, uint64_t tick_before,
 					uint64_t size, const void *newp, const void *oldp)
 {
 	struct tprof_thread *t = tprof_tls.thread;

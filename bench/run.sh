@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark, one after another (never in parallel: they time things).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+echo "== heap-call overhead: malloc/free storm (bench/storm.sh)"
+bash "$here/storm.sh"
+if [ -f "$here/workloads.sh" ]; then
+	echo
+	echo "== workloads (bench/workloads.sh)"
+	bash "$here/workloads.sh"
+fi
