@@ -50,6 +50,40 @@ static void pack_a(float *restrict dst, const float *restrict A, int M, int K, i
 	}
 }
 
+/* dst[k·NR + j] = src[j·ld + k] for j < NR, k < kc: 8×8 register transposes. */
+TNN_AVX2 static void pack_bt_avx2(float *restrict dst, const float *restrict src, int ld, int kc)
+{
+	int k = 0;
+	for (; k + 8 <= kc; k += 8)
+		for (int jh = 0; jh < NR; jh += 8) {
+			const float *s0 = src + (size_t)jh * ld + k;
+			__m256 r0 = _mm256_loadu_ps(s0), r1 = _mm256_loadu_ps(s0 + ld);
+			__m256 r2 = _mm256_loadu_ps(s0 + 2 * (size_t)ld), r3 = _mm256_loadu_ps(s0 + 3 * (size_t)ld);
+			__m256 r4 = _mm256_loadu_ps(s0 + 4 * (size_t)ld), r5 = _mm256_loadu_ps(s0 + 5 * (size_t)ld);
+			__m256 r6 = _mm256_loadu_ps(s0 + 6 * (size_t)ld), r7 = _mm256_loadu_ps(s0 + 7 * (size_t)ld);
+			__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+			__m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+			__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+			__m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+			__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+			__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+			__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+			__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+			float *d = dst + (size_t)k * NR + jh;
+			_mm256_storeu_ps(d + 0 * NR, _mm256_permute2f128_ps(u0, u4, 0x20));
+			_mm256_storeu_ps(d + 1 * NR, _mm256_permute2f128_ps(u1, u5, 0x20));
+			_mm256_storeu_ps(d + 2 * NR, _mm256_permute2f128_ps(u2, u6, 0x20));
+			_mm256_storeu_ps(d + 3 * NR, _mm256_permute2f128_ps(u3, u7, 0x20));
+			_mm256_storeu_ps(d + 4 * NR, _mm256_permute2f128_ps(u0, u4, 0x31));
+			_mm256_storeu_ps(d + 5 * NR, _mm256_permute2f128_ps(u1, u5, 0x31));
+			_mm256_storeu_ps(d + 6 * NR, _mm256_permute2f128_ps(u2, u6, 0x31));
+			_mm256_storeu_ps(d + 7 * NR, _mm256_permute2f128_ps(u3, u7, 0x31));
+		}
+	for (; k < kc; k++)
+		for (int j = 0; j < NR; j++)
+			dst[k * NR + j] = src[(size_t)j * ld + k];
+}
+
 /* One strip of NR columns of op(B), k in [p0, p0+kc): dst[k·NR + j]; columns past N are zero. */
 static void pack_b(float *restrict dst, const float *restrict B, int N, int K, int tb, int j0, int p0, int kc)
 {
@@ -63,6 +97,8 @@ static void pack_b(float *restrict dst, const float *restrict B, int N, int K, i
 				for (int j = 0; j < NR; j++)
 					dst[k * NR + j] = j < n ? src[j] : 0.0f;
 		}
+	} else if (n == NR && tnn_simd_()) {
+		pack_bt_avx2(dst, B + (size_t)j0 * K + p0, K, kc);
 	} else {
 		for (int j = 0; j < n; j++) {
 			const float *src = B + (size_t)(j0 + j) * K + p0;
