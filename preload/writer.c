@@ -33,6 +33,8 @@ static uint64_t events_written, lost_written;
 static uint8_t out_buf[OUT_CAP];
 static size_t out_len;
 static int out_failed; /* a write failed: stop writing, keep draining so producers never block */
+static dev_t trace_dev; /* identity of the trace file, to notice a program that closed our */
+static ino_t trace_ino; /* descriptor and reused its number for a file of its own */
 
 static uint64_t mono_ns(void)
 {
@@ -50,6 +52,17 @@ static uint64_t real_ns(void)
 
 static void out_flush(void)
 {
+	struct stat st;
+	if (out_len && !out_failed &&
+	    (fstat(trace_fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
+		out_failed = 1;
+		errno = EBADF; /* never write into a descriptor that is no longer ours */
+		struct tprof_sbuf s = {.n = 0};
+		tprof_sb_str(&s, "tprof: the program closed the descriptor of ");
+		tprof_sb_str(&s, tprof_trace_path);
+		tprof_sb_str(&s, "; the trace ends here\n");
+		tprof_sb_emit(&s);
+	}
 	if (out_len && !out_failed && tprof_write_all(trace_fd, out_buf, out_len) != 0) {
 		out_failed = 1;
 		struct tprof_sbuf s = {.n = 0};
@@ -480,8 +493,12 @@ static int open_trace(void)
 		memcpy(tprof_trace_path, s.b, s.n);
 		tprof_trace_path[s.n] = 0;
 		int fd = open(tprof_trace_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd >= 0)
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0) {
+			trace_dev = st.st_dev;
+			trace_ino = st.st_ino;
 			return fd;
+		}
 		if (errno != EEXIST)
 			break;
 	}

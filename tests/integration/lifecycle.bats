@@ -165,3 +165,12 @@ report() { "$B/tprof" report --json "$1" >"$2"; }
 	[ "$status" -eq 0 ]
 	ls tprof.heap_known.*.trace
 }
+
+@test "a program that closes the trace's descriptor and reuses the number is never written into" {
+	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/fd_closer" mine.txt
+	[ "$status" -eq 0 ]
+	[ "$(cat mine.txt)" = mine ]
+	run "$B/tprof" report --json t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"complete":false'* ]]
+}
