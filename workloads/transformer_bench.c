@@ -410,8 +410,11 @@ int main(int argc, char **argv)
 	if (steps > 0) {
 		double avg = steps > 1 ? total_ms / (steps - 1) : ms_first;
 		printf("summary loss %.6f -> %.6f\n", first_loss, loss);
-		printf("timing ms_per_step %.1f tok_per_s %.0f GFLOP/s %.1f (mean over steps 2..%d)\n", avg,
-		       BT / (avg / 1e3), step_flops / (avg * 1e6), steps > 1 ? steps : 1);
+		char span[48] = "first step only";
+		if (steps > 1)
+			snprintf(span, sizeof span, "mean over steps 2..%d", steps);
+		printf("timing ms_per_step %.1f tok_per_s %.0f GFLOP/s %.1f (%s)\n", avg, BT / (avg / 1e3),
+		       step_flops / (avg * 1e6), span);
 	}
 
 	size_t cache_bytes = 0;
