@@ -188,7 +188,7 @@ TNN_AVX2 static void ukr_avx2(int kc, const float *restrict a, const float *rest
 }
 
 /* C = [C +] op(A)·op(B) [+ bias], K ≥ 1. */
-static void gemm_native(float *C, const float *A, const float *B, const float *bias, int M, int N, int K,
+__attribute__((unused)) static void gemm_native(float *C, const float *A, const float *B, const float *bias, int M, int N, int K,
 			int ta, int tb, int acc)
 {
 	ukernel_fn *ukr = tnn_simd_() ? ukr_avx2 : ukr_scalar;
@@ -265,7 +265,7 @@ TNN_AVX2 static float dot_avx2(const float *x, const float *y, int n)
 	return s;
 }
 
-static void gemv_tb(float *C, const float *A, const float *B, const float *bias, int M, int N, int K, int ta,
+__attribute__((unused)) static void gemv_tb(float *C, const float *A, const float *B, const float *bias, int M, int N, int K, int ta,
 		    int acc)
 {
 	float (*dot)(const float *, const float *, int) = tnn_simd_() ? dot_avx2 : dot_gen;
