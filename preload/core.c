@@ -158,6 +158,7 @@ void tprof_init(void)
 
 struct tprof_thread *tprof_thread_attach(void)
 {
+	int saved = errno;
 	tprof_tls.guard++;
 	struct tprof_thread *t = NULL;
 	for (uint32_t i = 0; i < TPROF_MAX_THREADS; i++) {
@@ -175,6 +176,7 @@ struct tprof_thread *tprof_thread_attach(void)
 	if (!t) {
 		atomic_fetch_add(&tprof_lost_global, 1);
 		tprof_tls.guard--;
+		errno = saved;
 		return NULL;
 	}
 	if (!t->ring || t->ring->mask + 1 != tprof_cfg.ring_entries) {
@@ -187,6 +189,7 @@ struct tprof_thread *tprof_thread_attach(void)
 			atomic_store(&t->state, TPROF_SLOT_FREE);
 			atomic_fetch_add(&tprof_lost_global, 1);
 			tprof_tls.guard--;
+			errno = saved;
 			return NULL;
 		}
 		t->ring = m;
@@ -198,6 +201,7 @@ struct tprof_thread *tprof_thread_attach(void)
 	atomic_store_explicit(&t->state, TPROF_SLOT_ACTIVE, memory_order_release);
 	tprof_tls.thread = t;
 	tprof_tls.guard--;
+	errno = saved;
 	return t;
 }
 

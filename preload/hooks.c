@@ -24,14 +24,11 @@ static inline int ready(void)
 	return atomic_load_explicit(&tprof_ready, memory_order_acquire);
 }
 
-#define ENTER()                                                                                   \
-	int saved_errno_;                                                                         \
-	tprof_tls.guard = 1
-#define LEAVE()                                                                                   \
-	do {                                                                                      \
-		tprof_tls.guard = 0;                                                              \
-		errno = saved_errno_;                                                             \
-	} while (0)
+/* errno: recording makes no system call on its fast path, and every slow path (thread attach, a
+ * full ring, waking the writer) saves and restores errno itself, so what the caller sees is what
+ * the real function left. */
+#define ENTER() tprof_tls.guard = 1
+#define LEAVE() tprof_tls.guard = 0
 
 TPROF_EXPORT void *malloc(size_t size)
 {
@@ -41,7 +38,6 @@ TPROF_EXPORT void *malloc(size_t size)
 		return tprof_real.malloc(size);
 	ENTER();
 	void *p = tprof_real.malloc(size);
-	saved_errno_ = errno;
 	tprof_record(TPROF_EV_MALLOC, size, p);
 	LEAVE();
 	return p;
@@ -58,7 +54,6 @@ TPROF_EXPORT void free(void *ptr)
 		return;
 	}
 	ENTER();
-	saved_errno_ = errno;
 	tprof_record(TPROF_EV_FREE, 0, ptr); /* before the real free: the address may be reused at once */
 	tprof_real.free(ptr);
 	LEAVE();
@@ -74,7 +69,6 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 		return tprof_real.calloc(nmemb, size);
 	ENTER();
 	void *p = tprof_real.calloc(nmemb, size);
-	saved_errno_ = errno;
 	tprof_record(TPROF_EV_CALLOC, overflow ? 0 : bytes, p);
 	LEAVE();
 	return p;
@@ -115,7 +109,6 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 		tick = tprof_now();
 	}
 	void *p = call_realloc(kind, ptr, size, nmemb, elem);
-	saved_errno_ = errno;
 	if (rec)
 		tprof_record_realloc(kind, seq, tick, size, p, ptr);
 	LEAVE();
@@ -147,7 +140,6 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 	if (tprof_tls.guard)
 		return tprof_real.posix_memalign(memptr, alignment, size);
 	ENTER();
-	saved_errno_ = errno;
 	int rc = tprof_real.posix_memalign(memptr, alignment, size);
 	tprof_record(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL);
 	LEAVE();
@@ -163,7 +155,6 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 			return CALL_##name;                                                       \
 		ENTER();                                                                          \
 		void *p = CALL_##name;                                                            \
-		saved_errno_ = errno;                                                             \
 		tprof_record(kind, size, p);                                                      \
 		LEAVE();                                                                          \
 		return p;                                                                         \
