@@ -82,6 +82,7 @@ static void read_config(void)
 {
 	tprof_cfg.lossy = env_flag("TPROF_LOSSY", 0);
 	tprof_cfg.quiet = env_flag("TPROF_QUIET", 0);
+	tprof_cfg.debug = env_flag("TPROF_DEBUG", 0);
 	tprof_cfg.freeres = env_flag("TPROF_FREERES", 1);
 	tprof_cfg.output = getenv("TPROF_OUTPUT");
 	const char *c = getenv("TPROF_CLOCK");

@@ -65,6 +65,7 @@ extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exe
 struct tprof_config {
 	int lossy;        /* TPROF_LOSSY=1 */
 	int quiet;        /* TPROF_QUIET=1 */
+	int debug;        /* TPROF_DEBUG=1: diagnostics on stderr */
 	int freeres;      /* TPROF_FREERES (default 1): run __libc_freeres at exit like valgrind */
 	int clock;        /* enum tprof_clock_id; TPROF_CLOCK=tsc|monotonic */
 	uint32_t ring_entries; /* TPROF_RING_ENTRIES, power of two */

@@ -223,6 +223,7 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
 	uint32_t i = 0, recs = 0;
 	while (i < n && (size_t)(p - start) < BLOCK_TARGET && recs < (1u << 21) - 1) {
 		const struct tprof_ev *e = tprof_ring_at(r, first + i);
+		__builtin_prefetch(tprof_ring_at(r, first + i + 8)); /* lines come from another core */
 		struct tprof_rec rec = {
 			.kind = (unsigned)(e->seq_kind & 0xff),
 			.seq = e->seq_kind >> 8,
@@ -362,6 +363,13 @@ static void report_path(void)
 	}
 	tprof_sb_str(&s, out_failed ? ", trace incomplete: " : ", trace written to ");
 	tprof_sb_str(&s, tprof_trace_path);
+	if (tprof_cfg.debug) {
+		struct timespec cpu;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+		tprof_sb_str(&s, " (writer thread CPU ");
+		tprof_sb_u64(&s, ((uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec) / 1000);
+		tprof_sb_str(&s, " us)");
+	}
 	tprof_sb_str(&s, "\n");
 	tprof_sb_emit(&s);
 }
@@ -408,15 +416,18 @@ static void *writer_main(void *arg)
 				return NULL;
 			continue;
 		}
-		/* Sleep unless a ring was filling fast: draining a few events at a time would cost the
-		 * traced threads CPU for nothing. A producer wakes us when its ring passes a quarter. */
-		if (busiest < (tprof_cfg.ring_entries >> 2)) {
+		/* Poll adaptively: soon again while rings fill fast, rarely when the program is quiet.
+		 * Draining a handful of events per pass would cost the traced threads CPU for nothing;
+		 * a producer whose ring reaches three quarters wakes us early. */
+		uint32_t cap = tprof_cfg.ring_entries;
+		if (busiest < (cap >> 1)) {
+			long nap = busiest >= (cap >> 4) ? 100000 : busiest ? 1000000 : 10000000;
 			if (n == 0)
 				out_flush();
 			uint32_t k = atomic_load(&kick_word);
 			atomic_store(&tprof_writer_sleeping, 1);
 			if (atomic_load(&flush_req) == atomic_load(&flush_done))
-				tprof_futex_wait(&kick_word, k, 10000000);
+				tprof_futex_wait(&kick_word, k, nap);
 			atomic_store(&tprof_writer_sleeping, 0);
 		}
 	}
