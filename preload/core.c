@@ -20,7 +20,7 @@ struct tprof_real tprof_real;
 struct tprof_config tprof_cfg = {
 	.freeres = 1,
 	.clock = TPROF_CLOCK_TSC,
-	.ring_entries = 1u << 14,
+	.ring_entries = 1u << 16,
 };
 _Atomic int tprof_ready;
 _Atomic int tprof_recording;
