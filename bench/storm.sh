@@ -2,19 +2,20 @@
 # Overhead benchmark: a malloc/free storm (tests/progs/storm.c) on 1 and 2 threads, bare, under
 # tprof and under heaptrack, measured side by side in one run. Prints the median storm wall time of
 # each, the extra time per malloc/free pair, the ratio tprof/heaptrack, the trace sizes, and the
-# time to analyze each trace (tprof report vs heaptrack_print). Run it on an otherwise idle machine.
+# time to analyze each trace (tprof report vs heaptrack_print). Runs alternate between the three so
+# that a noisy neighbour hits all alike; each figure is the best of its runs. Run it on an idle machine.
 set -u
 BUILD=${BUILD:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 B="$root/$BUILD"
 PAIRS=${STORM_PAIRS:-2000000}
-RUNS=${STORM_RUNS:-5}
+RUNS=${STORM_RUNS:-7}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 wall() { grep -o '"wall_ns":[0-9]*' | cut -d: -f2; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+best() { sort -n | head -1; }
 
 have_heaptrack=1
 command -v heaptrack >/dev/null || have_heaptrack=0
@@ -32,8 +33,8 @@ for threads in 1 2; do
 			heaptrack -o hprof "$B/progs/storm" "$threads" "$per" 2>/dev/null | wall >>ht.txt
 		fi
 	done
-	b=$(median <bare.txt) t=$(median <tp.txt)
-	h=$([ -s ht.txt ] && median <ht.txt || echo 0)
+	b=$(best <bare.txt) t=$(best <tp.txt)
+	h=$([ -s ht.txt ] && best <ht.txt || echo 0)
 	awk -v th="$threads" -v b="$b" -v t="$t" -v h="$h" -v n="$PAIRS" 'BEGIN {
 		tx = (t - b) / n; hx = (h - b) / n;
 		printf "%-8s %12.1f %12.1f %12.1f %14.1f %14.1f %10s\n", th, b / 1e6, t / 1e6, h / 1e6, tx, hx,

@@ -21,6 +21,7 @@ struct tprof_config tprof_cfg = {
 	.freeres = 1,
 	.clock = TPROF_CLOCK_TSC,
 	.ring_entries = 1u << 16,
+	.stamp_every = TPROF_STAMP_EVERY,
 };
 _Atomic int tprof_ready;
 _Atomic int tprof_recording;
@@ -85,6 +86,9 @@ static void read_config(void)
 	tprof_cfg.debug = env_flag("TPROF_DEBUG", 0);
 	tprof_cfg.freeres = env_flag("TPROF_FREERES", 1);
 	tprof_cfg.output = getenv("TPROF_OUTPUT");
+	const char *ts = getenv("TPROF_TIMESTAMPS");
+	if (ts && strcmp(ts, "all") == 0)
+		tprof_cfg.stamp_every = 1;
 	const char *c = getenv("TPROF_CLOCK");
 	if (c && strcmp(c, "monotonic") == 0)
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;

@@ -17,7 +17,11 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-#define TPROF_MAX_THREADS 4096 /* threads alive at once that can record; more count as lost */
+#define TPROF_MAX_THREADS 4096
+/* Reading the clock is the dearest part of recording an event (about 10 ns for rdtsc here). A thread
+ * reads it for its first event in each writer epoch (at most ~1 ms while events flow) and for every
+ * TPROF_STAMP_EVERY-th event; the writer interpolates the others by sequence number. */
+#define TPROF_STAMP_EVERY 16 /* threads alive at once that can record; more count as lost */
 
 /* The functions the hooks forward to, found with dlsym(RTLD_NEXT). */
 struct tprof_real {
@@ -49,6 +53,7 @@ struct tprof_thread {
 	/* writer-private */
 	uint64_t last_seq, last_tick; /* last event written, for delta encoding across blocks */
 	uint64_t lost_reported;
+	uint32_t seen_head; /* ring head at the previous pass */
 	uint64_t next_check_ns;
 	char name[16];
 	int announced;
@@ -57,6 +62,8 @@ struct tprof_thread {
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
 struct tprof_tls {
 	int guard;                   /* nonzero: a hook is active on this thread, pass calls through */
+	uint32_t stamp_left;         /* events to go before the next one that reads the clock */
+	uint32_t epoch;              /* tprof_epoch when this thread last read the clock */
 	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
@@ -66,6 +73,7 @@ struct tprof_config {
 	int lossy;        /* TPROF_LOSSY=1 */
 	int quiet;        /* TPROF_QUIET=1 */
 	int debug;        /* TPROF_DEBUG=1: diagnostics on stderr */
+	uint32_t stamp_every; /* TPROF_TIMESTAMPS=all: 1; default TPROF_STAMP_EVERY */
 	int freeres;      /* TPROF_FREERES (default 1): run __libc_freeres at exit like valgrind */
 	int clock;        /* enum tprof_clock_id; TPROF_CLOCK=tsc|monotonic */
 	uint32_t ring_entries; /* TPROF_RING_ENTRIES, power of two */
@@ -105,6 +113,7 @@ static inline uint64_t tprof_now(void)
 int tprof_writer_start(void);           /* opens the trace and starts the thread; 0 on success */
 void tprof_writer_kick(void);           /* wakes the writer if it sleeps */
 extern _Atomic uint32_t tprof_writer_sleeping;
+extern _Atomic uint32_t tprof_epoch; /* advanced by the writer on every pass */
 extern _Atomic int tprof_writer_running;
 /* Asks the writer to drain everything and write an END block; final also closes the trace and
  * ends the thread. Waits up to timeout_ns. Returns 0 when done. Async-signal-safe. */
@@ -128,7 +137,15 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	e->seq_kind = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst) << 8 | kind;
-	e->tick = tprof_now();
+	uint32_t ep = atomic_load_explicit(&tprof_epoch, memory_order_relaxed);
+	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep) {
+		e->tick = tprof_now();
+		tprof_tls.stamp_left = tprof_cfg.stamp_every - 1;
+		tprof_tls.epoch = ep;
+	} else {
+		e->tick = 0; /* interpolated by the writer */
+		tprof_tls.stamp_left--;
+	}
 	e->size = size;
 	e->ptr = (uint64_t)(uintptr_t)ptr;
 	tprof_ring_publish(r, 1);

@@ -16,6 +16,8 @@
 #include "sys.h"
 
 _Atomic uint32_t tprof_writer_sleeping;
+_Alignas(64) _Atomic uint32_t tprof_epoch;
+static int flushing; /* final or exec flush, or a dead thread: write everything, hold nothing back */
 _Atomic int tprof_writer_running;
 char tprof_trace_path[4096];
 
@@ -208,9 +210,23 @@ static void write_lost(pid_t tid, uint64_t n)
 	lost_written += n;
 }
 
+/* Tick for an event recorded without one: on the line from the last written event (seq, tick) to
+ * the next measured one, by sequence number. Sequence numbers advance with real time across all
+ * threads, so the estimate is within the gap between the two measurements. */
+static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint64_t b_seq, uint64_t b_tick)
+{
+	if (b_seq <= a_seq || b_tick <= a_tick || seq <= a_seq)
+		return a_tick;
+	if (seq >= b_seq)
+		return b_tick;
+	unsigned __int128 d = (unsigned __int128)(b_tick - a_tick) * (seq - a_seq);
+	return a_tick + (uint64_t)(d / (b_seq - a_seq));
+}
+
 /* Encodes up to n events of t's ring starting at counter `first` into one EVENTS block; returns how
- * many were consumed (a realloc pair is never split). */
-static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
+ * many were consumed (a realloc pair is never split). Events without a tick at the end of the run
+ * are left in the ring while their thread is active, until a measured event follows them. */
+static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, int hold)
 {
 	struct tprof_ring *r = t->ring;
 	uint8_t *p = block_begin(), *start = p;
@@ -221,6 +237,8 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
 	p = tprof_put_varint(p, t->last_tick);
 	struct tprof_rec_state st = {t->last_seq, t->last_tick, 0};
 	uint32_t i = 0, recs = 0;
+	uint32_t next = 0; /* index of the next measured event, when next > i */
+	uint64_t a_seq = t->last_seq, a_tick = t->last_tick; /* last measured or written point */
 	while (i < n && (size_t)(p - start) < BLOCK_TARGET && recs < (1u << 21) - 1) {
 		const struct tprof_ev *e = tprof_ring_at(r, first + i);
 		__builtin_prefetch(tprof_ring_at(r, first + i + 8)); /* lines come from another core */
@@ -235,6 +253,21 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
 			i++; /* never produced; skip defensively */
 			continue;
 		}
+		if (rec.tick == 0) {
+			if (next <= i) {
+				next = i + 1;
+				while (next < n && tprof_ring_at(r, first + next)->tick == 0)
+					next++;
+			}
+			if (next < n) {
+				const struct tprof_ev *b = tprof_ring_at(r, first + next);
+				rec.tick = interpolate(rec.seq, a_seq, a_tick, b->seq_kind >> 8, b->tick);
+			} else if (hold) {
+				break;
+			} else {
+				rec.tick = a_tick; /* idle since: no later measurement will come */
+			}
+		}
 		if (tprof_kind_is_realloc(rec.kind)) {
 			if (i + 1 >= n)
 				break; /* not possible: pairs are published together */
@@ -245,6 +278,8 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n)
 			i++;
 		}
 		p = tprof_rec_encode(p, &st, &rec);
+		a_seq = st.seq;
+		a_tick = st.tick;
 		i++;
 		recs++;
 	}
@@ -270,10 +305,13 @@ static uint64_t drain_thread(struct tprof_thread *t)
 	n = tprof_ring_available(r, &first);
 	if (n > busiest)
 		busiest = n;
+	/* a thread whose ring has not moved since the last pass is idle: write all it has */
+	int hold = !flushing && n != 0 && first + n != t->seen_head;
+	t->seen_head = first + n;
 	while ((n = tprof_ring_available(r, &first)) != 0) {
 		if (!t->announced)
 			announce_thread(t);
-		uint32_t done = encode_run(t, first, n);
+		uint32_t done = encode_run(t, first, n, hold);
 		tprof_ring_consume(r, done);
 		total += done;
 		if (atomic_exchange(&r->waiting, 0))
@@ -301,7 +339,10 @@ static void reap_dead_threads(void)
 			continue;
 		if (syscall(SYS_tgkill, pid, t->tid, 0) == 0 || errno != ESRCH)
 			continue;
+		int was = flushing;
+		flushing = 1;
 		drain_thread(t);
+		flushing = was;
 		if (t->announced) {
 			uint8_t *p = block_begin();
 			p = tprof_put_varint(p, (uint64_t)t->tid);
@@ -381,6 +422,7 @@ static void *writer_main(void *arg)
 	uint64_t last_clock = mono_ns(), last_reap = last_clock;
 	for (;;) {
 		uint32_t req = atomic_load(&flush_req);
+		atomic_fetch_add_explicit(&tprof_epoch, 1, memory_order_relaxed);
 		uint64_t n = drain_all();
 		uint64_t now = mono_ns();
 		if (now - last_reap >= 200000000u) {
@@ -396,6 +438,7 @@ static void *writer_main(void *arg)
 			if (final)
 				atomic_store(&tprof_recording, 0);
 			/* events already stamped but not yet published land within microseconds */
+			flushing = 1;
 			for (int k = 0; k < 3; k++) {
 				drain_all();
 				sched_yield();
@@ -410,6 +453,7 @@ static void *writer_main(void *arg)
 				trace_fd = -1;
 				atomic_store(&tprof_writer_running, 0);
 			}
+			flushing = 0;
 			atomic_store(&flush_done, req);
 			tprof_futex_wake(&flush_done);
 			if (final)
