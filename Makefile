@@ -39,7 +39,8 @@ ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC     := $(wildcard tests/unit/test_*.c)
 TEST_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROG_SRC     := $(wildcard tests/progs/*.c)
-PROG_BINS    := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
+PROG_BINS    := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%) \
+                $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(wildcard tests/progs/*.cpp))
 BENCH_SRC    := $(wildcard bench/*.c)
 BENCH_BINS   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h)
@@ -70,6 +71,10 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -g -O0 -Wall -Wextra -D_GNU_SOURCE -pthread -fno-builtin -o $@ $< -lpthread
+
+$(BUILD)/progs/%: tests/progs/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -g -O0 -Wall -Wextra -fno-builtin -o $@ $<
 
 $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)

@@ -4,7 +4,7 @@
 # something is missing.
 set -eu
 pkgs=(
-	gcc make libc6-dev pkg-config   # toolchain
+	gcc g++ make libc6-dev pkg-config   # toolchain
 	libunwind-dev uthash-dev libdw-dev libelf-dev libzstd-dev   # preload and analyzer libraries
 	gnuplot-nox                     # tprof plot
 	valgrind heaptrack bats         # ground truth, the rival, the test runner

@@ -82,7 +82,15 @@ load helpers
 }
 
 @test "real program: python3 equals valgrind" {
-	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- /usr/bin/python3 -c "print(sum(i*i for i in range(100000)))"
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- /usr/bin/python3 -c \
+		"import json, os; print(len(json.dumps(sorted(os.listdir('/usr/bin')))), sum(i*i for i in range(100000)))"
 	echo "$output"
 	[ "$status" -eq 0 ]
+}
+
+@test "C++ new/delete are seen through malloc/free and equal valgrind" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/cxx_new"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"'leaked_bytes': 40, 'leaked_blocks': 1"* ]]
 }
