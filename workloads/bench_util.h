@@ -159,4 +159,40 @@ static inline void print_mem(const char *kind, size_t bytes)
 	printf("memory %-12s %10.2f MiB\n", kind, bytes / 1048576.0);
 }
 
+// ----------------------------------------------------------------------------
+// per-step log of the classifier benches
+
+struct step_log {
+	int steps, log_every, batch;
+	double total_ms, step_flops;
+	float first_loss, loss;
+};
+
+/* Records step s (1-based) and prints its line when it is the first, the last or a logged one. */
+static inline void step_log_step(struct step_log *l, int s, float loss, int correct, double ms,
+				 double step_flops)
+{
+	l->loss = loss;
+	l->step_flops = step_flops;
+	if (s == 1) {
+		l->first_loss = loss;
+		printf("flops_per_step %.4g\n", step_flops);
+	}
+	l->total_ms += ms;
+	if (s == 1 || s == l->steps || s % l->log_every == 0)
+		printf("step %d loss %.6f acc %.3f ms %.2f samples/s %.0f GFLOP/s %.1f\n", s, loss,
+		       (double)correct / l->batch, ms, l->batch / (ms / 1e3), step_flops / (ms * 1e6));
+}
+
+/* Prints the loss change and the mean time per step. */
+static inline void step_log_summary(const struct step_log *l)
+{
+	if (l->steps <= 0)
+		return;
+	double avg = l->total_ms / l->steps;
+	printf("summary loss %.6f -> %.6f\n", l->first_loss, l->loss);
+	printf("timing ms_per_step %.2f samples_per_s %.0f GFLOP/s %.1f\n", avg, l->batch / (avg / 1e3),
+	       l->step_flops / (avg * 1e6));
+}
+
 #endif

@@ -110,8 +110,9 @@ int main(int argc, char **argv)
 	       Cin, HW, chan_s, K, S, P, pool, ncls, B, steps, optim, seed, tnn_backend());
 	printf("params %zu\n", nparams);
 
-	double total_ms = 0, step_flops = 0;
-	float first_loss = 0, loss = 0;
+	double step_flops = 0;
+	float loss = 0;
+	struct step_log slog = {.steps = steps, .log_every = log_every, .batch = B};
 	for (int s = 1; s <= steps; s++) {
 		for (int b = 0; b < B; b++) { /* not timed */
 			labels[b] = (int)(rng_u32(&rng) % (uint32_t)ncls);
@@ -168,21 +169,9 @@ int main(int argc, char **argv)
 					best = k;
 			correct += best == labels[b];
 		}
-		if (s == 1) {
-			first_loss = loss;
-			printf("flops_per_step %.4g\n", step_flops);
-		}
-		total_ms += ms;
-		if (s == 1 || s == steps || s % log_every == 0)
-			printf("step %d loss %.6f acc %.3f ms %.2f samples/s %.0f GFLOP/s %.1f\n", s, loss,
-			       (double)correct / B, ms, B / (ms / 1e3), step_flops / (ms * 1e6));
+		step_log_step(&slog, s, loss, correct, ms, step_flops);
 	}
-	if (steps > 0) {
-		double avg = total_ms / steps;
-		printf("summary loss %.6f -> %.6f\n", first_loss, loss);
-		printf("timing ms_per_step %.2f samples_per_s %.0f GFLOP/s %.1f\n", avg, B / (avg / 1e3),
-		       step_flops / (avg * 1e6));
-	}
+	step_log_summary(&slog);
 	print_mem("parameters", nparams * sizeof(float));
 	print_mem("gradients", nparams * sizeof(float));
 	print_mem("optimizer", (adamw ? 2 : 1) * nparams * sizeof(float));

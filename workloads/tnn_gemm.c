@@ -238,15 +238,7 @@ __attribute__((unused)) static void gemm_native(float *C, const float *A, const 
 
 static float dot_gen(const float *x, const float *y, int n)
 {
-	float acc[8] = {0};
-	int i = 0;
-	for (; i + 8 <= n; i += 8)
-		for (int l = 0; l < 8; l++)
-			acc[l] += x[i + l] * y[i + l];
-	float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-	for (; i < n; i++)
-		s += x[i] * y[i];
-	return s;
+	return dot_lanes(x, y, n);
 }
 
 TNN_AVX2 static float dot_avx2(const float *x, const float *y, int n)

@@ -19,4 +19,19 @@ TNN_HIDDEN int tnn_simd_(void);
  * slot picks one of a few independent buffers, so a caller may hold several at once. */
 TNN_HIDDEN float *tnn_scratch_(int slot, size_t n);
 
+/* Dot product in eight fixed lanes (vectorizable without reassociation), then a fixed-order combine:
+ * the same sum on every path and every run. */
+static inline __attribute__((always_inline)) float dot_lanes(const float *x, const float *y, int n)
+{
+	float acc[8] = {0};
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int l = 0; l < 8; l++)
+			acc[l] += x[i + l] * y[i + l];
+	float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+	for (; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
 #endif

@@ -80,7 +80,8 @@ TNN_HIDDEN float *tnn_scratch_(int slot, size_t n)
 
 static inline long min_l(long a, long b) { return a < b ? a : b; }
 
-/* Sum and dot in eight fixed lanes (vectorizable without reassociation), then a fixed-order combine. */
+/* Sum in eight fixed lanes (vectorizable without reassociation), then a fixed-order combine (dot_lanes,
+ * its twin for dot products, is in tnn_internal.h). */
 INLINE float sum_lanes(const float *x, int n)
 {
 	float acc[8] = {0};
@@ -91,19 +92,6 @@ INLINE float sum_lanes(const float *x, int n)
 	float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 	for (; i < n; i++)
 		s += x[i];
-	return s;
-}
-
-INLINE float dot_lanes(const float *x, const float *y, int n)
-{
-	float acc[8] = {0};
-	int i = 0;
-	for (; i + 8 <= n; i += 8)
-		for (int l = 0; l < 8; l++)
-			acc[l] += x[i + l] * y[i + l];
-	float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-	for (; i < n; i++)
-		s += x[i] * y[i];
 	return s;
 }
 

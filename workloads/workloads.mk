@@ -40,7 +40,7 @@ $(BUILD)/%_bench: workloads/%_bench.c workloads/bench_util.h include/tnn.h $(BUI
 $(BUILD)/bench_gemm: workloads/bench_gemm.c workloads/bench_util.h include/tnn.h $(BUILD)/libtnn.so
 	$(CC) $(CFLAGS) -fopenmp -o $@ $< -L$(BUILD) -ltnn $(TNN_RPATH) -ldl $(LDLIBS)
 
-$(BUILD)/tests/tnn_%: tests/unit/tnn_%.c workloads/tnn_ref.c workloads/tnn_ref.h tests/unittest.h include/tnn.h \
+$(BUILD)/tests/tnn_%: tests/unit/tnn_%.c tests/unit/tnn_rand.h workloads/tnn_ref.c workloads/tnn_ref.h tests/unittest.h include/tnn.h \
 		      $(BUILD)/libtnn.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Iworkloads -Itests -o $@ $< workloads/tnn_ref.c -L$(BUILD) -ltnn -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)

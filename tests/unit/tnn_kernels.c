@@ -10,23 +10,8 @@
 #include "tnn_ref.h"
 #include "unittest.h"
 
-static uint64_t rng = 12345;
-
-static float frand(void) /* uniform in [-1, 1) */
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (float)((rng >> 40) / 8388608.0 - 1.0);
-}
-
-static float *rnd(long n)
-{
-	float *p = malloc((n ? n : 1) * sizeof(float));
-	for (long i = 0; i < n; i++)
-		p[i] = frand();
-	return p;
-}
+#define TNN_RAND_SEED 12345
+#include "tnn_rand.h"
 
 static float *dup(const float *x, long n)
 {
