@@ -121,6 +121,16 @@ int tprof_writer_flush(int reason, int value, int final, long timeout_ns);
 void tprof_writer_after_fork_child(void);
 extern char tprof_trace_path[4096];
 
+/* After publishing n events: wakes a sleeping writer each time the head crosses a quarter of the
+ * ring, so a busy thread's ring is drained long before it fills. */
+__attribute__((always_inline)) static inline void tprof_ring_kick(struct tprof_ring *r, uint32_t n)
+{
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (unlikely((h & (r->mask >> 2)) < n) &&
+	    atomic_load_explicit(&tprof_writer_sleeping, memory_order_relaxed))
+		tprof_writer_kick();
+}
+
 /* Records one event on the calling thread (hooks.c calls these with the guard held). */
 __attribute__((always_inline)) static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr)
 {
@@ -149,10 +159,7 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	e->size = size;
 	e->ptr = (uint64_t)(uintptr_t)ptr;
 	tprof_ring_publish(r, 1);
-	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (unlikely((h & ((r->mask >> 2))) == 0) &&
-	    atomic_load_explicit(&tprof_writer_sleeping, memory_order_relaxed))
-		tprof_writer_kick();
+	tprof_ring_kick(r, 1);
 }
 
 /* A realloc: seq_before/tick_before were taken before the real call (the old block's release),
@@ -180,10 +187,7 @@ __attribute__((always_inline)) static inline void tprof_record_realloc(unsigned 
 	e2->size = 0;
 	e2->ptr = (uint64_t)(uintptr_t)oldp;
 	tprof_ring_publish(r, 2);
-	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (unlikely((h & ((r->mask >> 2))) < 2) &&
-	    atomic_load_explicit(&tprof_writer_sleeping, memory_order_relaxed))
-		tprof_writer_kick();
+	tprof_ring_kick(r, 2);
 }
 
 #endif

@@ -462,7 +462,7 @@ static void *writer_main(void *arg)
 		}
 		/* Poll adaptively: soon again while rings fill fast, rarely when the program is quiet.
 		 * Draining a handful of events per pass would cost the traced threads CPU for nothing;
-		 * a producer whose ring reaches three quarters wakes us early. */
+		 * a producer wakes us early each time its ring head passes a quarter mark. */
 		uint32_t cap = tprof_cfg.ring_entries;
 		if (busiest < (cap >> 1)) {
 			long nap = busiest >= (cap >> 4) ? 100000 : busiest ? 1000000 : 10000000;
