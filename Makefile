@@ -23,6 +23,7 @@ SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 endif
 CFLAGS  := $(CFLAGS_COMMON) $(SANFLAGS)
 LDLIBS  := -lm -lpthread
+ANALYZER_LIBS := -ldw -lelf -lzstd
 
 # The preload library lives inside other programs: hidden visibility, initial-exec TLS, no runtime
 # that would need its own preload. Under SAN=1 it traps on undefined behaviour (no UBSan runtime).
@@ -53,19 +54,19 @@ $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
 	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
 
 $(BUILD)/libtprof.so: $(PRELOAD_OBJ)
-	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -ldl -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -lunwind -lzstd -ldl -lpthread
 
 $(BUILD)/obj/analyzer/%.o: analyzer/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/tprof: $(ANALYZER_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(ANALYZER_LIBS) $(LDLIBS)
 
 # Unit tests include the sources they test (to reach static functions), so they depend on all of them.
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(ANALYZER_SRC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ipreload -Ianalyzer -o $@ $< $(LDLIBS)
+	$(CC) $(CFLAGS) -Ipreload -Ianalyzer -o $@ $< $(ANALYZER_LIBS) -lunwind $(LDLIBS)
 
 # Test programs with known heap behaviour: unoptimized so every call really happens.
 $(BUILD)/progs/%: tests/progs/%.c
@@ -81,6 +82,8 @@ $(BUILD)/bench/%: bench/%.c
 	$(CC) -std=gnu11 -g -O2 -Wall -Wextra -D_GNU_SOURCE -pthread -o $@ $< -lpthread
 
 -include workloads/workloads.mk
+# Further build rules that belong to one part (test fixtures and the like).
+-include $(wildcard mk/*.mk)
 
 test: all
 	@BUILD=$(BUILD) bash tests/run.sh
