@@ -13,12 +13,14 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "util.h"
 
 struct block_ref {
 	uint64_t off; /* of the payload */
 	uint32_t len;
+	uint32_t raw_len; /* ZEVENTS: length once decompressed; 0 for a plain EVENTS block */
 };
 
 struct cursor {
@@ -33,6 +35,16 @@ struct cursor {
 	struct tprof_event ev;
 	int have_tail; /* the second half of a realloc is pending */
 	struct tprof_event tail;
+	uint8_t *zbuf; /* decompressed payload of the current ZEVENTS block */
+	size_t zcap;
+	const uint8_t *drop_from; /* mapped pages of consumed blocks, given back as we go */
+};
+
+struct stack_def {
+	uint64_t first; /* index into frames */
+	uint32_t depth; /* 0: not defined */
+	uint32_t canon;
+	uint8_t truncated;
 };
 
 struct clock_pair {
@@ -44,6 +56,13 @@ struct tprof_reader_priv {
 	size_t size;
 	struct cursor *cur;
 	size_t ncur;
+	uint8_t *zbuf; /* decompressed payloads, one per cursor (cursor.zbuf points in here) */
+	ZSTD_DCtx *dctx;
+	/* stacks: per file id, where its frames are; canon maps an id to the first with equal frames */
+	struct stack_def *stacks;
+	uint32_t nstacks, cap_stacks;
+	uint64_t *frames;
+	size_t nframes, cap_frames;
 	size_t *heap; /* indexes into cur, ordered by cur[i].ev.seq */
 	size_t nheap;
 	int started;
@@ -101,7 +120,7 @@ static int parse_info(struct tprof_trace *t, struct tprof_cursor *c)
 	    tprof_get_varint(c, &in->clock) || tprof_get_varint(c, &in->flags) ||
 	    tprof_get_varint(c, &in->page_size) || tprof_get_varint(c, &in->ptr_size) ||
 	    tprof_get_varint(c, &in->start_realtime_ns) || tprof_get_varint(c, &in->ring_entries) ||
-	    tprof_get_string(c, &s, &n))
+	    tprof_get_varint(c, &in->depth) || tprof_get_string(c, &s, &n))
 		return -1;
 	in->exe = xstrndup(s, n);
 	if (tprof_get_varint(c, &in->argc) || in->argc > (uint64_t)(c->end - c->p))
@@ -118,6 +137,122 @@ static int parse_info(struct tprof_trace *t, struct tprof_cursor *c)
 	const char *slash = strrchr(base, '/');
 	in->program = xstrndup(slash ? slash + 1 : base, strlen(slash ? slash + 1 : base));
 	return 0;
+}
+
+/* A STACKS block: entries (id, flags, depth, frames as deltas). Ids are defined once. */
+static int parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **why)
+{
+	struct tprof_reader_priv *p = t->priv;
+	uint64_t count;
+	*why = "malformed STACKS block";
+	if (tprof_get_varint(c, &count) || count == 0 || count > (uint64_t)(c->end - c->p))
+		return -1;
+	for (uint64_t k = 0; k < count; k++) {
+		uint64_t id, flags, depth, f;
+		if (tprof_get_varint(c, &id) || tprof_get_varint(c, &flags) || tprof_get_varint(c, &depth))
+			return -1;
+		if (id == 0 || id >= (1u << 24) || flags & ~(uint64_t)TPROF_STACK_TRUNCATED || depth == 0 ||
+		    depth > 1024 || depth > (uint64_t)(c->end - c->p))
+			return -1;
+		if (id >= p->cap_stacks) {
+			uint32_t ncap = p->cap_stacks ? p->cap_stacks : 256;
+			while (ncap <= id)
+				ncap *= 2;
+			p->stacks = xrealloc(p->stacks, ncap * sizeof(*p->stacks));
+			memset(p->stacks + p->cap_stacks, 0, (ncap - p->cap_stacks) * sizeof(*p->stacks));
+			p->cap_stacks = ncap;
+		}
+		if (id >= p->nstacks)
+			p->nstacks = (uint32_t)id + 1;
+		struct stack_def *s = &p->stacks[id];
+		if (s->depth) {
+			*why = "stack defined twice";
+			return -1;
+		}
+		if (p->nframes + depth > p->cap_frames) {
+			p->cap_frames = (p->cap_frames ? p->cap_frames * 2 : 4096) + depth;
+			p->frames = xrealloc(p->frames, p->cap_frames * sizeof(*p->frames));
+		}
+		uint64_t *fr = p->frames + p->nframes;
+		for (uint64_t i = 0; i < depth; i++) {
+			int64_t d;
+			if (i == 0 ? tprof_get_varint(c, &f) : tprof_get_svarint(c, &d))
+				return -1;
+			fr[i] = i == 0 ? f : fr[i - 1] + (uint64_t)d;
+		}
+		s->first = p->nframes;
+		s->depth = (uint32_t)depth;
+		s->truncated = (uint8_t)(flags & TPROF_STACK_TRUNCATED);
+		s->canon = (uint32_t)id;
+		p->nframes += depth;
+	}
+	return c->p == c->end ? 0 : -1;
+}
+
+static int parse_module(struct tprof_trace *t, struct tprof_cursor *c)
+{
+	uint64_t id, bid_len;
+	struct tprof_module m;
+	memset(&m, 0, sizeof(m));
+	const char *s;
+	size_t n;
+	if (tprof_get_varint(c, &id) || tprof_get_varint(c, &m.load_seq) || tprof_get_varint(c, &m.base) ||
+	    tprof_get_varint(c, &m.start) || tprof_get_varint(c, &m.end) || tprof_get_varint(c, &bid_len) ||
+	    bid_len > sizeof(m.build_id) || bid_len > (uint64_t)(c->end - c->p) || m.end < m.start)
+		return -1;
+	memcpy(m.build_id, c->p, bid_len);
+	m.build_id_len = bid_len;
+	c->p += bid_len;
+	if (tprof_get_string(c, &s, &n) || c->p != c->end || id != t->nmodules)
+		return -1; /* ids are given in order, from 0 */
+	m.path = xstrndup(s, n);
+	m.unload_seq = UINT64_MAX;
+	t->modules = xrealloc(t->modules, (t->nmodules + 1) * sizeof(*t->modules));
+	t->modules[t->nmodules++] = m;
+	return 0;
+}
+
+/* Gives ids whose frames equal an earlier id's that earlier id (two threads may have interned the
+ * same new stack at once). */
+static void merge_duplicate_stacks(struct tprof_trace *t)
+{
+	struct tprof_reader_priv *p = t->priv;
+	size_t cap = 16;
+	while (cap < 2 * (size_t)p->nstacks)
+		cap *= 2;
+	uint32_t *tab = xcalloc(cap, sizeof(*tab));
+	for (uint32_t id = 1; id < p->nstacks; id++) {
+		struct stack_def *s = &p->stacks[id];
+		if (!s->depth)
+			continue;
+		const uint64_t *f = p->frames + s->first;
+		uint64_t h = 1469598103934665603ull ^ s->truncated;
+		for (uint32_t i = 0; i < s->depth; i++)
+			h = (h ^ f[i]) * 1099511628211ull;
+		for (size_t k = h & (cap - 1);; k = (k + 1) & (cap - 1)) {
+			if (!tab[k]) {
+				tab[k] = id;
+				break;
+			}
+			struct stack_def *o = &p->stacks[tab[k]];
+			if (o->depth == s->depth && o->truncated == s->truncated &&
+			    memcmp(p->frames + o->first, f, s->depth * sizeof(*f)) == 0) {
+				s->canon = tab[k];
+				break;
+			}
+		}
+	}
+	free(tab);
+	t->nstacks = p->nstacks;
+}
+
+/* Gives back the pages of [from, to) of the mapping: what has been read is not kept resident, so
+ * the reader's memory does not grow with the length of the trace. */
+static void drop_pages(const uint8_t *map, const uint8_t *from, const uint8_t *to)
+{
+	uintptr_t a = ((uintptr_t)from + 4095) & ~(uintptr_t)4095, b = (uintptr_t)to & ~(uintptr_t)4095;
+	if (b > a && (const uint8_t *)a >= map)
+		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size_t errlen)
@@ -164,6 +299,12 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 	uint16_t version = tprof_load_u16(map + 8), hlen = tprof_load_u16(map + 10);
+	if (version < TPROF_VERSION && version > 0) {
+		set_err(err, errlen, path, 8,
+			"trace format version %u is older than this tprof reads (%d); record it again",
+			version, TPROF_VERSION);
+		goto fail;
+	}
 	if (version > TPROF_VERSION) {
 		set_err(err, errlen, path, 8,
 			"trace format version %u is newer than this tprof reads (%d); upgrade tprof",
@@ -179,9 +320,13 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 
-	uint64_t off = hlen, events_seen = 0;
+	uint64_t off = hlen, events_seen = 0, dropped_to = 0;
 	int last_was_end = 0;
 	while (off < size) {
+		if (off - dropped_to >= (16u << 20)) {
+			drop_pages(map, map + dropped_to, map + off);
+			dropped_to = off;
+		}
 		if (size - off < TPROF_BLOCK_HEADER_LEN) {
 			set_err(err, errlen, path, off,
 				"truncated: block header cut after %zu of %d bytes (read %llu complete "
@@ -192,7 +337,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		}
 		uint8_t type = map[off];
 		uint32_t len = tprof_load_u32(map + off + 1), crc = tprof_load_u32(map + off + 5);
-		if (type < TPROF_BLK_INFO || type > TPROF_BLK_END) {
+		if (type < TPROF_BLK_INFO || type > TPROF_BLK_ZEVENTS) {
 			set_err(err, errlen, path, off, "corrupt: unknown block type %u", type);
 			goto fail;
 		}
@@ -222,6 +367,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			goto fail;
 		}
 		int bad = 0;
+		const char *why = NULL;
 		switch (type) {
 		case TPROF_BLK_INFO:
 			bad = t->blocks != 0 || parse_info(t, &c);
@@ -250,19 +396,40 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			}
 			break;
 		}
-		case TPROF_BLK_EVENTS: {
-			uint64_t tid, count;
-			bad = tprof_get_varint(&c, &tid) || tid > UINT32_MAX || tprof_get_varint(&c, &count) ||
-			      count == 0 || count > len;
+		case TPROF_BLK_EVENTS:
+		case TPROF_BLK_ZEVENTS: {
+			uint64_t tid, count = 0, raw = 0;
+			bad = tprof_get_varint(&c, &tid) || tid > UINT32_MAX;
+			if (!bad && type == TPROF_BLK_EVENTS)
+				bad = tprof_get_varint(&c, &count) || count == 0 || count > len;
+			if (!bad && type == TPROF_BLK_ZEVENTS)
+				bad = tprof_get_varint(&c, &raw) || raw == 0 || raw > TPROF_BLOCK_MAX_PAYLOAD;
 			if (!bad) {
 				struct cursor *cu = cursor_for(t, (uint32_t)tid);
 				if (cu->nblocks == cu->cap) {
 					cu->cap = cu->cap ? cu->cap * 2 : 16;
 					cu->blocks = xrealloc(cu->blocks, cu->cap * sizeof(*cu->blocks));
 				}
-				cu->blocks[cu->nblocks++] = (struct block_ref){off + TPROF_BLOCK_HEADER_LEN, len};
+				uint64_t at = type == TPROF_BLK_EVENTS ? off + TPROF_BLOCK_HEADER_LEN
+								       : (uint64_t)(c.p - map);
+				cu->blocks[cu->nblocks++] = (struct block_ref){at, (uint32_t)(pl + len - (map + at)),
+										(uint32_t)raw};
 				events_seen += count;
 			}
+			break;
+		}
+		case TPROF_BLK_STACKS:
+			bad = parse_stacks(t, &c, &why);
+			break;
+		case TPROF_BLK_MODULE:
+			bad = parse_module(t, &c);
+			break;
+		case TPROF_BLK_MODULE_END: {
+			uint64_t id, seq;
+			bad = tprof_get_varint(&c, &id) || tprof_get_varint(&c, &seq) || id >= t->nmodules ||
+			      t->modules[id].unload_seq != UINT64_MAX || seq < t->modules[id].load_seq;
+			if (!bad)
+				t->modules[id].unload_seq = seq;
 			break;
 		}
 		case TPROF_BLK_LOST: {
@@ -289,11 +456,15 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		case TPROF_BLK_END:
 			bad = tprof_get_varint(&c, &t->end_reason) || tprof_get_varint(&c, &t->end_value) ||
 			      tprof_get_varint(&c, &t->end_seq) || tprof_get_varint(&c, &t->end_events) ||
-			      tprof_get_varint(&c, &t->end_lost);
+			      tprof_get_varint(&c, &t->end_lost) || tprof_get_varint(&c, &t->end_stacks) ||
+			      tprof_get_varint(&c, &t->end_stacks_dropped);
 			break;
 		}
 		if (bad) {
-			set_err(err, errlen, path, off, "corrupt: malformed block of type %u", type);
+			if (why)
+				set_err(err, errlen, path, off, "corrupt: %s", why);
+			else
+				set_err(err, errlen, path, off, "corrupt: malformed block of type %u", type);
 			goto fail;
 		}
 		last_was_end = type == TPROF_BLK_END;
@@ -305,6 +476,8 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 	t->complete = last_was_end;
+	drop_pages(map, map + dropped_to, map + size);
+	merge_duplicate_stacks(t);
 
 	/* Time base: a straight line through the first and last calibration pairs. */
 	p->ns_per_tick = 1.0;
@@ -333,13 +506,21 @@ void tprof_trace_close(struct tprof_trace *t)
 	struct tprof_reader_priv *p = t->priv;
 	if (p) {
 		munmap((void *)p->map, p->size);
-		for (size_t i = 0; i < p->ncur; i++)
+		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
+			free(p->cur[i].zbuf);
+		}
 		free(p->cur);
+		ZSTD_freeDCtx(p->dctx);
+		free(p->stacks);
+		free(p->frames);
 		free(p->heap);
 		free(p->clocks);
 		free(p);
 	}
+	for (size_t i = 0; i < t->nmodules; i++)
+		free((char *)t->modules[i].path);
+	free(t->modules);
 	for (size_t i = 0; i < t->nthreads; i++)
 		free(t->threads[i].name);
 	free(t->threads);
@@ -363,6 +544,18 @@ uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick)
 	return mono <= (double)t->t0_ns ? 0 : (uint64_t)(mono - (double)t->t0_ns + 0.5);
 }
 
+const uint64_t *tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint32_t *depth, int *truncated)
+{
+	const struct tprof_reader_priv *p = t->priv;
+	if (id == 0 || id >= p->nstacks || !p->stacks[id].depth)
+		return NULL;
+	const struct stack_def *s = &p->stacks[id];
+	*depth = s->depth;
+	if (truncated)
+		*truncated = s->truncated;
+	return p->frames + s->first;
+}
+
 const char *tprof_trace_thread_name(const struct tprof_trace *t, uint32_t tid)
 {
 	for (size_t i = 0; i < t->nthreads; i++)
@@ -384,22 +577,52 @@ static int cursor_advance(struct tprof_trace *t, struct cursor *c)
 	}
 	while (c->left == 0) {
 		if (c->c.p != c->c.end && c->next_block > 0) {
-			uint64_t off = (uint64_t)(c->c.p - p->map);
+			uint64_t off = c->c.p >= p->map && c->c.p < p->map + p->size
+					       ? (uint64_t)(c->c.p - p->map)
+					       : (uint64_t)(c->drop_from - p->map);
 			set_err(t->err, sizeof(t->err), t->path, off,
 				"corrupt: %zu bytes left over after the last record of an EVENTS block",
 				(size_t)(c->c.end - c->c.p));
 			return -1;
 		}
+		if (c->drop_from && c->next_block > 0) {
+			const struct block_ref *old = &c->blocks[c->next_block - 1];
+			drop_pages(p->map, p->map + old->off, p->map + old->off + old->len);
+		}
 		if (c->next_block == c->nblocks)
 			return 0;
 		struct block_ref *b = &c->blocks[c->next_block++];
-		c->c.p = p->map + b->off;
-		c->c.end = c->c.p + b->len;
+		c->drop_from = p->map + b->off;
+		rec = p->map + b->off;
+		if (b->raw_len) {
+			if (!p->dctx)
+				p->dctx = ZSTD_createDCtx();
+			if (c->zcap < b->raw_len) {
+				free(c->zbuf);
+				c->zcap = b->raw_len;
+				c->zbuf = xmalloc(c->zcap);
+			}
+			size_t got = p->dctx ? ZSTD_decompressDCtx(p->dctx, c->zbuf, b->raw_len, p->map + b->off, b->len)
+					     : (size_t)-1;
+			if (ZSTD_isError(got) || got != b->raw_len) {
+				set_err(t->err, sizeof(t->err), t->path, b->off,
+					"corrupt: compressed EVENTS block of thread %u does not decompress to "
+					"its %u bytes",
+					c->tid, b->raw_len);
+				return -1;
+			}
+			c->c.p = c->zbuf;
+			c->c.end = c->zbuf + b->raw_len;
+		} else {
+			c->c.p = p->map + b->off;
+			c->c.end = c->c.p + b->len;
+		}
 		uint64_t tid;
-		if (tprof_get_varint(&c->c, &tid) || tprof_get_varint(&c->c, &c->left) ||
-		    tprof_get_varint(&c->c, &c->st.seq) || tprof_get_varint(&c->c, &c->st.tick))
+		if (tprof_get_varint(&c->c, &tid) || tid != c->tid || tprof_get_varint(&c->c, &c->left) ||
+		    c->left == 0 || tprof_get_varint(&c->c, &c->st.seq) || tprof_get_varint(&c->c, &c->st.tick))
 			goto bad;
 		c->st.ptr = 0;
+		c->st.stack = 0;
 	}
 	rec = c->c.p;
 	struct tprof_rec r;
@@ -413,6 +636,15 @@ static int cursor_advance(struct tprof_trace *t, struct cursor *c)
 	e->tick = r.tick;
 	e->size = r.size;
 	e->ptr = r.ptr;
+	if (r.stack) {
+		if (r.stack >= p->nstacks || !p->stacks[r.stack].depth) {
+			set_err(t->err, sizeof(t->err), t->path, (uint64_t)(c->drop_from - p->map),
+				"corrupt: an event of thread %u refers to stack %u, which is not defined",
+				c->tid, r.stack);
+			return -1;
+		}
+		e->stack = p->stacks[r.stack].canon;
+	}
 	if (tprof_kind_is_realloc(r.kind)) {
 		e->old_ptr = r.old_ptr;
 		c->tail = *e;
@@ -425,8 +657,14 @@ static int cursor_advance(struct tprof_trace *t, struct cursor *c)
 	t->threads[c->thread].events++;
 	return 1;
 bad:
-	set_err(t->err, sizeof(t->err), t->path, (uint64_t)(rec - p->map),
-		"corrupt: malformed event record in an EVENTS block of thread %u", c->tid);
+	if (rec >= p->map && rec < p->map + p->size)
+		set_err(t->err, sizeof(t->err), t->path, (uint64_t)(rec - p->map),
+			"corrupt: malformed event record in an EVENTS block of thread %u", c->tid);
+	else /* inside a decompressed payload: name the block and the offset within it */
+		set_err(t->err, sizeof(t->err), t->path, (uint64_t)(c->drop_from - p->map),
+			"corrupt: malformed event record at byte %zu of the compressed EVENTS block of "
+			"thread %u",
+			(size_t)(rec - c->zbuf), c->tid);
 	return -1;
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "symbolize.h"
 #include "tprof_trace.h"
 
 /* One event in global order. A realloc yields two: phase 0 at the moment the old block was given
@@ -19,6 +20,7 @@ struct tprof_event {
 	uint64_t ptr;     /* block returned (allocations), or freed (free) */
 	uint64_t old_ptr; /* realloc: the block passed in */
 	uint32_t tid;
+	uint32_t stack;   /* allocations: stack id (tprof_trace_stack), 0 when none was taken */
 	uint8_t kind;  /* enum tprof_event_kind */
 	uint8_t phase; /* realloc only, see above */
 };
@@ -33,6 +35,7 @@ struct tprof_thread_info {
 
 struct tprof_trace_info {
 	uint64_t pid, ppid, clock, flags, page_size, ptr_size, start_realtime_ns, ring_entries;
+	uint64_t depth; /* the recorder's stack depth limit; 0: no stacks were taken */
 	char *exe;
 	char *program; /* basename of argv[0], else of exe */
 	uint64_t argc;
@@ -48,6 +51,10 @@ struct tprof_trace {
 	uint64_t blocks;
 	int complete;           /* the file ends with an END block */
 	uint64_t end_reason, end_value, end_seq, end_events, end_lost;
+	uint64_t end_stacks, end_stacks_dropped; /* distinct stacks; allocations without a stack */
+	struct tprof_module *modules; /* every module seen, in order of discovery */
+	size_t nmodules;
+	uint32_t nstacks;       /* stack ids are below this */
 	uint64_t first_tick_seen, last_tick_seen; /* over all events */
 	uint64_t t0_ns;         /* CLOCK_MONOTONIC ns of time zero (first clock pair or first event) */
 	uint64_t end_ns;        /* CLOCK_MONOTONIC ns of the last clock pair or last event */
@@ -65,6 +72,10 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev);
 
 /* Nanoseconds since time zero for a raw tick (negative ticks before zero clamp to 0). */
 uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick);
+
+/* The frames of stack id (return addresses, innermost first); NULL when id is 0 or undefined.
+ * Stacks with the same frames have the same id: the reader merges duplicates. */
+const uint64_t *tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint32_t *depth, int *truncated);
 
 /* The name of thread tid, or "" when unknown. */
 const char *tprof_trace_thread_name(const struct tprof_trace *t, uint32_t tid);

@@ -1,4 +1,4 @@
-/* The tprof trace format, version 1: the contract between the recorder (libtprof.so) and the reader
+/* The tprof trace format, version 2: the contract between the recorder (libtprof.so) and the reader
  * (the tprof analyzer). Constants, block and record kinds, and the byte-level codec (little-endian
  * fixed fields, LEB128 varints, zigzag signed varints, CRC-32C) that both sides share. Every layout
  * here is documented byte by byte in docs/FORMAT.md; change both together and bump the version when
@@ -11,7 +11,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 1           /* readers reject files whose version is greater */
+#define TPROF_VERSION 2           /* readers reject files of any other version */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
 /* Every block: u8 type, u32 payload length, u32 CRC-32C of (type byte + payload), payload. */
@@ -26,7 +26,14 @@ enum tprof_block_type {
 	TPROF_BLK_LOST = 5,       /* events a thread dropped (lossy mode only) */
 	TPROF_BLK_THREAD_END = 6, /* a thread is gone; all of its events precede this block */
 	TPROF_BLK_END = 7,        /* the process ended (or exec'd); totals for cross-checking */
+	TPROF_BLK_STACKS = 8,     /* call stacks, each defined once, before the first event using it */
+	TPROF_BLK_MODULE = 9,     /* a module was found loaded: path, addresses, build-id */
+	TPROF_BLK_MODULE_END = 10, /* a module was unloaded (dlclose) */
+	TPROF_BLK_ZEVENTS = 11,   /* an EVENTS payload compressed with zstd */
 };
+
+/* STACKS entry flags */
+#define TPROF_STACK_TRUNCATED 0x1u /* the stack was deeper than the recorder's depth limit */
 
 /* Event kinds, one per wrapped entry point. Values are stable: they are in files. */
 enum tprof_event_kind {
@@ -44,10 +51,12 @@ enum tprof_event_kind {
 };
 
 /* Record head byte: kind in the low 4 bits; bit 4 set means "seq is the previous seq + 1" and no
- * seq delta follows. Bits 5..7 are reserved and must be zero. */
+ * seq delta follows; bit 5 (allocations only) means "same stack as the previous record that had
+ * one" and no stack delta follows. Bits 6..7 are reserved and must be zero. */
 #define TPROF_REC_KIND_MASK 0x0fu
 #define TPROF_REC_SEQ_NEXT 0x10u
-#define TPROF_REC_RESERVED 0xe0u
+#define TPROF_REC_SAME_STACK 0x20u
+#define TPROF_REC_RESERVED 0xc0u
 
 enum tprof_clock_id {
 	TPROF_CLOCK_TSC = 1,       /* raw rdtsc ticks, converted through CLOCK blocks */
@@ -193,6 +202,7 @@ static inline int tprof_get_string(struct tprof_cursor *c, const char **s, size_
  * old pointer; other kinds leave those zero. free records have size 0. */
 struct tprof_rec {
 	unsigned kind;
+	uint32_t stack; /* allocations: stack id (0: none); free: 0 */
 	uint64_t seq, tick, size, ptr;
 	uint64_t old_ptr, seq2, tick2;
 };
@@ -201,9 +211,10 @@ struct tprof_rec {
  * (base seq, base tick) with ptr 0. */
 struct tprof_rec_state {
 	uint64_t seq, tick, ptr;
+	uint32_t stack;
 };
 
-#define TPROF_REC_MAX_BYTES 71 /* head + 7 varints */
+#define TPROF_REC_MAX_BYTES 81 /* head + 8 varints */
 
 static inline int tprof_kind_is_realloc(unsigned kind)
 {
@@ -214,14 +225,21 @@ static inline int tprof_kind_is_realloc(unsigned kind)
 static inline uint8_t *tprof_rec_encode(uint8_t *p, struct tprof_rec_state *st, const struct tprof_rec *r)
 {
 	uint8_t head = (uint8_t)r->kind;
+	int alloc = r->kind != TPROF_EV_FREE;
 	if (r->seq == st->seq + 1)
 		head |= TPROF_REC_SEQ_NEXT;
+	if (alloc && r->stack == st->stack)
+		head |= TPROF_REC_SAME_STACK;
 	*p++ = head;
 	if (!(head & TPROF_REC_SEQ_NEXT))
 		p = tprof_put_varint(p, r->seq - st->seq - 1);
 	p = tprof_put_svarint(p, (int64_t)(r->tick - st->tick));
-	if (r->kind != TPROF_EV_FREE)
+	if (alloc) {
 		p = tprof_put_varint(p, r->size);
+		if (!(head & TPROF_REC_SAME_STACK))
+			p = tprof_put_svarint(p, (int64_t)r->stack - (int64_t)st->stack);
+		st->stack = r->stack;
+	}
 	p = tprof_put_svarint(p, (int64_t)(r->ptr - st->ptr));
 	st->seq = r->seq;
 	st->tick = r->tick;
@@ -257,8 +275,25 @@ static inline int tprof_rec_decode(struct tprof_cursor *c, struct tprof_rec_stat
 		return -1;
 	r->tick = st->tick + (uint64_t)d;
 	r->size = 0;
-	if (r->kind != TPROF_EV_FREE && tprof_get_varint(c, &r->size))
-		return -1;
+	r->stack = 0;
+	if (r->kind == TPROF_EV_FREE) {
+		if (head & TPROF_REC_SAME_STACK)
+			return -1;
+	} else {
+		if (tprof_get_varint(c, &r->size))
+			return -1;
+		if (head & TPROF_REC_SAME_STACK) {
+			r->stack = st->stack;
+		} else {
+			if (tprof_get_svarint(c, &d))
+				return -1;
+			int64_t s = (int64_t)st->stack + d;
+			if (s < 0 || s > 0xffffffffll)
+				return -1;
+			r->stack = (uint32_t)s;
+		}
+		st->stack = r->stack;
+	}
 	if (tprof_get_svarint(c, &d))
 		return -1;
 	r->ptr = st->ptr + (uint64_t)d;

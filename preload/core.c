@@ -22,6 +22,8 @@ struct tprof_config tprof_cfg = {
 	.clock = TPROF_CLOCK_TSC,
 	.ring_entries = 1u << 16,
 	.stamp_every = TPROF_STAMP_EVERY,
+	.depth = TPROF_DEPTH_DEFAULT,
+	.compress = 1,
 };
 _Atomic int tprof_ready;
 _Atomic int tprof_recording;
@@ -92,6 +94,12 @@ static void read_config(void)
 	const char *c = getenv("TPROF_CLOCK");
 	if (c && strcmp(c, "monotonic") == 0)
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
+	tprof_cfg.compress = env_flag("TPROF_COMPRESS", 1);
+	const char *d = getenv("TPROF_DEPTH");
+	if (d && *d) {
+		unsigned long n = strtoul(d, NULL, 10);
+		tprof_cfg.depth = n > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : (unsigned)n;
+	}
 	const char *r = getenv("TPROF_RING_ENTRIES");
 	if (r) {
 		unsigned long n = strtoul(r, NULL, 10);
@@ -143,6 +151,7 @@ void tprof_init(void)
 	RESOLVE(execvp, "execvp");
 	RESOLVE(execvpe, "execvpe");
 	RESOLVE(fexecve, "fexecve");
+	RESOLVE(dlclose, "dlclose");
 	if (!tprof_real.malloc || !tprof_real.free || !tprof_real.calloc || !tprof_real.realloc) {
 		static const char msg[] = "tprof: cannot find the C library's allocator; aborting\n";
 		ssize_t w = write(2, msg, sizeof(msg) - 1);
@@ -153,6 +162,10 @@ void tprof_init(void)
 	if (tprof_cfg.clock == TPROF_CLOCK_TSC && !tsc_is_invariant())
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
 	tprof_clock_is_tsc = tprof_cfg.clock == TPROF_CLOCK_TSC;
+	tprof_tls.guard++;
+	if (tprof_stacks_init(tprof_cfg.depth) != 0)
+		tprof_cfg.depth = 0;
+	tprof_tls.guard--;
 	atomic_store(&tprof_recording, 1);
 	atomic_store(&init_state, 2);
 	atomic_store_explicit(&tprof_ready, 1, memory_order_release);

@@ -2,6 +2,7 @@
  * malloc family, _exit/_Exit and the exec family. Each hook is thin: forward to the real function,
  * record one event through preload.h, keep errno as the real function left it. A per-thread guard
  * passes nested calls (from the C library, from tprof itself) straight through. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -38,7 +39,7 @@ TPROF_EXPORT void *malloc(size_t size)
 		return tprof_real.malloc(size);
 	ENTER();
 	void *p = tprof_real.malloc(size);
-	tprof_record(TPROF_EV_MALLOC, size, p);
+	tprof_record(TPROF_EV_MALLOC, size, p, 1);
 	LEAVE();
 	return p;
 }
@@ -54,7 +55,7 @@ TPROF_EXPORT void free(void *ptr)
 		return;
 	}
 	ENTER();
-	tprof_record(TPROF_EV_FREE, 0, ptr); /* before the real free: the address may be reused at once */
+	tprof_record(TPROF_EV_FREE, 0, ptr, 0); /* before the real free: the address may be reused at once */
 	tprof_real.free(ptr);
 	LEAVE();
 }
@@ -69,7 +70,7 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 		return tprof_real.calloc(nmemb, size);
 	ENTER();
 	void *p = tprof_real.calloc(nmemb, size);
-	tprof_record(TPROF_EV_CALLOC, overflow ? 0 : bytes, p);
+	tprof_record(TPROF_EV_CALLOC, overflow ? 0 : bytes, p, 1);
 	LEAVE();
 	return p;
 }
@@ -104,13 +105,15 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 	ENTER();
 	int rec = atomic_load_explicit(&tprof_recording, memory_order_relaxed);
 	uint64_t seq = 0, tick = 0;
+	uint32_t stack = 0;
 	if (rec) {
+		stack = tprof_stack_capture();
 		seq = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst);
 		tick = tprof_now();
 	}
 	void *p = call_realloc(kind, ptr, size, nmemb, elem);
 	if (rec)
-		tprof_record_realloc(kind, seq, tick, size, p, ptr);
+		tprof_record_realloc(kind, seq, tick, size, p, ptr, stack);
 	LEAVE();
 	return p;
 }
@@ -141,7 +144,7 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 		return tprof_real.posix_memalign(memptr, alignment, size);
 	ENTER();
 	int rc = tprof_real.posix_memalign(memptr, alignment, size);
-	tprof_record(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL);
+	tprof_record(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL, 1);
 	LEAVE();
 	return rc;
 }
@@ -155,7 +158,7 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 			return CALL_##name;                                                       \
 		ENTER();                                                                          \
 		void *p = CALL_##name;                                                            \
-		tprof_record(kind, size, p);                                                      \
+		tprof_record(kind, size, p, 1);                                                   \
 		LEAVE();                                                                          \
 		return p;                                                                         \
 	}
@@ -168,6 +171,20 @@ ALIGNED_HOOK(aligned_alloc, TPROF_EV_ALIGNED_ALLOC, alignment, size_t alignment,
 ALIGNED_HOOK(memalign, TPROF_EV_MEMALIGN, alignment, size_t alignment, size_t size)
 ALIGNED_HOOK(valloc, TPROF_EV_VALLOC, 4096, size_t size)
 ALIGNED_HOOK(pvalloc, TPROF_EV_PVALLOC, 4096, size_t size)
+
+/* ---- dlclose: code may be unmapped, and its addresses reused by the next dlopen ---- */
+
+TPROF_EXPORT int dlclose(void *handle)
+{
+	if (!ready() || !tprof_real.dlclose)
+		return -1;
+	tprof_modules_before_close(); /* the writer records the module while it is still mapped */
+	int rc = tprof_real.dlclose(handle);
+	int saved = errno;
+	tprof_modules_closed(atomic_fetch_add(&tprof_seq, 1));
+	errno = saved;
+	return rc;
+}
 
 /* ---- ways out of the process that skip library destructors ---- */
 

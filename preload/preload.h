@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "ring.h"
+#include "stacks.h"
 #include "tprof_trace.h"
 
 #define TPROF_EXPORT __attribute__((visibility("default")))
@@ -42,6 +43,7 @@ struct tprof_real {
 	int (*execvp)(const char *, char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
+	int (*dlclose)(void *);
 };
 
 /* One recording thread. Slots are reused after the writer has seen the thread die. */
@@ -78,6 +80,8 @@ struct tprof_config {
 	int clock;        /* enum tprof_clock_id; TPROF_CLOCK=tsc|monotonic */
 	uint32_t ring_entries; /* TPROF_RING_ENTRIES, power of two */
 	const char *output;    /* TPROF_OUTPUT, may contain %p */
+	unsigned depth;        /* TPROF_DEPTH: frames per stack, 0 = no stacks */
+	int compress;          /* TPROF_COMPRESS (default 1): zstd-compress event blocks */
 };
 
 extern struct tprof_real tprof_real;
@@ -119,6 +123,9 @@ extern _Atomic int tprof_writer_running;
  * ends the thread. Waits up to timeout_ns. Returns 0 when done. Async-signal-safe. */
 int tprof_writer_flush(int reason, int value, int final, long timeout_ns);
 void tprof_writer_after_fork_child(void);
+/* dlclose hook, before the real call: has the writer record newly loaded modules, so a library
+ * opened and closed between two writer passes is still in the trace. Waits at most 100 ms. */
+void tprof_modules_before_close(void);
 extern char tprof_trace_path[4096];
 
 /* After publishing n events: wakes a sleeping writer each time the head crosses a quarter of the
@@ -131,11 +138,24 @@ __attribute__((always_inline)) static inline void tprof_ring_kick(struct tprof_r
 		tprof_writer_kick();
 }
 
-/* Records one event on the calling thread (hooks.c calls these with the guard held). */
-__attribute__((always_inline)) static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr)
+/* A ring entry's seq_kind word: the low 36 bits of the sequence number (the writer restores the
+ * rest from the global counter: no event stays in a ring for 2^35 events), a 24-bit stack id and
+ * the 4-bit kind. */
+#define TPROF_EV_SEQ_SHIFT 28
+#define TPROF_EV_SEQ_BITS 36
+static inline uint64_t tprof_ev_pack(uint64_t seq, uint32_t stack, unsigned kind)
+{
+	return seq << TPROF_EV_SEQ_SHIFT | (uint64_t)stack << 4 | kind;
+}
+
+/* Records one event on the calling thread (hooks.c calls these with the guard held); with_stack:
+ * capture and intern the caller's stack (allocations), else none (free). */
+__attribute__((always_inline)) static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr,
+							       int with_stack)
 {
 	if (unlikely(!atomic_load_explicit(&tprof_recording, memory_order_relaxed)))
 		return;
+	uint32_t stack = with_stack ? tprof_stack_capture() : 0;
 	struct tprof_thread *t = tprof_tls.thread;
 	if (unlikely(!t) && !(t = tprof_thread_attach()))
 		return;
@@ -146,7 +166,7 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 			return;
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
-	e->seq_kind = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst) << 8 | kind;
+	e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), stack, kind);
 	uint32_t ep = atomic_load_explicit(&tprof_epoch, memory_order_relaxed);
 	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep) {
 		e->tick = tprof_now();
@@ -165,7 +185,7 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 /* A realloc: seq_before/tick_before were taken before the real call (the old block's release),
  * the rest after it. Two ring entries, published together. */
 __attribute__((always_inline)) static inline void tprof_record_realloc(unsigned kind, uint64_t seq_before, uint64_t tick_before,
-					uint64_t size, const void *newp, const void *oldp)
+					uint64_t size, const void *newp, const void *oldp, uint32_t stack)
 {
 	struct tprof_thread *t = tprof_tls.thread;
 	if (unlikely(!t) && !(t = tprof_thread_attach()))
@@ -177,12 +197,12 @@ __attribute__((always_inline)) static inline void tprof_record_realloc(unsigned 
 			return;
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0), *e2 = tprof_ring_slot(r, 1);
-	e->seq_kind = seq_before << 8 | kind;
+	e->seq_kind = tprof_ev_pack(seq_before, stack, kind);
 	e->tick = tick_before;
 	e->size = size;
 	e->ptr = (uint64_t)(uintptr_t)newp;
-	e2->seq_kind = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst) << 8 |
-		       TPROF_RING_REALLOC_TAIL;
+	e2->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), 0,
+				     TPROF_RING_REALLOC_TAIL);
 	e2->tick = tprof_now();
 	e2->size = 0;
 	e2->ptr = (uint64_t)(uintptr_t)oldp;

@@ -11,7 +11,7 @@
 /* One raw event as the hook saw it. The writer turns runs of these into compact records. */
 struct tprof_ev {
 	uint64_t tick;     /* clock reading (for the second half of a realloc: after the call) */
-	uint64_t seq_kind; /* global sequence number << 8 | kind */
+	uint64_t seq_kind; /* sequence number, stack id and kind: tprof_ev_pack() in preload.h */
 	uint64_t size;     /* requested bytes (calloc: nmemb * size) */
 	uint64_t ptr;      /* returned block, or the block being freed */
 };

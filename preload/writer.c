@@ -10,7 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* static contexts: exported by libzstd 1.5, declared here */
+#include <zstd.h>
 
 #include "preload.h"
 #include "sys.h"
@@ -33,6 +36,16 @@ static uint64_t events_written, lost_written;
 #define BLOCK_TARGET (60u << 10) /* EVENTS payloads stay below this plus one record */
 #define REC_MAX TPROF_REC_MAX_BYTES
 static uint8_t out_buf[OUT_CAP];
+/* An EVENTS payload is built here, then compressed into out_buf (or copied when compression does
+ * not pay); stack definitions met on the way go out first, in a STACKS block of their own. */
+static uint8_t ev_buf[BLOCK_TARGET + 1024];
+#define STK_CAP (256u << 10)
+static uint8_t stk_buf[STK_CAP];
+static size_t stk_len;
+static uint32_t stk_count;
+static uint8_t *stack_written; /* per stack id: already defined in this trace */
+static ZSTD_CCtx *zctx;        /* static context in mmap'd memory: compressing never allocates */
+static _Atomic uint32_t modules_req, modules_done;
 static size_t out_len;
 static int out_failed; /* a write failed: stop writing, keep draining so producers never block */
 static dev_t trace_dev; /* identity of the trace file, to notice a program that closed our */
@@ -169,6 +182,7 @@ static void write_header_and_info(void)
 	p = tprof_put_varint(p, sizeof(void *));
 	p = tprof_put_varint(p, real_ns());
 	p = tprof_put_varint(p, tprof_cfg.ring_entries);
+	p = tprof_put_varint(p, tprof_cfg.depth);
 	p = put_string(p, exe, (size_t)en);
 	p = tprof_put_varint(p, argc);
 	for (ssize_t i = 0; i < cn;) {
@@ -178,6 +192,79 @@ static void write_header_and_info(void)
 	}
 	block_end(TPROF_BLK_INFO, p);
 	write_clock();
+}
+
+/* MODULE and MODULE_END blocks for what the module table gained since the last call. */
+static void write_modules(void)
+{
+	uint32_t n;
+	struct tprof_module_rec *m = tprof_modules(&n);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!m[i].written) {
+			uint8_t *p = block_begin();
+			size_t plen = strnlen(m[i].path, 4096);
+			p = tprof_put_varint(p, m[i].id);
+			p = tprof_put_varint(p, m[i].load_seq);
+			p = tprof_put_varint(p, m[i].base);
+			p = tprof_put_varint(p, m[i].start);
+			p = tprof_put_varint(p, m[i].end);
+			p = tprof_put_varint(p, m[i].build_id_len);
+			memcpy(p, m[i].build_id, m[i].build_id_len);
+			p += m[i].build_id_len;
+			p = put_string(p, m[i].path, plen);
+			block_end(TPROF_BLK_MODULE, p);
+			m[i].written = 1;
+		}
+		if (m[i].unload_seq && !m[i].unload_written) {
+			uint8_t *p = block_begin();
+			p = tprof_put_varint(p, m[i].id);
+			p = tprof_put_varint(p, m[i].unload_seq);
+			block_end(TPROF_BLK_MODULE_END, p);
+			m[i].unload_written = 1;
+		}
+	}
+}
+
+static void modules_update(int force)
+{
+	if (tprof_modules_scan(force) || force)
+		write_modules();
+}
+
+static void stacks_flush(void)
+{
+	if (!stk_count)
+		return;
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, stk_count);
+	memcpy(p, stk_buf, stk_len);
+	block_end(TPROF_BLK_STACKS, p + stk_len);
+	stk_len = 0;
+	stk_count = 0;
+}
+
+/* Stages the definition of stack id unless this trace has it already. */
+static void define_stack(uint32_t id)
+{
+	if (id == 0 || stack_written[id])
+		return;
+	struct tprof_stack_ref s;
+	if (!tprof_stack_get(id, &s))
+		return;
+	if (stk_len + 32 + (size_t)s.depth * 10 > STK_CAP)
+		stacks_flush();
+	uint8_t *p = stk_buf + stk_len;
+	p = tprof_put_varint(p, id);
+	p = tprof_put_varint(p, s.truncated ? TPROF_STACK_TRUNCATED : 0);
+	p = tprof_put_varint(p, s.depth);
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < s.depth; i++) {
+		p = i ? tprof_put_svarint(p, (int64_t)(s.frames[i] - prev)) : tprof_put_varint(p, s.frames[i]);
+		prev = s.frames[i];
+	}
+	stk_len = (size_t)(p - stk_buf);
+	stk_count++;
+	stack_written[id] = 1;
 }
 
 static void announce_thread(struct tprof_thread *t)
@@ -226,16 +313,41 @@ static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint6
 /* Encodes up to n events of t's ring starting at counter `first` into one EVENTS block; returns how
  * many were consumed (a realloc pair is never split). Events without a tick at the end of the run
  * are left in the ring while their thread is active, until a measured event follows them. */
-static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, int hold)
+/* The full sequence number of a ring entry: ref is a value of the global counter read after the
+ * entry was published, and entries never wait 2^35 events in a ring. */
+static inline uint64_t ev_seq(uint64_t seq_kind, uint64_t ref)
+{
+	const uint64_t mask = (1ull << TPROF_EV_SEQ_BITS) - 1;
+	return ref - ((ref - (seq_kind >> TPROF_EV_SEQ_SHIFT)) & mask);
+}
+
+/* Writes the EVENTS payload in ev_buf[0, len) as one block: compressed when that is smaller. */
+static void emit_events(uint32_t tid, size_t len)
+{
+	uint8_t *p = block_begin();
+	if (zctx) {
+		uint8_t *z = tprof_put_varint(tprof_put_varint(p, tid), len);
+		size_t cap = BLOCK_TARGET + REC_MAX - (size_t)(z - p);
+		size_t zn = ZSTD_compressCCtx(zctx, z, cap, ev_buf, len, 1);
+		if (!ZSTD_isError(zn) && (size_t)(z - p) + zn < len) {
+			block_end(TPROF_BLK_ZEVENTS, z + zn);
+			return;
+		}
+	}
+	memcpy(p, ev_buf, len);
+	block_end(TPROF_BLK_EVENTS, p + len);
+}
+
+static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, int hold, uint64_t ref)
 {
 	struct tprof_ring *r = t->ring;
-	uint8_t *p = block_begin(), *start = p;
+	uint8_t *p = ev_buf, *start = p;
 	p = tprof_put_varint(p, (uint64_t)t->tid);
 	uint8_t *count_at = p; /* count is patched in: reserve a fixed 3-byte varint */
 	p += 3;
 	p = tprof_put_varint(p, t->last_seq);
 	p = tprof_put_varint(p, t->last_tick);
-	struct tprof_rec_state st = {t->last_seq, t->last_tick, 0};
+	struct tprof_rec_state st = {t->last_seq, t->last_tick, 0, 0};
 	uint32_t i = 0, recs = 0;
 	uint32_t next = 0; /* index of the next measured event, when next > i */
 	uint64_t a_seq = t->last_seq, a_tick = t->last_tick; /* last measured or written point */
@@ -243,8 +355,9 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 		const struct tprof_ev *e = tprof_ring_at(r, first + i);
 		__builtin_prefetch(tprof_ring_at(r, first + i + 8)); /* lines come from another core */
 		struct tprof_rec rec = {
-			.kind = (unsigned)(e->seq_kind & 0xff),
-			.seq = e->seq_kind >> 8,
+			.kind = (unsigned)(e->seq_kind & 0xf),
+			.stack = (uint32_t)(e->seq_kind >> 4) & (TPROF_STACK_IDS - 1),
+			.seq = ev_seq(e->seq_kind, ref),
 			.tick = e->tick,
 			.size = e->size,
 			.ptr = e->ptr,
@@ -261,7 +374,7 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 			}
 			if (next < n) {
 				const struct tprof_ev *b = tprof_ring_at(r, first + next);
-				rec.tick = interpolate(rec.seq, a_seq, a_tick, b->seq_kind >> 8, b->tick);
+				rec.tick = interpolate(rec.seq, a_seq, a_tick, ev_seq(b->seq_kind, ref), b->tick);
 			} else if (hold) {
 				break;
 			} else {
@@ -273,10 +386,12 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 				break; /* not possible: pairs are published together */
 			const struct tprof_ev *e2 = tprof_ring_at(r, first + i + 1);
 			rec.old_ptr = e2->ptr;
-			rec.seq2 = e2->seq_kind >> 8;
+			rec.seq2 = ev_seq(e2->seq_kind, ref);
 			rec.tick2 = e2->tick;
 			i++;
 		}
+		if (rec.stack)
+			define_stack(rec.stack);
 		p = tprof_rec_encode(p, &st, &rec);
 		a_seq = st.seq;
 		a_tick = st.tick;
@@ -286,8 +401,10 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 	count_at[0] = (uint8_t)(recs | 0x80);
 	count_at[1] = (uint8_t)((recs >> 7) | 0x80);
 	count_at[2] = (uint8_t)(recs >> 14);
-	if (recs)
-		block_end(TPROF_BLK_EVENTS, p);
+	if (recs) {
+		stacks_flush();
+		emit_events((uint32_t)t->tid, (size_t)(p - start));
+	}
 	t->last_seq = st.seq;
 	t->last_tick = st.tick;
 	events_written += recs;
@@ -311,7 +428,8 @@ static uint64_t drain_thread(struct tprof_thread *t)
 	while ((n = tprof_ring_available(r, &first)) != 0) {
 		if (!t->announced)
 			announce_thread(t);
-		uint32_t done = encode_run(t, first, n, hold);
+		uint64_t ref = atomic_load(&tprof_seq); /* after the head: above every published seq */
+		uint32_t done = encode_run(t, first, n, hold, ref);
 		tprof_ring_consume(r, done);
 		total += done;
 		if (atomic_exchange(&r->waiting, 0))
@@ -382,6 +500,8 @@ static void write_end(int reason, int value)
 	p = tprof_put_varint(p, atomic_load(&tprof_seq));
 	p = tprof_put_varint(p, events_written);
 	p = tprof_put_varint(p, lost_written);
+	p = tprof_put_varint(p, tprof_stacks_count());
+	p = tprof_put_varint(p, tprof_stacks_dropped());
 	block_end(TPROF_BLK_END, p);
 }
 
@@ -423,6 +543,12 @@ static void *writer_main(void *arg)
 	for (;;) {
 		uint32_t req = atomic_load(&flush_req);
 		atomic_fetch_add_explicit(&tprof_epoch, 1, memory_order_relaxed);
+		uint32_t mreq = atomic_load(&modules_req);
+		modules_update(0);
+		if (mreq != atomic_load(&modules_done)) {
+			atomic_store(&modules_done, mreq);
+			tprof_futex_wake(&modules_done);
+		}
 		uint64_t n = drain_all();
 		uint64_t now = mono_ns();
 		if (now - last_reap >= 200000000u) {
@@ -444,6 +570,7 @@ static void *writer_main(void *arg)
 				sched_yield();
 			}
 			drain_all();
+			modules_update(0);
 			write_clock();
 			write_end(req_reason, req_value);
 			out_flush();
@@ -470,11 +597,30 @@ static void *writer_main(void *arg)
 				out_flush();
 			uint32_t k = atomic_load(&kick_word);
 			atomic_store(&tprof_writer_sleeping, 1);
-			if (atomic_load(&flush_req) == atomic_load(&flush_done))
+			if (atomic_load(&flush_req) == atomic_load(&flush_done) &&
+			    atomic_load(&modules_req) == atomic_load(&modules_done))
 				tprof_futex_wait(&kick_word, k, nap);
 			atomic_store(&tprof_writer_sleeping, 0);
 		}
 	}
+}
+
+void tprof_modules_before_close(void)
+{
+	if (!atomic_load(&tprof_writer_running) || !atomic_load(&tprof_recording) ||
+	    pthread_equal(pthread_self(), writer_tid))
+		return;
+	int saved = errno;
+	uint32_t gen = atomic_fetch_add(&modules_req, 1) + 1;
+	tprof_writer_kick();
+	uint64_t deadline = mono_ns() + 100000000u;
+	for (;;) {
+		uint32_t done = atomic_load(&modules_done);
+		if ((int32_t)(done - gen) >= 0 || mono_ns() > deadline || !atomic_load(&tprof_writer_running))
+			break;
+		tprof_futex_wait(&modules_done, done, 10000000);
+	}
+	errno = saved;
 }
 
 void tprof_writer_kick(void)
@@ -586,7 +732,32 @@ int tprof_writer_start(void)
 	out_len = 0;
 	out_failed = 0;
 	events_written = lost_written = 0;
+	stk_len = stk_count = 0;
+	if (!stack_written) {
+		void *m = mmap(NULL, TPROF_STACK_IDS, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		stack_written = m == MAP_FAILED ? NULL : m;
+	} else {
+		madvise(stack_written, TPROF_STACK_IDS, MADV_DONTNEED); /* a new trace defines all again */
+	}
+	if (!stack_written) {
+		close(trace_fd);
+		unlink(tprof_trace_path);
+		trace_fd = -1;
+		return -1;
+	}
+	if (tprof_cfg.compress && !zctx) {
+		size_t ws = ZSTD_estimateCCtxSize(1);
+		void *m = mmap(NULL, ws, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED)
+			zctx = ZSTD_initStaticCCtx(m, ws);
+	}
+	uint32_t nm;
+	struct tprof_module_rec *mods = tprof_modules(&nm);
+	for (uint32_t i = 0; i < nm; i++)
+		mods[i].written = mods[i].unload_written = 0;
 	write_header_and_info();
+	modules_update(1);
 	out_flush();
 	sigset_t all, old;
 	sigfillset(&all);
@@ -614,6 +785,8 @@ void tprof_writer_after_fork_child(void)
 	atomic_store(&tprof_writer_sleeping, 0);
 	atomic_store(&flush_req, 0);
 	atomic_store(&flush_done, 0);
+	atomic_store(&modules_req, 0);
+	atomic_store(&modules_done, 0);
 	if (tprof_writer_start() != 0)
 		atomic_store(&tprof_recording, 0);
 }

@@ -96,7 +96,7 @@ static void test_record_round_trip(void)
 	enum { N = 20000 };
 	static struct tprof_rec in[N], out;
 	static uint8_t buf[N * TPROF_REC_MAX_BYTES];
-	struct tprof_rec_state est = {1000, 5000000, 0}, dst = est;
+	struct tprof_rec_state est = {1000, 5000000, 0, 0}, dst = est;
 	uint64_t seq = est.seq, tick = est.tick;
 	for (int i = 0; i < N; i++) {
 		struct tprof_rec *r = &in[i];
@@ -109,6 +109,9 @@ static void test_record_round_trip(void)
 		r->tick = tick;
 		r->size = r->kind == TPROF_EV_FREE ? 0 : (i % 501 == 0 ? UINT64_MAX : rnd() % 100000);
 		r->ptr = i % 7 == 0 ? 0 : (i % 1009 == 0 ? UINT64_MAX : 0x7f0000000000ull + (rnd() % (1u << 30)));
+		if (r->kind != TPROF_EV_FREE) /* runs of one stack, jumps, none, the largest id */
+			r->stack = i % 5 ? (i > 0 ? in[i - 1].stack : 7)
+					 : (i % 3 == 0 ? 0 : (i % 11 == 0 ? (1u << 24) - 1 : (uint32_t)(rnd() % 5000)));
 		if (tprof_kind_is_realloc(r->kind)) {
 			r->old_ptr = i % 3 ? r->ptr + (rnd() % 4096) - 2048 : 0;
 			seq += 1 + rnd() % 3;
@@ -128,7 +131,7 @@ static void test_record_round_trip(void)
 			break;
 		}
 		bad |= out.kind != in[i].kind || out.seq != in[i].seq || out.tick != in[i].tick ||
-		       out.size != in[i].size || out.ptr != in[i].ptr;
+		       out.size != in[i].size || out.ptr != in[i].ptr || out.stack != in[i].stack;
 		if (tprof_kind_is_realloc(in[i].kind))
 			bad |= out.old_ptr != in[i].old_ptr || out.seq2 != in[i].seq2 || out.tick2 != in[i].tick2;
 		if (bad)
@@ -145,30 +148,38 @@ static void test_record_corruption(void)
 	struct tprof_rec r = {.kind = TPROF_EV_REALLOC, .seq = 50, .tick = 1000, .size = 300,
 			      .ptr = 0x5000, .old_ptr = 0x4000, .seq2 = 70, .tick2 = 1500};
 	uint8_t buf[TPROF_REC_MAX_BYTES];
-	struct tprof_rec_state st = {10, 10, 0};
+	struct tprof_rec_state st = {10, 10, 0, 0};
 	uint8_t *end = tprof_rec_encode(buf, &st, &r);
 	for (uint8_t *cut = buf; cut < end; cut++) {
 		struct tprof_cursor c = {buf, cut};
-		struct tprof_rec_state s = {10, 10, 0};
+		struct tprof_rec_state s = {10, 10, 0, 0};
 		struct tprof_rec o;
 		CHECK_EQ(tprof_rec_decode(&c, &s, &o), -1);
 	}
-	for (unsigned bit = 5; bit < 8; bit++) {
+	for (unsigned bit = 6; bit < 8; bit++) {
 		uint8_t copy[TPROF_REC_MAX_BYTES];
 		memcpy(copy, buf, sizeof(copy));
 		copy[0] |= (uint8_t)(1u << bit);
 		struct tprof_cursor c = {copy, copy + (end - buf)};
-		struct tprof_rec_state s = {10, 10, 0};
+		struct tprof_rec_state s = {10, 10, 0, 0};
 		struct tprof_rec o;
 		CHECK_EQ(tprof_rec_decode(&c, &s, &o), -1);
 	}
+	/* "same stack" on a free, which has no stack */
+	uint8_t free_same[4] = {TPROF_EV_FREE | TPROF_REC_SEQ_NEXT | TPROF_REC_SAME_STACK, 0, 0, 0};
+	struct tprof_rec_state fs = {0, 0, 0, 0};
+	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){free_same, free_same + 4}, &fs, &(struct tprof_rec){0}), -1);
+	/* a stack delta leading below 0 */
+	uint8_t neg_stack[5] = {TPROF_EV_MALLOC | TPROF_REC_SEQ_NEXT, 0, 5, 3 /* zigzag -2 */, 0};
+	struct tprof_rec_state ns = {0, 0, 0, 1};
+	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){neg_stack, neg_stack + 5}, &ns, &(struct tprof_rec){0}), -1);
 	uint8_t zero_kind[4] = {0x10, 0, 0, 0}, big_kind[4] = {0x1f, 0, 0, 0};
-	struct tprof_rec_state s = {0, 0, 0};
+	struct tprof_rec_state s = {0, 0, 0, 0};
 	struct tprof_rec o;
 	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){zero_kind, zero_kind + 4}, &s, &o), -1);
 	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){big_kind, big_kind + 4}, &s, &o), -1);
 	/* a sequence number that wraps instead of increasing */
-	struct tprof_rec_state high = {UINT64_MAX - 1, 0, 0};
+	struct tprof_rec_state high = {UINT64_MAX - 1, 0, 0, 0};
 	uint8_t wrap[16] = {TPROF_EV_FREE};
 	uint8_t *w = tprof_put_varint(wrap + 1, 5);
 	w = tprof_put_svarint(w, 0);
