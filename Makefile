@@ -23,7 +23,7 @@ SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 endif
 CFLAGS  := $(CFLAGS_COMMON) $(SANFLAGS)
 LDLIBS  := -lm -lpthread
-ANALYZER_LIBS := -ldw -lelf -lzstd
+ANALYZER_LIBS := -ldw -lelf -lzstd -lstdc++
 
 # The preload library lives inside other programs: hidden visibility, initial-exec TLS, no runtime
 # that would need its own preload. Under SAN=1 it traps on undefined behaviour (no UBSan runtime).
@@ -80,6 +80,12 @@ $(BUILD)/progs/%: tests/progs/%.cpp
 $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -g -O2 -Wall -Wextra -D_GNU_SOURCE -pthread -o $@ $< -lpthread
+
+# The overhead benchmark's storm, built as Debian builds its packages: optimized, no frame pointers.
+all: $(BUILD)/bench/storm_nofp
+$(BUILD)/bench/storm_nofp: tests/progs/storm.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O2 -fomit-frame-pointer -fno-builtin -Wall -Wextra -D_GNU_SOURCE -pthread -o $@ $< -lpthread
 
 -include workloads/workloads.mk
 # Further build rules that belong to one part (test fixtures and the like).

@@ -1,5 +1,6 @@
 /* tprof dump: every event of a trace in global order, one line each (sequence number, time, thread,
- * call, size, addresses), for debugging a trace or feeding another tool. */
+ * call, size, addresses, stack id), then the modules and the raw stacks, for debugging a trace or
+ * feeding another tool. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +22,7 @@ int cmd_dump(int argc, char **argv)
 		tprof_err("%s", err);
 		return 2;
 	}
-	printf("# seq time_ns tid call size ptr old_ptr\n");
+	printf("# seq time_ns tid call size ptr [old_ptr] stack=ID\n");
 	struct tprof_event e;
 	int r;
 	while ((r = tprof_trace_next(t, &e)) > 0) {
@@ -31,10 +32,34 @@ int cmd_dump(int argc, char **argv)
 		       e.size, e.ptr);
 		if (realloc_kind)
 			printf(" 0x%" PRIx64, e.old_ptr);
+		if (e.stack)
+			printf(" stack=%u", e.stack);
 		putchar('\n');
 	}
 	if (r < 0)
 		tprof_err("%s", t->err);
+	for (size_t i = 0; i < t->nmodules; i++) {
+		const struct tprof_module *m = &t->modules[i];
+		printf("# module %zu 0x%" PRIx64 "-0x%" PRIx64 " base 0x%" PRIx64 " seq %" PRIu64 "..", i, m->start,
+		       m->end, m->base, m->load_seq);
+		if (m->unload_seq != UINT64_MAX)
+			printf("%" PRIu64, m->unload_seq);
+		printf(" build-id ");
+		for (size_t k = 0; k < m->build_id_len; k++)
+			printf("%02x", m->build_id[k]);
+		printf(" %s\n", m->path[0] ? m->path : "(main program)");
+	}
+	for (uint32_t id = 1; id < t->nstacks; id++) {
+		uint32_t depth;
+		int trunc;
+		const uint64_t *f = tprof_trace_stack(t, id, &depth, &trunc);
+		if (!f)
+			continue;
+		printf("# stack %u%s:", id, trunc ? " (truncated)" : "");
+		for (uint32_t k = 0; k < depth; k++)
+			printf(" 0x%" PRIx64, f[k]);
+		putchar('\n');
+	}
 	printf("# complete: %s, lost: %" PRIu64 "\n", t->complete ? "yes" : "no", t->lost_events);
 	tprof_trace_close(t);
 	return r < 0 ? 2 : 0;

@@ -9,6 +9,7 @@ BUILD=${BUILD:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 B="$root/$BUILD"
 PAIRS=${STORM_PAIRS:-2000000}
+STORM="$B/bench/storm_nofp" # -O2, no frame pointers: unwinding must use DWARF CFI, as in Debian's packages
 RUNS=${STORM_RUNS:-7}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -25,12 +26,12 @@ for threads in 1 2; do
 	per=$((PAIRS / threads))
 	: >bare.txt; : >tp.txt; : >ht.txt
 	for r in $(seq "$RUNS"); do
-		"$B/progs/storm" "$threads" "$per" | wall >>bare.txt
+		"$STORM" "$threads" "$per" | wall >>bare.txt
 		rm -f t.trace
-		TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/storm" "$threads" "$per" | wall >>tp.txt
+		TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$STORM" "$threads" "$per" | wall >>tp.txt
 		if [ $have_heaptrack = 1 ] && [ "$r" -le 3 ]; then
 			rm -f hprof.*
-			heaptrack -o hprof "$B/progs/storm" "$threads" "$per" 2>/dev/null | wall >>ht.txt
+			heaptrack -o hprof "$STORM" "$threads" "$per" 2>/dev/null | wall >>ht.txt
 		fi
 	done
 	b=$(best <bare.txt) t=$(best <tp.txt)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <libunwind.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -206,8 +207,13 @@ struct scan_ctx {
 	int counters_only;
 };
 
+/* Runs on the writer thread, whose own allocations are never recorded. A relative path (as given in
+ * LD_PRELOAD or to dlopen) is made absolute, so the trace can be read from any directory. */
 static const char *keep_path(const char *s)
 {
+	static char abs[4096];
+	if (s[0] && s[0] != '/' && strchr(s, '/') && realpath(s, abs))
+		s = abs;
 	size_t n = strlen(s) + 1;
 	if (!path_arena)
 		path_arena = map_lazy(PATH_ARENA);
