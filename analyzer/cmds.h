@@ -6,5 +6,6 @@
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_roofline(int argc, char **argv);
 
 #endif

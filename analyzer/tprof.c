@@ -12,6 +12,7 @@ static const struct {
 	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...   run PROGRAM under libtprof.so"},
 	{"report", cmd_report, "report [--json] FILE                  heap totals, peak, leaks"},
 	{"dump", cmd_dump, "dump FILE                             every event, one per line"},
+	{"roofline", cmd_roofline, "roofline [--json] [--remeasure]       this machine's FLOP/s and bandwidth roofs"},
 };
 
 static void usage(FILE *f)
