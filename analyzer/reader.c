@@ -28,8 +28,8 @@ struct cursor {
 	size_t thread; /* index into t->threads */
 	struct block_ref *blocks;
 	size_t nblocks, cap, next_block;
-	struct tprof_cursor c;
-	uint64_t left; /* records left in the current block */
+	struct tprof_rec *recs; /* the current block's records, decoded */
+	size_t nrecs, ri, cap_recs;
 	struct tprof_rec_state st;
 	int have; /* ev holds the cursor's next event */
 	struct tprof_event ev;
@@ -509,6 +509,7 @@ void tprof_trace_close(struct tprof_trace *t)
 		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
 			free(p->cur[i].zbuf);
+			free(p->cur[i].recs);
 		}
 		free(p->cur);
 		ZSTD_freeDCtx(p->dctx);
@@ -564,108 +565,164 @@ const char *tprof_trace_thread_name(const struct tprof_trace *t, uint32_t tid)
 	return "";
 }
 
+/* Tick of a record recorded without one: on the line between the measured records around it, by
+ * sequence number (sequence numbers advance with real time across all threads). */
+static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint64_t b_seq, uint64_t b_tick)
+{
+	if (b_seq <= a_seq || b_tick <= a_tick || seq <= a_seq)
+		return a_tick;
+	if (seq >= b_seq)
+		return b_tick;
+	unsigned __int128 d = (unsigned __int128)(b_tick - a_tick) * (seq - a_seq);
+	return a_tick + (uint64_t)(d / (b_seq - a_seq));
+}
+
+/* Loads the cursor's next EVENTS block: decompresses it when needed, decodes all of its records
+ * from their streams and gives unmeasured records their interpolated ticks. 1 loaded, 0 no more
+ * blocks, -1 corrupt (t->err). */
+static int load_block(struct tprof_trace *t, struct cursor *c)
+{
+	struct tprof_reader_priv *p = t->priv;
+	if (c->drop_from && c->next_block > 0) {
+		const struct block_ref *old = &c->blocks[c->next_block - 1];
+		drop_pages(p->map, p->map + old->off, p->map + old->off + old->len);
+	}
+	if (c->next_block == c->nblocks)
+		return 0;
+	struct block_ref *b = &c->blocks[c->next_block++];
+	c->drop_from = p->map + b->off;
+	const uint8_t *data = p->map + b->off;
+	size_t len = b->len;
+	if (b->raw_len) {
+		if (!p->dctx)
+			p->dctx = ZSTD_createDCtx();
+		if (c->zcap < b->raw_len) {
+			free(c->zbuf);
+			c->zcap = b->raw_len;
+			c->zbuf = xmalloc(c->zcap);
+		}
+		size_t got = p->dctx ? ZSTD_decompressDCtx(p->dctx, c->zbuf, b->raw_len, data, len) : (size_t)-1;
+		if (ZSTD_isError(got) || got != b->raw_len) {
+			set_err(t->err, sizeof(t->err), t->path, b->off,
+				"corrupt: compressed EVENTS block of thread %u does not decompress to its %u bytes",
+				c->tid, b->raw_len);
+			return -1;
+		}
+		data = c->zbuf;
+		len = b->raw_len;
+	}
+	struct tprof_cursor in = {data, data + len}, s[TPROF_NSTREAMS];
+	uint64_t tid, count, seq0, tick0;
+	const char *what = "malformed EVENTS block header";
+	size_t ri = 0;
+	if (tprof_get_varint(&in, &tid) || tid != c->tid || tprof_get_varint(&in, &count) || count == 0 ||
+	    count > len || tprof_get_varint(&in, &seq0) || tprof_get_varint(&in, &tick0))
+		goto bad;
+	for (int k = 0; k < TPROF_NSTREAMS; k++) {
+		uint64_t sl;
+		if (tprof_get_varint(&in, &sl))
+			goto bad;
+		s[k].end = (const uint8_t *)(uintptr_t)sl; /* lengths first, positions below */
+	}
+	for (int k = 0; k < TPROF_NSTREAMS; k++) {
+		uint64_t sl = (uint64_t)(uintptr_t)s[k].end;
+		if (sl > (uint64_t)(in.end - in.p))
+			goto bad;
+		s[k].p = in.p;
+		s[k].end = in.p + sl;
+		in.p += sl;
+	}
+	if (in.p != in.end) {
+		what = "bytes left over after the streams";
+		goto bad;
+	}
+	if (count > c->cap_recs) {
+		free(c->recs);
+		c->cap_recs = count;
+		c->recs = xmalloc(count * sizeof(*c->recs));
+	}
+	tprof_rec_state_init(&c->st, seq0, tick0);
+	what = "malformed event record";
+	for (ri = 0; ri < count; ri++)
+		if (tprof_rec_decode(s, &c->st, &c->recs[ri]))
+			goto bad;
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		if (s[k].p != s[k].end) {
+			what = "bytes left over after the last record";
+			goto bad;
+		}
+	/* unmeasured runs end at a measured record of the same block */
+	uint64_t a_seq = seq0, a_tick = tick0;
+	for (ri = 0; ri < count; ri++) {
+		struct tprof_rec *r = &c->recs[ri];
+		if (!r->no_tick) {
+			a_seq = tprof_kind_is_realloc(r->kind) ? r->seq2 : r->seq;
+			a_tick = tprof_kind_is_realloc(r->kind) ? r->tick2 : r->tick;
+			continue;
+		}
+		size_t j = ri;
+		while (j < count && c->recs[j].no_tick)
+			j++;
+		if (j == count) {
+			what = "records without a time at the end of the block";
+			goto bad;
+		}
+		for (; ri < j; ri++)
+			c->recs[ri].tick = interpolate(c->recs[ri].seq, a_seq, a_tick, c->recs[j].seq, c->recs[j].tick);
+		ri--;
+	}
+	c->nrecs = count;
+	c->ri = 0;
+	return 1;
+bad:
+	set_err(t->err, sizeof(t->err), t->path, b->off, "corrupt: %s (record %zu) in an EVENTS block of thread %u",
+		what, ri, c->tid);
+	return -1;
+}
+
 /* Decodes the cursor's next event into c->ev; 1 when there is one, 0 at the end of its stream,
  * -1 on a malformed record (message in t->err). */
 static int cursor_advance(struct tprof_trace *t, struct cursor *c)
 {
 	struct tprof_reader_priv *p = t->priv;
-	const uint8_t *rec = c->c.p;
 	if (c->have_tail) {
 		c->ev = c->tail;
 		c->have_tail = 0;
 		return 1;
 	}
-	while (c->left == 0) {
-		if (c->c.p != c->c.end && c->next_block > 0) {
-			uint64_t off = c->c.p >= p->map && c->c.p < p->map + p->size
-					       ? (uint64_t)(c->c.p - p->map)
-					       : (uint64_t)(c->drop_from - p->map);
-			set_err(t->err, sizeof(t->err), t->path, off,
-				"corrupt: %zu bytes left over after the last record of an EVENTS block",
-				(size_t)(c->c.end - c->c.p));
-			return -1;
-		}
-		if (c->drop_from && c->next_block > 0) {
-			const struct block_ref *old = &c->blocks[c->next_block - 1];
-			drop_pages(p->map, p->map + old->off, p->map + old->off + old->len);
-		}
-		if (c->next_block == c->nblocks)
-			return 0;
-		struct block_ref *b = &c->blocks[c->next_block++];
-		c->drop_from = p->map + b->off;
-		rec = p->map + b->off;
-		if (b->raw_len) {
-			if (!p->dctx)
-				p->dctx = ZSTD_createDCtx();
-			if (c->zcap < b->raw_len) {
-				free(c->zbuf);
-				c->zcap = b->raw_len;
-				c->zbuf = xmalloc(c->zcap);
-			}
-			size_t got = p->dctx ? ZSTD_decompressDCtx(p->dctx, c->zbuf, b->raw_len, p->map + b->off, b->len)
-					     : (size_t)-1;
-			if (ZSTD_isError(got) || got != b->raw_len) {
-				set_err(t->err, sizeof(t->err), t->path, b->off,
-					"corrupt: compressed EVENTS block of thread %u does not decompress to "
-					"its %u bytes",
-					c->tid, b->raw_len);
-				return -1;
-			}
-			c->c.p = c->zbuf;
-			c->c.end = c->zbuf + b->raw_len;
-		} else {
-			c->c.p = p->map + b->off;
-			c->c.end = c->c.p + b->len;
-		}
-		uint64_t tid;
-		if (tprof_get_varint(&c->c, &tid) || tid != c->tid || tprof_get_varint(&c->c, &c->left) ||
-		    c->left == 0 || tprof_get_varint(&c->c, &c->st.seq) || tprof_get_varint(&c->c, &c->st.tick))
-			goto bad;
-		c->st.ptr = 0;
-		c->st.stack = 0;
+	while (c->ri == c->nrecs) {
+		int r = load_block(t, c);
+		if (r <= 0)
+			return r;
 	}
-	rec = c->c.p;
-	struct tprof_rec r;
-	if (tprof_rec_decode(&c->c, &c->st, &r))
-		goto bad;
+	const struct tprof_rec *r = &c->recs[c->ri++];
 	struct tprof_event *e = &c->ev;
 	memset(e, 0, sizeof(*e));
 	e->tid = c->tid;
-	e->kind = (uint8_t)r.kind;
-	e->seq = r.seq;
-	e->tick = r.tick;
-	e->size = r.size;
-	e->ptr = r.ptr;
-	if (r.stack) {
-		if (r.stack >= p->nstacks || !p->stacks[r.stack].depth) {
+	e->kind = (uint8_t)r->kind;
+	e->seq = r->seq;
+	e->tick = r->tick;
+	e->size = r->size;
+	e->ptr = r->ptr;
+	if (r->stack) {
+		if (r->stack >= p->nstacks || !p->stacks[r->stack].depth) {
 			set_err(t->err, sizeof(t->err), t->path, (uint64_t)(c->drop_from - p->map),
 				"corrupt: an event of thread %u refers to stack %u, which is not defined",
-				c->tid, r.stack);
+				c->tid, r->stack);
 			return -1;
 		}
-		e->stack = p->stacks[r.stack].canon;
+		e->stack = p->stacks[r->stack].canon;
 	}
-	if (tprof_kind_is_realloc(r.kind)) {
-		e->old_ptr = r.old_ptr;
+	if (tprof_kind_is_realloc(r->kind)) {
+		e->old_ptr = r->old_ptr;
 		c->tail = *e;
 		c->tail.phase = 1;
-		c->tail.seq = r.seq2;
-		c->tail.tick = r.tick2;
+		c->tail.seq = r->seq2;
+		c->tail.tick = r->tick2;
 		c->have_tail = 1;
 	}
-	c->left--;
 	t->threads[c->thread].events++;
 	return 1;
-bad:
-	if (rec >= p->map && rec < p->map + p->size)
-		set_err(t->err, sizeof(t->err), t->path, (uint64_t)(rec - p->map),
-			"corrupt: malformed event record in an EVENTS block of thread %u", c->tid);
-	else /* inside a decompressed payload: name the block and the offset within it */
-		set_err(t->err, sizeof(t->err), t->path, (uint64_t)(c->drop_from - p->map),
-			"corrupt: malformed event record at byte %zu of the compressed EVENTS block of "
-			"thread %u",
-			(size_t)(rec - c->zbuf), c->tid);
-	return -1;
 }
 
 static int heap_less(struct tprof_reader_priv *p, size_t a, size_t b)

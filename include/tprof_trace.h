@@ -50,13 +50,6 @@ enum tprof_event_kind {
 	TPROF_EV_KIND_MAX = 10,
 };
 
-/* Record head byte: kind in the low 4 bits; bit 4 set means "seq is the previous seq + 1" and no
- * seq delta follows; bit 5 (allocations only) means "same stack as the previous record that had
- * one" and no stack delta follows. Bits 6..7 are reserved and must be zero. */
-#define TPROF_REC_KIND_MASK 0x0fu
-#define TPROF_REC_SEQ_NEXT 0x10u
-#define TPROF_REC_SAME_STACK 0x20u
-#define TPROF_REC_RESERVED 0xc0u
 
 enum tprof_clock_id {
 	TPROF_CLOCK_TSC = 1,       /* raw rdtsc ticks, converted through CLOCK blocks */
@@ -196,96 +189,282 @@ static inline int tprof_get_string(struct tprof_cursor *c, const char **s, size_
 	return 0;
 }
 
-/* ---- event records (inside EVENTS blocks) ---- */
+/* ---- event records (inside EVENTS blocks) ----
+ *
+ * An EVENTS payload stores its records column by column: each field of a record goes to the
+ * stream of its kind (head bytes, sequence deltas, tick deltas, sizes, stack deltas, pointers), so
+ * that zstd finds the regularities of each field. Fields are delta-encoded against the previous
+ * record of the same block (struct tprof_rec_state), and pointers may instead name a recent
+ * allocation or free of the same block by distance (the usual pattern: a block freed a while after
+ * it was allocated, or reused just after it was freed). docs/FORMAT.md has the full layout. */
+
+enum tprof_stream {
+	TPROF_S_HEAD = 0,  /* u8 per record */
+	TPROF_S_SEQ = 1,   /* varint seq - previous seq - 1 (absent with SEQ_NEXT); realloc: seq2 too */
+	TPROF_S_TICK = 2,  /* svarint tick - previous stated tick (absent with NO_TICK); realloc: tick2 */
+	TPROF_S_SIZE = 3,  /* varint requested size, allocations only */
+	TPROF_S_STACK = 4, /* svarint stack - previous stack (allocations without SAME_STACK) */
+	TPROF_S_PTR = 5,   /* svarint ptr - previous ptr, or varint distance (PTR_HIST); realloc: old */
+	TPROF_NSTREAMS = 6,
+};
+
+/* Head byte: kind in the low 4 bits, then flags. */
+#define TPROF_REC_KIND_MASK 0x0fu
+#define TPROF_REC_SEQ_NEXT 0x10u   /* seq is the previous seq + 1 */
+#define TPROF_REC_SAME_STACK 0x20u /* allocations: the stack of the previous allocation record */
+#define TPROF_REC_NO_TICK 0x40u    /* not measured: the reader interpolates (not for reallocs) */
+#define TPROF_REC_PTR_HIST 0x80u   /* ptr given by distance in the history (not for reallocs) */
+
+/* Pointer histories: the last TPROF_PTR_HIST blocks returned by allocations and the last passed to
+ * free, in this EVENTS block. A free names its block by how many allocations ago it was returned;
+ * an allocation names its block by how many frees ago it was freed, or (distance 0) as the block
+ * its size class predicts: allocators keep freed blocks in last-in first-out lists per size class,
+ * so a model of those lists (blocks whose size is known, in 16-byte classes up to 4 KiB, 8 deep)
+ * usually names the block an allocation gets. */
+#define TPROF_PTR_HIST 256u
+#define TPROF_CLASSES 257u
+#define TPROF_CLASS_DEPTH 8u
+
+/* The size class of a request: glibc's chunk size / 16 (16-byte steps, 32 bytes at least), or 0
+ * for sizes the model does not track. */
+static inline uint32_t tprof_size_class(uint64_t size)
+{
+	if (size > 4072)
+		return 0;
+	uint64_t chunk = (size + 8 + 15) & ~(uint64_t)15;
+	return (uint32_t)(chunk < 32 ? 2 : chunk >> 4);
+}
 
 /* One record, decoded. Realloc records carry the second half (seq2, tick2: after the call) and the
- * old pointer; other kinds leave those zero. free records have size 0. */
+ * old pointer; other kinds leave those zero. free records have size 0 and stack 0. */
 struct tprof_rec {
 	unsigned kind;
+	int no_tick;    /* tick not measured; decode: tick must be interpolated by the caller */
 	uint32_t stack; /* allocations: stack id (0: none); free: 0 */
 	uint64_t seq, tick, size, ptr;
 	uint64_t old_ptr, seq2, tick2;
 };
 
-/* The running values records are delta-encoded against; starts as the EVENTS block header says
- * (base seq, base tick) with ptr 0. */
+/* The running values records are coded against; starts as the EVENTS block header says (base seq,
+ * base tick), everything else zero. */
 struct tprof_rec_state {
 	uint64_t seq, tick, ptr;
 	uint32_t stack;
+	uint32_t nalloc, nfree; /* pushes into the histories so far */
+	uint64_t alloc_hist[TPROF_PTR_HIST], free_hist[TPROF_PTR_HIST];
+	uint64_t alloc_size[TPROF_PTR_HIST]; /* the size of each alloc_hist entry */
+	uint8_t class_n[TPROF_CLASSES];      /* the per-class lists: top at class_ptr[c][class_n[c] - 1] */
+	uint64_t class_ptr[TPROF_CLASSES][TPROF_CLASS_DEPTH];
 };
 
-#define TPROF_REC_MAX_BYTES 81 /* head + 8 varints */
+#define TPROF_REC_MAX_BYTES 81 /* over all streams: head + 8 varints */
 
 static inline int tprof_kind_is_realloc(unsigned kind)
 {
 	return kind == TPROF_EV_REALLOC || kind == TPROF_EV_REALLOCARRAY;
 }
 
-/* Appends r (r->seq > st->seq; for reallocs r->seq2 > r->seq) at p; returns the new end. */
-static inline uint8_t *tprof_rec_encode(uint8_t *p, struct tprof_rec_state *st, const struct tprof_rec *r)
+static inline void tprof_rec_state_init(struct tprof_rec_state *st, uint64_t seq, uint64_t tick)
 {
+	st->seq = seq;
+	st->tick = tick;
+	st->ptr = 0;
+	st->stack = 0;
+	st->nalloc = st->nfree = 0;
+	__builtin_memset(st->class_n, 0, sizeof(st->class_n));
+}
+
+/* After a record: the histories and class lists, in the same order on both sides. freed_size: the
+ * size of the block a free released when the record named it from the history, else UINT64_MAX. */
+static inline void tprof_rec_push(struct tprof_rec_state *st, const struct tprof_rec *r, uint64_t freed_size)
+{
+	if (r->kind == TPROF_EV_FREE) {
+		if (!r->ptr)
+			return;
+		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->ptr;
+		uint32_t c = freed_size == UINT64_MAX ? 0 : tprof_size_class(freed_size);
+		if (c) {
+			uint8_t n = st->class_n[c];
+			if (n == TPROF_CLASS_DEPTH) { /* full: the oldest goes */
+				__builtin_memmove(st->class_ptr[c], st->class_ptr[c] + 1,
+						  (TPROF_CLASS_DEPTH - 1) * sizeof(uint64_t));
+				n--;
+			}
+			st->class_ptr[c][n] = r->ptr;
+			st->class_n[c] = (uint8_t)(n + 1);
+		}
+		return;
+	}
+	if (tprof_kind_is_realloc(r->kind) && r->old_ptr)
+		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->old_ptr;
+	if (r->ptr) {
+		uint32_t c = tprof_size_class(r->size);
+		if (c && st->class_n[c] && st->class_ptr[c][st->class_n[c] - 1] == r->ptr)
+			st->class_n[c]--;
+		st->alloc_size[st->nalloc % TPROF_PTR_HIST] = r->size;
+		st->alloc_hist[st->nalloc++ % TPROF_PTR_HIST] = r->ptr;
+	}
+}
+
+/* The block the class lists predict for an allocation of size, or 0. */
+static inline uint64_t tprof_class_predict(const struct tprof_rec_state *st, uint64_t size)
+{
+	uint32_t c = tprof_size_class(size);
+	return c && st->class_n[c] ? st->class_ptr[c][st->class_n[c] - 1] : 0;
+}
+
+/* The encoder's index of the histories: a small direct-mapped table per history from a pointer to
+ * its last push. Only the writer needs it; readers never do. */
+#define TPROF_PTR_MAP 1024u
+struct tprof_ptr_slot {
+	uint64_t ptr;
+	uint32_t at; /* push number + 1; 0: empty */
+};
+struct tprof_rec_encoder {
+	struct tprof_rec_state st;
+	struct tprof_ptr_slot amap[TPROF_PTR_MAP], fmap[TPROF_PTR_MAP];
+};
+
+static inline void tprof_rec_encoder_init(struct tprof_rec_encoder *e, uint64_t seq, uint64_t tick)
+{
+	tprof_rec_state_init(&e->st, seq, tick);
+	__builtin_memset(e->amap, 0, sizeof(e->amap));
+	__builtin_memset(e->fmap, 0, sizeof(e->fmap));
+}
+
+static inline uint32_t tprof_ptr_slot(uint64_t p)
+{
+	return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 54); /* 10 bits */
+}
+
+/* Distance (1..TPROF_PTR_HIST) of p in a history through its map, or 0 when it is not there. */
+static inline uint32_t tprof_ptr_find(const struct tprof_ptr_slot *map, const uint64_t *hist, uint32_t pushes,
+				      uint64_t p)
+{
+	uint32_t s = tprof_ptr_slot(p);
+	if (map[s].ptr != p || map[s].at == 0)
+		return 0;
+	uint32_t d = pushes - (map[s].at - 1);
+	if (d == 0 || d > TPROF_PTR_HIST || hist[(map[s].at - 1) % TPROF_PTR_HIST] != p)
+		return 0;
+	return d;
+}
+
+/* Appends record r to the streams (each out[i] advances). r->seq > previous seq; for reallocs
+ * r->seq2 > r->seq and r->no_tick is ignored. */
+static inline void tprof_rec_encode(uint8_t *out[TPROF_NSTREAMS], struct tprof_rec_encoder *e,
+				    const struct tprof_rec *r)
+{
+	struct tprof_rec_state *st = &e->st;
+	int alloc = r->kind != TPROF_EV_FREE, re = tprof_kind_is_realloc(r->kind);
 	uint8_t head = (uint8_t)r->kind;
-	int alloc = r->kind != TPROF_EV_FREE;
+	uint32_t dist = 0;
 	if (r->seq == st->seq + 1)
 		head |= TPROF_REC_SEQ_NEXT;
 	if (alloc && r->stack == st->stack)
 		head |= TPROF_REC_SAME_STACK;
-	*p++ = head;
+	if (r->no_tick && !re)
+		head |= TPROF_REC_NO_TICK;
+	int hist = 0;
+	uint64_t freed_size = UINT64_MAX;
+	if (!re && r->ptr) {
+		if (r->kind == TPROF_EV_FREE) {
+			dist = tprof_ptr_find(e->amap, st->alloc_hist, st->nalloc, r->ptr);
+			hist = dist != 0;
+			if (hist)
+				freed_size = st->alloc_size[(st->nalloc - dist) % TPROF_PTR_HIST];
+		} else if (tprof_class_predict(st, r->size) == r->ptr) {
+			hist = 1; /* distance 0 */
+		} else {
+			dist = tprof_ptr_find(e->fmap, st->free_hist, st->nfree, r->ptr);
+			hist = dist != 0;
+		}
+		if (hist)
+			head |= TPROF_REC_PTR_HIST;
+	}
+	*out[TPROF_S_HEAD]++ = head;
 	if (!(head & TPROF_REC_SEQ_NEXT))
-		p = tprof_put_varint(p, r->seq - st->seq - 1);
-	p = tprof_put_svarint(p, (int64_t)(r->tick - st->tick));
+		out[TPROF_S_SEQ] = tprof_put_varint(out[TPROF_S_SEQ], r->seq - st->seq - 1);
+	if (!(head & TPROF_REC_NO_TICK)) {
+		out[TPROF_S_TICK] = tprof_put_svarint(out[TPROF_S_TICK], (int64_t)(r->tick - st->tick));
+		st->tick = r->tick;
+	}
 	if (alloc) {
-		p = tprof_put_varint(p, r->size);
+		out[TPROF_S_SIZE] = tprof_put_varint(out[TPROF_S_SIZE], r->size);
 		if (!(head & TPROF_REC_SAME_STACK))
-			p = tprof_put_svarint(p, (int64_t)r->stack - (int64_t)st->stack);
+			out[TPROF_S_STACK] = tprof_put_svarint(out[TPROF_S_STACK], (int64_t)r->stack - (int64_t)st->stack);
 		st->stack = r->stack;
 	}
-	p = tprof_put_svarint(p, (int64_t)(r->ptr - st->ptr));
+	if (hist) {
+		out[TPROF_S_PTR] = tprof_put_varint(out[TPROF_S_PTR], dist);
+	} else {
+		out[TPROF_S_PTR] = tprof_put_svarint(out[TPROF_S_PTR], (int64_t)(r->ptr - st->ptr));
+		st->ptr = r->ptr;
+	}
 	st->seq = r->seq;
-	st->tick = r->tick;
-	st->ptr = r->ptr;
-	if (tprof_kind_is_realloc(r->kind)) {
-		p = tprof_put_svarint(p, (int64_t)(r->old_ptr - r->ptr));
-		p = tprof_put_varint(p, r->seq2 - r->seq - 1);
-		p = tprof_put_svarint(p, (int64_t)(r->tick2 - r->tick));
+	if (re) {
+		out[TPROF_S_PTR] = tprof_put_svarint(out[TPROF_S_PTR], (int64_t)(r->old_ptr - r->ptr));
+		out[TPROF_S_SEQ] = tprof_put_varint(out[TPROF_S_SEQ], r->seq2 - r->seq - 1);
+		out[TPROF_S_TICK] = tprof_put_svarint(out[TPROF_S_TICK], (int64_t)(r->tick2 - r->tick));
 		st->seq = r->seq2;
 		st->tick = r->tick2;
 	}
-	return p;
+	/* histories and their maps */
+	if (r->kind == TPROF_EV_FREE || (re && r->old_ptr)) {
+		uint64_t p = r->kind == TPROF_EV_FREE ? r->ptr : r->old_ptr;
+		if (p) {
+			uint32_t s = tprof_ptr_slot(p);
+			e->fmap[s].ptr = p;
+			e->fmap[s].at = st->nfree + 1;
+		}
+	}
+	if (r->kind != TPROF_EV_FREE && r->ptr) {
+		uint32_t s = tprof_ptr_slot(r->ptr);
+		e->amap[s].ptr = r->ptr;
+		e->amap[s].at = st->nalloc + 1;
+	}
+	tprof_rec_push(st, r, freed_size);
 }
 
-/* Reads one record; 0 on success, -1 when it is malformed (overrun, reserved bits, unknown kind,
- * sequence numbers that do not increase). */
-static inline int tprof_rec_decode(struct tprof_cursor *c, struct tprof_rec_state *st, struct tprof_rec *r)
+/* Reads one record from the stream cursors; 0 on success, -1 when it is malformed (overrun,
+ * unknown kind, flags a kind cannot have, sequence numbers that do not increase, a distance
+ * outside the history, a stack id out of range). A NO_TICK record has no_tick set and tick 0. */
+static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struct tprof_rec_state *st,
+				   struct tprof_rec *r)
 {
 	uint8_t head;
 	uint64_t u = 0;
 	int64_t d;
-	if (tprof_get_u8(c, &head) || (head & TPROF_REC_RESERVED))
+	if (tprof_get_u8(&in[TPROF_S_HEAD], &head))
 		return -1;
 	r->kind = head & TPROF_REC_KIND_MASK;
 	if (r->kind == 0 || r->kind > TPROF_EV_KIND_MAX)
 		return -1;
-	if (!(head & TPROF_REC_SEQ_NEXT) && tprof_get_varint(c, &u))
+	int alloc = r->kind != TPROF_EV_FREE, re = tprof_kind_is_realloc(r->kind);
+	if ((!alloc && (head & TPROF_REC_SAME_STACK)) || (re && (head & (TPROF_REC_NO_TICK | TPROF_REC_PTR_HIST))))
+		return -1;
+	if (!(head & TPROF_REC_SEQ_NEXT) && tprof_get_varint(&in[TPROF_S_SEQ], &u))
 		return -1;
 	r->seq = st->seq + 1 + u;
 	if (r->seq <= st->seq)
 		return -1;
-	if (tprof_get_svarint(c, &d))
-		return -1;
-	r->tick = st->tick + (uint64_t)d;
+	r->no_tick = (head & TPROF_REC_NO_TICK) != 0;
+	r->tick = 0;
+	if (!r->no_tick) {
+		if (tprof_get_svarint(&in[TPROF_S_TICK], &d))
+			return -1;
+		r->tick = st->tick + (uint64_t)d;
+		st->tick = r->tick;
+	}
 	r->size = 0;
 	r->stack = 0;
-	if (r->kind == TPROF_EV_FREE) {
-		if (head & TPROF_REC_SAME_STACK)
-			return -1;
-	} else {
-		if (tprof_get_varint(c, &r->size))
+	if (alloc) {
+		if (tprof_get_varint(&in[TPROF_S_SIZE], &r->size))
 			return -1;
 		if (head & TPROF_REC_SAME_STACK) {
 			r->stack = st->stack;
 		} else {
-			if (tprof_get_svarint(c, &d))
+			if (tprof_get_svarint(&in[TPROF_S_STACK], &d))
 				return -1;
 			int64_t s = (int64_t)st->stack + d;
 			if (s < 0 || s > 0xffffffffll)
@@ -294,16 +473,32 @@ static inline int tprof_rec_decode(struct tprof_cursor *c, struct tprof_rec_stat
 		}
 		st->stack = r->stack;
 	}
-	if (tprof_get_svarint(c, &d))
-		return -1;
-	r->ptr = st->ptr + (uint64_t)d;
+	uint64_t freed_size = UINT64_MAX;
+	if (head & TPROF_REC_PTR_HIST) { /* a free names an allocation, an allocation a free */
+		uint32_t pushes = alloc ? st->nfree : st->nalloc;
+		const uint64_t *hist = alloc ? st->free_hist : st->alloc_hist;
+		if (tprof_get_varint(&in[TPROF_S_PTR], &u) || u > TPROF_PTR_HIST || u > pushes)
+			return -1;
+		if (u == 0) { /* the class lists' prediction */
+			if (!alloc || !(r->ptr = tprof_class_predict(st, r->size)))
+				return -1;
+		} else {
+			r->ptr = hist[(pushes - u) % TPROF_PTR_HIST];
+			if (!alloc)
+				freed_size = st->alloc_size[(pushes - u) % TPROF_PTR_HIST];
+		}
+	} else {
+		if (tprof_get_svarint(&in[TPROF_S_PTR], &d))
+			return -1;
+		r->ptr = st->ptr + (uint64_t)d;
+		st->ptr = r->ptr;
+	}
 	r->old_ptr = r->seq2 = r->tick2 = 0;
 	st->seq = r->seq;
-	st->tick = r->tick;
-	st->ptr = r->ptr;
-	if (tprof_kind_is_realloc(r->kind)) {
+	if (re) {
 		int64_t dold, dt;
-		if (tprof_get_svarint(c, &dold) || tprof_get_varint(c, &u) || tprof_get_svarint(c, &dt))
+		if (tprof_get_svarint(&in[TPROF_S_PTR], &dold) || tprof_get_varint(&in[TPROF_S_SEQ], &u) ||
+		    tprof_get_svarint(&in[TPROF_S_TICK], &dt))
 			return -1;
 		r->old_ptr = r->ptr + (uint64_t)dold;
 		r->seq2 = r->seq + 1 + u;
@@ -313,6 +508,7 @@ static inline int tprof_rec_decode(struct tprof_cursor *c, struct tprof_rec_stat
 		st->seq = r->seq2;
 		st->tick = r->tick2;
 	}
+	tprof_rec_push(st, r, freed_size);
 	return 0;
 }
 

@@ -56,6 +56,7 @@ struct tprof_thread {
 	uint64_t last_seq, last_tick; /* last event written, for delta encoding across blocks */
 	uint64_t lost_reported;
 	uint32_t seen_head; /* ring head at the previous pass */
+	uint64_t last_write_ns; /* when its events were last written */
 	uint64_t next_check_ns;
 	char name[16];
 	int announced;

@@ -38,7 +38,8 @@ static uint64_t events_written, lost_written;
 static uint8_t out_buf[OUT_CAP];
 /* An EVENTS payload is built here, then compressed into out_buf (or copied when compression does
  * not pay); stack definitions met on the way go out first, in a STACKS block of their own. */
-static uint8_t ev_buf[BLOCK_TARGET + 1024];
+#define EV_CAP (BLOCK_TARGET + TPROF_NSTREAMS * 4096 + 64)
+static uint8_t ev_buf[EV_CAP];
 #define STK_CAP (256u << 10)
 static uint8_t stk_buf[STK_CAP];
 static size_t stk_len;
@@ -95,7 +96,7 @@ static void out_flush(void)
  * the buffer must not be started: callers flush first when needed. */
 static uint8_t *block_begin(void)
 {
-	if (out_len + TPROF_BLOCK_HEADER_LEN + BLOCK_TARGET + REC_MAX > OUT_CAP)
+	if (out_len + TPROF_BLOCK_HEADER_LEN + EV_CAP > OUT_CAP)
 		out_flush();
 	return out_buf + out_len + TPROF_BLOCK_HEADER_LEN;
 }
@@ -297,18 +298,6 @@ static void write_lost(pid_t tid, uint64_t n)
 	lost_written += n;
 }
 
-/* Tick for an event recorded without one: on the line from the last written event (seq, tick) to
- * the next measured one, by sequence number. Sequence numbers advance with real time across all
- * threads, so the estimate is within the gap between the two measurements. */
-static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint64_t b_seq, uint64_t b_tick)
-{
-	if (b_seq <= a_seq || b_tick <= a_tick || seq <= a_seq)
-		return a_tick;
-	if (seq >= b_seq)
-		return b_tick;
-	unsigned __int128 d = (unsigned __int128)(b_tick - a_tick) * (seq - a_seq);
-	return a_tick + (uint64_t)(d / (b_seq - a_seq));
-}
 
 /* Encodes up to n events of t's ring starting at counter `first` into one EVENTS block; returns how
  * many were consumed (a realloc pair is never split). Events without a tick at the end of the run
@@ -321,16 +310,27 @@ static inline uint64_t ev_seq(uint64_t seq_kind, uint64_t ref)
 	return ref - ((ref - (seq_kind >> TPROF_EV_SEQ_SHIFT)) & mask);
 }
 
-/* Writes the EVENTS payload in ev_buf[0, len) as one block: compressed when that is smaller. */
-static void emit_events(uint32_t tid, size_t len)
+/* Writes the EVENTS payload in ev_buf[0, len) as one block: compressed when that is smaller. The
+ * payload is cut at the given offsets (its streams) and each part compressed as a zstd frame of
+ * its own, so every stream gets entropy tables fitted to it; concatenated frames decompress as one. */
+static void emit_events(uint32_t tid, size_t len, const size_t *cuts, int ncuts)
 {
 	uint8_t *p = block_begin();
 	if (zctx) {
-		uint8_t *z = tprof_put_varint(tprof_put_varint(p, tid), len);
-		size_t cap = BLOCK_TARGET + REC_MAX - (size_t)(z - p);
-		size_t zn = ZSTD_compressCCtx(zctx, z, cap, ev_buf, len, 1);
-		if (!ZSTD_isError(zn) && (size_t)(z - p) + zn < len) {
-			block_end(TPROF_BLK_ZEVENTS, z + zn);
+		uint8_t *z = tprof_put_varint(tprof_put_varint(p, tid), len), *zp = z;
+		size_t cap = EV_CAP - (size_t)(z - p), from = 0;
+		int ok = 1;
+		for (int k = 0; k <= ncuts && ok; k++) {
+			size_t to = k < ncuts ? cuts[k] : len;
+			if (to - from < 256 && k < ncuts)
+				continue; /* too small to stand alone: goes with the next part */
+			size_t zn = ZSTD_compressCCtx(zctx, zp, cap - (size_t)(zp - z), ev_buf + from, to - from, 1);
+			ok = !ZSTD_isError(zn);
+			zp += ok ? zn : 0;
+			from = to;
+		}
+		if (ok && (size_t)(zp - p) < len) {
+			block_end(TPROF_BLK_ZEVENTS, zp);
 			return;
 		}
 	}
@@ -340,18 +340,18 @@ static void emit_events(uint32_t tid, size_t len)
 
 static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, int hold, uint64_t ref)
 {
+	static uint8_t streams[TPROF_NSTREAMS][BLOCK_TARGET + 4096];
+	static struct tprof_rec_encoder enc;
 	struct tprof_ring *r = t->ring;
-	uint8_t *p = ev_buf, *start = p;
-	p = tprof_put_varint(p, (uint64_t)t->tid);
-	uint8_t *count_at = p; /* count is patched in: reserve a fixed 3-byte varint */
-	p += 3;
-	p = tprof_put_varint(p, t->last_seq);
-	p = tprof_put_varint(p, t->last_tick);
-	struct tprof_rec_state st = {t->last_seq, t->last_tick, 0, 0};
+	uint8_t *out[TPROF_NSTREAMS];
+	for (int s = 0; s < TPROF_NSTREAMS; s++)
+		out[s] = streams[s];
+	tprof_rec_encoder_init(&enc, t->last_seq, t->last_tick);
 	uint32_t i = 0, recs = 0;
 	uint32_t next = 0; /* index of the next measured event, when next > i */
-	uint64_t a_seq = t->last_seq, a_tick = t->last_tick; /* last measured or written point */
-	while (i < n && (size_t)(p - start) < BLOCK_TARGET && recs < (1u << 21) - 1) {
+	size_t bytes = 0;
+	int in_run = 0; /* the last record had no tick: its run must end, measured, in this block */
+	while (i < n && (in_run || (bytes < BLOCK_TARGET && recs < (1u << 21) - 64))) {
 		const struct tprof_ev *e = tprof_ring_at(r, first + i);
 		__builtin_prefetch(tprof_ring_at(r, first + i + 8)); /* lines come from another core */
 		struct tprof_rec rec = {
@@ -372,14 +372,12 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 				while (next < n && tprof_ring_at(r, first + next)->tick == 0)
 					next++;
 			}
-			if (next < n) {
-				const struct tprof_ev *b = tprof_ring_at(r, first + next);
-				rec.tick = interpolate(rec.seq, a_seq, a_tick, ev_seq(b->seq_kind, ref), b->tick);
-			} else if (hold) {
+			if (next < n)
+				rec.no_tick = 1; /* the reader interpolates up to the measured one at next */
+			else if (hold)
 				break;
-			} else {
-				rec.tick = a_tick; /* idle since: no later measurement will come */
-			}
+			else
+				rec.tick = enc.st.tick; /* idle since: no later measurement will come */
 		}
 		if (tprof_kind_is_realloc(rec.kind)) {
 			if (i + 1 >= n)
@@ -392,21 +390,36 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 		}
 		if (rec.stack)
 			define_stack(rec.stack);
-		p = tprof_rec_encode(p, &st, &rec);
-		a_seq = st.seq;
-		a_tick = st.tick;
+		tprof_rec_encode(out, &enc, &rec);
+		in_run = rec.no_tick;
 		i++;
 		recs++;
+		if ((recs & 63) == 0 || in_run == 0) {
+			bytes = 0;
+			for (int s = 0; s < TPROF_NSTREAMS; s++)
+				bytes += (size_t)(out[s] - streams[s]);
+		}
 	}
-	count_at[0] = (uint8_t)(recs | 0x80);
-	count_at[1] = (uint8_t)((recs >> 7) | 0x80);
-	count_at[2] = (uint8_t)(recs >> 14);
 	if (recs) {
+		uint8_t *p = ev_buf;
+		p = tprof_put_varint(p, (uint64_t)t->tid);
+		p = tprof_put_varint(p, recs);
+		p = tprof_put_varint(p, t->last_seq);
+		p = tprof_put_varint(p, t->last_tick);
+		for (int s = 0; s < TPROF_NSTREAMS; s++)
+			p = tprof_put_varint(p, (uint64_t)(out[s] - streams[s]));
+		size_t cuts[TPROF_NSTREAMS];
+		for (int s = 0; s < TPROF_NSTREAMS; s++) {
+			size_t len = (size_t)(out[s] - streams[s]);
+			memcpy(p, streams[s], len);
+			p += len;
+			cuts[s] = (size_t)(p - ev_buf);
+		}
 		stacks_flush();
-		emit_events((uint32_t)t->tid, (size_t)(p - start));
+		emit_events((uint32_t)t->tid, (size_t)(p - ev_buf), cuts, TPROF_NSTREAMS - 1);
 	}
-	t->last_seq = st.seq;
-	t->last_tick = st.tick;
+	t->last_seq = enc.st.seq;
+	t->last_tick = enc.st.tick;
 	events_written += recs;
 	return i;
 }
@@ -425,7 +438,15 @@ static uint64_t drain_thread(struct tprof_thread *t)
 	/* a thread whose ring has not moved since the last pass is idle: write all it has */
 	int hold = !flushing && n != 0 && first + n != t->seen_head;
 	t->seen_head = first + n;
+	/* A busy thread's events wait until they fill a good block (a quarter of the ring, where the
+	 * producer wakes us) or have waited 100 ms: small blocks compress badly. */
+	uint64_t now = mono_ns();
+	if (hold && n < (r->mask + 1) / 4 && now - t->last_write_ns < 100000000u)
+		return 0;
+	t->last_write_ns = now;
 	while ((n = tprof_ring_available(r, &first)) != 0) {
+		if (total && hold && n < (r->mask + 1) / 4)
+			break; /* the rest arrived while we wrote: it waits for a full block too */
 		if (!t->announced)
 			announce_thread(t);
 		uint64_t ref = atomic_load(&tprof_seq); /* after the head: above every published seq */

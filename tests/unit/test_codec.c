@@ -90,25 +90,68 @@ static uint64_t rnd(void)
 	return rnd_state;
 }
 
-/* Random records with extreme values mixed in: encode a run, decode it back, compare. */
+/* Streams for the record tests: encode into them, then read them back through cursors. */
+enum { SCAP = 1 << 21 };
+static uint8_t sbuf[TPROF_NSTREAMS][SCAP];
+
+static void streams_open(uint8_t *out[TPROF_NSTREAMS])
+{
+	for (int s = 0; s < TPROF_NSTREAMS; s++)
+		out[s] = sbuf[s];
+}
+
+static void streams_cursors(uint8_t *const out[TPROF_NSTREAMS], struct tprof_cursor in[TPROF_NSTREAMS])
+{
+	for (int s = 0; s < TPROF_NSTREAMS; s++)
+		in[s] = (struct tprof_cursor){sbuf[s], out[s]};
+}
+
+static int same_rec(const struct tprof_rec *a, const struct tprof_rec *b)
+{
+	int re = tprof_kind_is_realloc(a->kind);
+	int tick_ok = a->no_tick && !re ? b->no_tick && b->tick == 0 : !b->no_tick && a->tick == b->tick;
+	return a->kind == b->kind && a->seq == b->seq && tick_ok && a->size == b->size && a->ptr == b->ptr &&
+	       a->stack == b->stack &&
+	       (!re || (a->old_ptr == b->old_ptr && a->seq2 == b->seq2 && a->tick2 == b->tick2));
+}
+
+/* Random records with extreme values mixed in, and the pointer patterns the histories and class
+ * lists are built for (blocks freed some allocations later, blocks reused after a free): encode a
+ * run, decode it back, compare. */
 static void test_record_round_trip(void)
 {
-	enum { N = 20000 };
+	enum { N = 20000, LIVE = 64 };
 	static struct tprof_rec in[N], out;
-	static uint8_t buf[N * TPROF_REC_MAX_BYTES];
-	struct tprof_rec_state est = {1000, 5000000, 0, 0}, dst = est;
-	uint64_t seq = est.seq, tick = est.tick;
+	static struct tprof_rec_encoder enc;
+	static struct tprof_rec_state dst;
+	tprof_rec_encoder_init(&enc, 1000, 5000000);
+	tprof_rec_state_init(&dst, 1000, 5000000);
+	uint64_t seq = 1000, tick = 5000000, next_addr = 0x7f0000000000ull;
+	uint64_t live[LIVE] = {0}, freed[LIVE] = {0};
 	for (int i = 0; i < N; i++) {
 		struct tprof_rec *r = &in[i];
-		r->kind = 1 + (unsigned)(rnd() % TPROF_EV_KIND_MAX);
+		unsigned pick = (unsigned)(rnd() % 10);
+		r->kind = pick < 4 ? TPROF_EV_FREE : pick < 8 ? TPROF_EV_MALLOC : 1 + (unsigned)(rnd() % TPROF_EV_KIND_MAX);
 		seq += (rnd() % 4 == 0) ? 1 + rnd() % 100000 : 1;
 		if (i % 997 == 0)
 			seq += 1ull << 40;
 		r->seq = seq;
+		r->no_tick = rnd() % 3 == 0;
 		tick += (i % 13 == 0) ? (uint64_t)-(int64_t)(rnd() % 50) : rnd() % 3000; /* may go back */
-		r->tick = tick;
-		r->size = r->kind == TPROF_EV_FREE ? 0 : (i % 501 == 0 ? UINT64_MAX : rnd() % 100000);
-		r->ptr = i % 7 == 0 ? 0 : (i % 1009 == 0 ? UINT64_MAX : 0x7f0000000000ull + (rnd() % (1u << 30)));
+		r->tick = r->no_tick && !tprof_kind_is_realloc(r->kind) ? 0 : tick;
+		r->size = r->kind == TPROF_EV_FREE ? 0 : (i % 501 == 0 ? UINT64_MAX : rnd() % (i % 2 ? 1100 : 100000));
+		int k = (int)(rnd() % LIVE);
+		if (r->kind == TPROF_EV_FREE) {
+			r->ptr = i % 7 == 0 ? 0 : live[k] ? live[k] : next_addr + rnd() % 4096;
+			freed[k] = r->ptr;
+			live[k] = 0;
+		} else {
+			r->ptr = i % 11 == 0 ? 0
+				 : i % 1009 == 0 ? UINT64_MAX
+				 : freed[k] && rnd() % 2 ? freed[k]
+							 : (next_addr += 16 + rnd() % 2048);
+			live[k] = r->ptr;
+		}
 		if (r->kind != TPROF_EV_FREE) /* runs of one stack, jumps, none, the largest id */
 			r->stack = i % 5 ? (i > 0 ? in[i - 1].stack : 7)
 					 : (i % 3 == 0 ? 0 : (i % 11 == 0 ? (1u << 24) - 1 : (uint32_t)(rnd() % 5000)));
@@ -120,71 +163,162 @@ static void test_record_round_trip(void)
 			r->tick2 = tick;
 		}
 	}
-	uint8_t *p = buf;
+	uint8_t *o[TPROF_NSTREAMS];
+	streams_open(o);
 	for (int i = 0; i < N; i++)
-		p = tprof_rec_encode(p, &est, &in[i]);
-	struct tprof_cursor c = {buf, p};
+		tprof_rec_encode(o, &enc, &in[i]);
+	struct tprof_cursor c[TPROF_NSTREAMS];
+	streams_cursors(o, c);
 	int bad = 0;
 	for (int i = 0; i < N && !bad; i++) {
-		if (tprof_rec_decode(&c, &dst, &out) != 0) {
-			bad = 1;
-			break;
-		}
-		bad |= out.kind != in[i].kind || out.seq != in[i].seq || out.tick != in[i].tick ||
-		       out.size != in[i].size || out.ptr != in[i].ptr || out.stack != in[i].stack;
-		if (tprof_kind_is_realloc(in[i].kind))
-			bad |= out.old_ptr != in[i].old_ptr || out.seq2 != in[i].seq2 || out.tick2 != in[i].tick2;
-		if (bad)
+		if (tprof_rec_decode(c, &dst, &out) != 0 || !same_rec(&in[i], &out)) {
 			printf("# record %d differs\n", i);
+			bad = 1;
+		}
 	}
 	CHECK_EQ(bad, 0);
-	CHECK(c.p == p);
-	printf("# %d records in %zu bytes (%.2f bytes/record)\n", N, (size_t)(p - buf), (double)(p - buf) / N);
+	size_t total = 0;
+	for (int s = 0; s < TPROF_NSTREAMS; s++) {
+		CHECK(c[s].p == o[s]);
+		total += (size_t)(o[s] - sbuf[s]);
+	}
+	printf("# %d records in %zu bytes (%.2f bytes/record)\n", N, total, (double)total / N);
 }
 
-/* Cutting a record anywhere, or setting reserved bits, or an unknown kind, is an error. */
+/* The storm pattern: each free names the allocation 64 before it, each allocation reuses the last
+ * block freed in its size class. Both must be coded by history, not spelled out. */
+static void test_record_histories(void)
+{
+	enum { N = 4096, W = 64 };
+	static struct tprof_rec_encoder enc;
+	static struct tprof_rec_state dst;
+	tprof_rec_encoder_init(&enc, 0, 0);
+	tprof_rec_state_init(&dst, 0, 0);
+	uint8_t *o[TPROF_NSTREAMS];
+	streams_open(o);
+	uint64_t live[W], seq = 0, addr = 0x10000;
+	for (int i = 0; i < W; i++) {
+		struct tprof_rec r = {.kind = TPROF_EV_MALLOC, .seq = ++seq, .tick = seq, .size = 40, .ptr = addr += 64};
+		live[i] = r.ptr;
+		tprof_rec_encode(o, &enc, &r);
+	}
+	uint8_t *ptr_before = o[TPROF_S_PTR];
+	for (int i = 0; i < N; i++) {
+		struct tprof_rec f = {.kind = TPROF_EV_FREE, .seq = ++seq, .no_tick = 1, .ptr = live[i % W]};
+		tprof_rec_encode(o, &enc, &f);
+		struct tprof_rec m = {.kind = TPROF_EV_MALLOC, .seq = ++seq, .tick = seq, .size = 40, .ptr = f.ptr};
+		tprof_rec_encode(o, &enc, &m);
+	}
+	/* one byte per pointer: the free's distance 64, the allocation's 0 (the class prediction) */
+	CHECK_EQ((long)(o[TPROF_S_PTR] - ptr_before), 2L * N);
+	int pattern = 1;
+	for (int i = 0; i < 2 * N; i++)
+		pattern &= ptr_before[i] == (i % 2 ? 0 : 64);
+	CHECK(pattern);
+	struct tprof_cursor c[TPROF_NSTREAMS];
+	streams_cursors(o, c);
+	struct tprof_rec r;
+	int ok = 1;
+	for (int i = 0; i < W + 2 * N; i++)
+		ok &= tprof_rec_decode(c, &dst, &r) == 0 &&
+		      (i < W || r.ptr == live[((i - W) / 2) % W]);
+	CHECK(ok);
+}
+
+/* Decodes a single record from raw stream contents; returns tprof_rec_decode's result. */
+static int decode_raw(const uint8_t *head, size_t hn, const uint8_t *ptr, size_t pn, struct tprof_rec_state *st)
+{
+	static const uint8_t zeros[16];
+	struct tprof_cursor c[TPROF_NSTREAMS] = {
+		[TPROF_S_HEAD] = {head, head + hn}, [TPROF_S_SEQ] = {zeros, zeros + 16},
+		[TPROF_S_TICK] = {zeros, zeros + 16}, [TPROF_S_SIZE] = {zeros, zeros + 16},
+		[TPROF_S_STACK] = {zeros, zeros + 16}, [TPROF_S_PTR] = {ptr, ptr + pn},
+	};
+	struct tprof_rec r;
+	return tprof_rec_decode(c, st, &r);
+}
+
+/* Cutting any stream short, flags a kind cannot have, distances outside the history, an unknown
+ * kind, a stack below 0 or a sequence number that wraps: all are errors. */
 static void test_record_corruption(void)
 {
-	struct tprof_rec r = {.kind = TPROF_EV_REALLOC, .seq = 50, .tick = 1000, .size = 300,
+	struct tprof_rec r = {.kind = TPROF_EV_REALLOC, .seq = 50, .tick = 1000, .size = 300, .stack = 4,
 			      .ptr = 0x5000, .old_ptr = 0x4000, .seq2 = 70, .tick2 = 1500};
-	uint8_t buf[TPROF_REC_MAX_BYTES];
-	struct tprof_rec_state st = {10, 10, 0, 0};
-	uint8_t *end = tprof_rec_encode(buf, &st, &r);
-	for (uint8_t *cut = buf; cut < end; cut++) {
-		struct tprof_cursor c = {buf, cut};
-		struct tprof_rec_state s = {10, 10, 0, 0};
-		struct tprof_rec o;
-		CHECK_EQ(tprof_rec_decode(&c, &s, &o), -1);
+	static struct tprof_rec_encoder enc;
+	static struct tprof_rec_state st;
+	tprof_rec_encoder_init(&enc, 10, 10);
+	uint8_t *o[TPROF_NSTREAMS];
+	streams_open(o);
+	tprof_rec_encode(o, &enc, &r);
+	for (int s = 0; s < TPROF_NSTREAMS; s++) {
+		for (uint8_t *cut = sbuf[s]; cut < o[s]; cut++) {
+			struct tprof_cursor c[TPROF_NSTREAMS];
+			streams_cursors(o, c);
+			c[s].end = cut;
+			tprof_rec_state_init(&st, 10, 10);
+			struct tprof_rec x;
+			CHECK_EQ(tprof_rec_decode(c, &st, &x), -1);
+		}
 	}
-	for (unsigned bit = 6; bit < 8; bit++) {
-		uint8_t copy[TPROF_REC_MAX_BYTES];
-		memcpy(copy, buf, sizeof(copy));
-		copy[0] |= (uint8_t)(1u << bit);
-		struct tprof_cursor c = {copy, copy + (end - buf)};
-		struct tprof_rec_state s = {10, 10, 0, 0};
-		struct tprof_rec o;
-		CHECK_EQ(tprof_rec_decode(&c, &s, &o), -1);
-	}
+	uint8_t p0 = 0, p1 = 1, p9[2] = {0x80, 0x02}; /* distances 0, 1, 256 */
+	uint8_t h;
+	/* a realloc cannot be untimed or coded by history */
+	h = TPROF_EV_REALLOC | TPROF_REC_NO_TICK;
+	tprof_rec_state_init(&st, 0, 0);
+	CHECK_EQ(decode_raw(&h, 1, &p0, 1, &st), -1);
+	h = TPROF_EV_REALLOC | TPROF_REC_PTR_HIST;
+	tprof_rec_state_init(&st, 0, 0);
+	CHECK_EQ(decode_raw(&h, 1, &p1, 1, &st), -1);
 	/* "same stack" on a free, which has no stack */
-	uint8_t free_same[4] = {TPROF_EV_FREE | TPROF_REC_SEQ_NEXT | TPROF_REC_SAME_STACK, 0, 0, 0};
-	struct tprof_rec_state fs = {0, 0, 0, 0};
-	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){free_same, free_same + 4}, &fs, &(struct tprof_rec){0}), -1);
-	/* a stack delta leading below 0 */
-	uint8_t neg_stack[5] = {TPROF_EV_MALLOC | TPROF_REC_SEQ_NEXT, 0, 5, 3 /* zigzag -2 */, 0};
-	struct tprof_rec_state ns = {0, 0, 0, 1};
-	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){neg_stack, neg_stack + 5}, &ns, &(struct tprof_rec){0}), -1);
-	uint8_t zero_kind[4] = {0x10, 0, 0, 0}, big_kind[4] = {0x1f, 0, 0, 0};
-	struct tprof_rec_state s = {0, 0, 0, 0};
-	struct tprof_rec o;
-	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){zero_kind, zero_kind + 4}, &s, &o), -1);
-	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){big_kind, big_kind + 4}, &s, &o), -1);
+	h = TPROF_EV_FREE | TPROF_REC_SAME_STACK;
+	tprof_rec_state_init(&st, 0, 0);
+	CHECK_EQ(decode_raw(&h, 1, &p0, 1, &st), -1);
+	/* a free by distance into an empty history, by distance 0, beyond the history */
+	h = TPROF_EV_FREE | TPROF_REC_PTR_HIST;
+	tprof_rec_state_init(&st, 0, 0);
+	CHECK_EQ(decode_raw(&h, 1, &p1, 1, &st), -1);
+	tprof_rec_state_init(&st, 0, 0);
+	st.nalloc = 300;
+	CHECK_EQ(decode_raw(&h, 1, &p0, 1, &st), -1);
+	tprof_rec_state_init(&st, 0, 0);
+	st.nalloc = 300;
+	uint8_t p257[2] = {0x81, 0x02};
+	CHECK_EQ(decode_raw(&h, 1, p257, 2, &st), -1);
+	tprof_rec_state_init(&st, 0, 0);
+	st.nalloc = 300;
+	CHECK_EQ(decode_raw(&h, 1, p9, 2, &st), 0); /* 256 is the last one kept */
+	/* an allocation predicted by an empty class list */
+	h = TPROF_EV_MALLOC | TPROF_REC_PTR_HIST;
+	tprof_rec_state_init(&st, 0, 0);
+	CHECK_EQ(decode_raw(&h, 1, &p0, 1, &st), -1);
+	/* a stack delta leading below 0: head, tick 0, size 5, stack -2, ptr 0 */
+	struct tprof_cursor c[TPROF_NSTREAMS];
+	uint8_t hd = TPROF_EV_MALLOC | TPROF_REC_SEQ_NEXT, tk = 0, sz = 5, sk = 3, pt = 0;
+	c[TPROF_S_HEAD] = (struct tprof_cursor){&hd, &hd + 1};
+	c[TPROF_S_SEQ] = (struct tprof_cursor){&tk, &tk};
+	c[TPROF_S_TICK] = (struct tprof_cursor){&tk, &tk + 1};
+	c[TPROF_S_SIZE] = (struct tprof_cursor){&sz, &sz + 1};
+	c[TPROF_S_STACK] = (struct tprof_cursor){&sk, &sk + 1};
+	c[TPROF_S_PTR] = (struct tprof_cursor){&pt, &pt + 1};
+	tprof_rec_state_init(&st, 0, 0);
+	st.stack = 1;
+	struct tprof_rec x;
+	CHECK_EQ(tprof_rec_decode(c, &st, &x), -1);
+	/* unknown kinds */
+	h = 0x10;
+	tprof_rec_state_init(&st, 0, 0);
+	CHECK_EQ(decode_raw(&h, 1, &p0, 1, &st), -1);
+	h = 0x1f;
+	CHECK_EQ(decode_raw(&h, 1, &p0, 1, &st), -1);
 	/* a sequence number that wraps instead of increasing */
-	struct tprof_rec_state high = {UINT64_MAX - 1, 0, 0, 0};
-	uint8_t wrap[16] = {TPROF_EV_FREE};
-	uint8_t *w = tprof_put_varint(wrap + 1, 5);
-	w = tprof_put_svarint(w, 0);
-	w = tprof_put_svarint(w, 0);
-	CHECK_EQ(tprof_rec_decode(&(struct tprof_cursor){wrap, w}, &high, &o), -1);
+	uint8_t hw = TPROF_EV_FREE, sq[10];
+	uint8_t *e = tprof_put_varint(sq, 5);
+	c[TPROF_S_HEAD] = (struct tprof_cursor){&hw, &hw + 1};
+	c[TPROF_S_SEQ] = (struct tprof_cursor){sq, e};
+	c[TPROF_S_TICK] = (struct tprof_cursor){&tk, &tk + 1};
+	c[TPROF_S_PTR] = (struct tprof_cursor){&pt, &pt + 1};
+	tprof_rec_state_init(&st, UINT64_MAX - 1, 0);
+	CHECK_EQ(tprof_rec_decode(c, &st, &x), -1);
 }
 
 static void test_event_names(void)
@@ -202,6 +336,7 @@ int main(void)
 	RUN(test_string);
 	RUN(test_crc32c);
 	RUN(test_record_round_trip);
+	RUN(test_record_histories);
 	RUN(test_record_corruption);
 	RUN(test_event_names);
 	return UT_DONE();
