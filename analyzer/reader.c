@@ -64,6 +64,7 @@ struct tprof_reader_priv {
 	uint64_t *frames;
 	size_t nframes, cap_frames;
 	size_t *heap; /* indexes into cur, ordered by cur[i].ev.seq */
+	uint64_t *next_seq; /* per cursor: the seq of its next event, UINT64_MAX when it has none */
 	size_t nheap;
 	int started;
 	uint64_t last_seq;
@@ -492,6 +493,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 	}
 	t->first_tick_seen = UINT64_MAX;
 	p->heap = xcalloc(p->ncur + 1, sizeof(size_t));
+	p->next_seq = xcalloc(p->ncur + 1, sizeof(uint64_t));
 	return 0;
 fail:
 	tprof_trace_close(t);
@@ -516,6 +518,7 @@ void tprof_trace_close(struct tprof_trace *t)
 		free(p->stacks);
 		free(p->frames);
 		free(p->heap);
+		free(p->next_seq);
 		free(p->clocks);
 		free(p);
 	}
@@ -573,6 +576,9 @@ static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint6
 		return a_tick;
 	if (seq >= b_seq)
 		return b_tick;
+	uint64_t dt = b_tick - a_tick, ds = seq - a_seq;
+	if (dt < (1ull << 32) && ds < (1ull << 32)) /* the usual case: no 128-bit division */
+		return a_tick + dt * ds / (b_seq - a_seq);
 	unsigned __int128 d = (unsigned __int128)(b_tick - a_tick) * (seq - a_seq);
 	return a_tick + (uint64_t)(d / (b_seq - a_seq));
 }
@@ -697,13 +703,8 @@ static int cursor_advance(struct tprof_trace *t, struct cursor *c)
 	}
 	const struct tprof_rec *r = &c->recs[c->ri++];
 	struct tprof_event *e = &c->ev;
-	memset(e, 0, sizeof(*e));
-	e->tid = c->tid;
-	e->kind = (uint8_t)r->kind;
-	e->seq = r->seq;
-	e->tick = r->tick;
-	e->size = r->size;
-	e->ptr = r->ptr;
+	*e = (struct tprof_event){.seq = r->seq, .tick = r->tick, .size = r->size, .ptr = r->ptr,
+				  .tid = c->tid, .kind = (uint8_t)r->kind};
 	if (r->stack) {
 		if (r->stack >= p->nstacks || !p->stacks[r->stack].depth) {
 			set_err(t->err, sizeof(t->err), t->path, (uint64_t)(c->drop_from - p->map),
@@ -760,24 +761,44 @@ static void heap_up(struct tprof_reader_priv *p, size_t i)
 	}
 }
 
+/* With few threads (the usual case) the next event is found by a linear scan of one small array of
+ * the cursors' next sequence numbers; with many, by the binary heap. */
+#define LINEAR_MERGE_MAX 16
+
 int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 {
 	struct tprof_reader_priv *p = t->priv;
+	int linear = p->ncur <= LINEAR_MERGE_MAX;
 	if (!p->started) {
 		p->started = 1;
 		for (size_t i = 0; i < p->ncur; i++) {
 			int r = cursor_advance(t, &p->cur[i]);
 			if (r < 0)
 				return -1;
-			if (r) {
+			p->next_seq[i] = r ? p->cur[i].ev.seq : UINT64_MAX;
+			if (r && !linear) {
 				p->heap[p->nheap++] = i;
 				heap_up(p, p->nheap - 1);
 			}
 		}
 	}
-	if (p->nheap == 0)
-		return 0;
-	struct cursor *c = &p->cur[p->heap[0]];
+	size_t ci;
+	if (linear) {
+		uint64_t best = UINT64_MAX;
+		ci = 0;
+		for (size_t i = 0; i < p->ncur; i++)
+			if (p->next_seq[i] < best) {
+				best = p->next_seq[i];
+				ci = i;
+			}
+		if (best == UINT64_MAX)
+			return 0;
+	} else {
+		if (p->nheap == 0)
+			return 0;
+		ci = p->heap[0];
+	}
+	struct cursor *c = &p->cur[ci];
 	*ev = c->ev;
 	if (ev->seq <= p->last_seq && p->last_seq) {
 		snprintf(t->err, sizeof(t->err),
@@ -790,10 +811,10 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 	int r = cursor_advance(t, c);
 	if (r < 0)
 		return -1;
-	if (r)
-		heap_down(p, 0);
-	else {
-		p->heap[0] = p->heap[--p->nheap];
+	p->next_seq[ci] = r ? c->ev.seq : UINT64_MAX;
+	if (!linear) {
+		if (!r)
+			p->heap[0] = p->heap[--p->nheap];
 		heap_down(p, 0);
 	}
 	if (ev->tick < t->first_tick_seen)

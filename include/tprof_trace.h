@@ -152,6 +152,10 @@ static inline uint32_t tprof_load_u32(const uint8_t *p)
 
 static inline int tprof_get_varint(struct tprof_cursor *c, uint64_t *out)
 {
+	if (c->p < c->end && *c->p < 0x80) { /* the common case: one byte */
+		*out = *c->p++;
+		return 0;
+	}
 	uint64_t v = 0;
 	for (int shift = 0; shift < 64; shift += 7) {
 		if (c->p >= c->end)
@@ -253,7 +257,9 @@ struct tprof_rec_state {
 	uint32_t nalloc, nfree; /* pushes into the histories so far */
 	uint64_t alloc_hist[TPROF_PTR_HIST], free_hist[TPROF_PTR_HIST];
 	uint64_t alloc_size[TPROF_PTR_HIST]; /* the size of each alloc_hist entry */
-	uint8_t class_n[TPROF_CLASSES];      /* the per-class lists: top at class_ptr[c][class_n[c] - 1] */
+	/* per-class lists as rings: class_n[c] entries, the newest at class_ptr[c][(class_top[c] - 1) %
+	 * TPROF_CLASS_DEPTH]; a push onto a full list overwrites the oldest */
+	uint8_t class_n[TPROF_CLASSES], class_top[TPROF_CLASSES];
 	uint64_t class_ptr[TPROF_CLASSES][TPROF_CLASS_DEPTH];
 };
 
@@ -272,6 +278,7 @@ static inline void tprof_rec_state_init(struct tprof_rec_state *st, uint64_t seq
 	st->stack = 0;
 	st->nalloc = st->nfree = 0;
 	__builtin_memset(st->class_n, 0, sizeof(st->class_n));
+	__builtin_memset(st->class_top, 0, sizeof(st->class_top));
 }
 
 /* After a record: the histories and class lists, in the same order on both sides. freed_size: the
@@ -284,14 +291,9 @@ static inline void tprof_rec_push(struct tprof_rec_state *st, const struct tprof
 		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->ptr;
 		uint32_t c = freed_size == UINT64_MAX ? 0 : tprof_size_class(freed_size);
 		if (c) {
-			uint8_t n = st->class_n[c];
-			if (n == TPROF_CLASS_DEPTH) { /* full: the oldest goes */
-				__builtin_memmove(st->class_ptr[c], st->class_ptr[c] + 1,
-						  (TPROF_CLASS_DEPTH - 1) * sizeof(uint64_t));
-				n--;
-			}
-			st->class_ptr[c][n] = r->ptr;
-			st->class_n[c] = (uint8_t)(n + 1);
+			st->class_ptr[c][st->class_top[c]++ % TPROF_CLASS_DEPTH] = r->ptr;
+			if (st->class_n[c] < TPROF_CLASS_DEPTH)
+				st->class_n[c]++;
 		}
 		return;
 	}
@@ -299,8 +301,11 @@ static inline void tprof_rec_push(struct tprof_rec_state *st, const struct tprof
 		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->old_ptr;
 	if (r->ptr) {
 		uint32_t c = tprof_size_class(r->size);
-		if (c && st->class_n[c] && st->class_ptr[c][st->class_n[c] - 1] == r->ptr)
+		if (c && st->class_n[c] &&
+		    st->class_ptr[c][(uint8_t)(st->class_top[c] - 1) % TPROF_CLASS_DEPTH] == r->ptr) {
 			st->class_n[c]--;
+			st->class_top[c]--;
+		}
 		st->alloc_size[st->nalloc % TPROF_PTR_HIST] = r->size;
 		st->alloc_hist[st->nalloc++ % TPROF_PTR_HIST] = r->ptr;
 	}
@@ -310,7 +315,7 @@ static inline void tprof_rec_push(struct tprof_rec_state *st, const struct tprof
 static inline uint64_t tprof_class_predict(const struct tprof_rec_state *st, uint64_t size)
 {
 	uint32_t c = tprof_size_class(size);
-	return c && st->class_n[c] ? st->class_ptr[c][st->class_n[c] - 1] : 0;
+	return c && st->class_n[c] ? st->class_ptr[c][(uint8_t)(st->class_top[c] - 1) % TPROF_CLASS_DEPTH] : 0;
 }
 
 /* The encoder's index of the histories: a small direct-mapped table per history from a pointer to
