@@ -1,55 +1,89 @@
 #!/usr/bin/env bash
-# Overhead benchmark: a malloc/free storm (tests/progs/storm.c) on 1 and 2 threads, bare, under
-# tprof and under heaptrack, measured side by side in one run. Prints the median storm wall time of
-# each, the extra time per malloc/free pair, the ratio tprof/heaptrack, the trace sizes, and the
-# time to analyze each trace (tprof report vs heaptrack_print). Runs alternate between the three so
-# that a noisy neighbour hits all alike; each figure is the best of its runs. Run it on an idle machine.
+# Overhead benchmark: a malloc/free storm (tests/progs/storm.c built -O2 without frame pointers, as
+# Debian builds its packages) on 1 and 2 threads, bare, under tprof (call stacks on, default depth)
+# and under heaptrack, side by side in one run. Prints the extra time per malloc/free pair of each,
+# the ratio tprof/heaptrack, the trace sizes, the time to analyze each trace (tprof report vs
+# heaptrack_print) and the analyzer's peak memory on a trace 10x longer than another. Runs alternate
+# between the tools so that a noisy neighbour hits all alike; each time is the best of its runs.
+# Run it on an idle machine.
 set -u
 BUILD=${BUILD:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 B="$root/$BUILD"
 PAIRS=${STORM_PAIRS:-2000000}
-STORM="$B/bench/storm_nofp" # -O2, no frame pointers: unwinding must use DWARF CFI, as in Debian's packages
 RUNS=${STORM_RUNS:-7}
+STORM="$B/bench/storm_nofp"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 wall() { grep -o '"wall_ns":[0-9]*' | cut -d: -f2; }
 best() { sort -n | head -1; }
+ms_of() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
 
 have_heaptrack=1
 command -v heaptrack >/dev/null || have_heaptrack=0
 
-printf '%-8s %12s %12s %12s %14s %14s %10s\n' threads bare_ms tprof_ms heaptrack_ms tprof_ns/pair heaptr_ns/pair ratio
+printf '%-8s %9s %9s %11s %11s %14s %14s %14s %9s\n' threads bare_ms tprof_ms tprof0_ms heaptrack_ms \
+	tprof_ns/pair nostack_ns/pair heaptr_ns/pair ratio
 for threads in 1 2; do
 	per=$((PAIRS / threads))
-	: >bare.txt; : >tp.txt; : >ht.txt
+	: >bare.txt; : >tp.txt; : >t0.txt; : >ht.txt
 	for r in $(seq "$RUNS"); do
 		"$STORM" "$threads" "$per" | wall >>bare.txt
-		rm -f t.trace
-		TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$STORM" "$threads" "$per" | wall >>tp.txt
+		rm -f "t$threads.trace"
+		TPROF_QUIET=1 TPROF_OUTPUT="t$threads.trace" LD_PRELOAD="$B/libtprof.so" "$STORM" "$threads" "$per" | wall >>tp.txt
+		rm -f n.trace
+		TPROF_DEPTH=0 TPROF_QUIET=1 TPROF_OUTPUT=n.trace LD_PRELOAD="$B/libtprof.so" "$STORM" "$threads" "$per" | wall >>t0.txt
 		if [ $have_heaptrack = 1 ] && [ "$r" -le 3 ]; then
-			rm -f hprof.*
-			heaptrack -o hprof "$STORM" "$threads" "$per" 2>/dev/null | wall >>ht.txt
+			rm -f "h$threads".*
+			heaptrack -o "h$threads" "$STORM" "$threads" "$per" 2>/dev/null | wall >>ht.txt
 		fi
 	done
-	b=$(best <bare.txt) t=$(best <tp.txt)
+	b=$(best <bare.txt) t=$(best <tp.txt) t0=$(best <t0.txt)
 	h=$([ -s ht.txt ] && best <ht.txt || echo 0)
-	awk -v th="$threads" -v b="$b" -v t="$t" -v h="$h" -v n="$PAIRS" 'BEGIN {
-		tx = (t - b) / n; hx = (h - b) / n;
-		printf "%-8s %12.1f %12.1f %12.1f %14.1f %14.1f %10s\n", th, b / 1e6, t / 1e6, h / 1e6, tx, hx,
-		       (h > 0 ? sprintf("1/%.1f", hx / (tx > 0 ? tx : 0.001)) : "n/a") }'
+	awk -v th="$threads" -v b="$b" -v t="$t" -v t0="$t0" -v h="$h" -v n="$PAIRS" 'BEGIN {
+		tx = (t - b) / n; t0x = (t0 - b) / n; hx = (h - b) / n;
+		printf "%-8s %9.1f %9.1f %11.1f %11.1f %14.1f %14.1f %14.1f %9s\n", th, b / 1e6, t / 1e6, t0 / 1e6,
+		       h / 1e6, tx, t0x, hx, (h > 0 ? sprintf("1/%.1f", hx / (tx > 0 ? tx : 0.001)) : "n/a") }'
+done
+echo "(tprof: stacks at the default depth of 64; nostack: TPROF_DEPTH=0; ratio: heaptrack's extra time / tprof's)"
+
+echo
+for threads in 1 2; do
+	tsize=$(stat -c %s "t$threads.trace")
+	line="trace size, $threads thread(s), $((PAIRS * 2)) events: tprof $tsize bytes ($(awk -v s="$tsize" -v n="$PAIRS" 'BEGIN{printf "%.2f", s/(2*n)}') B/event)"
+	if [ $have_heaptrack = 1 ]; then
+		hfile=$(ls "h$threads".* | head -1)
+		hsize=$(stat -c %s "$hfile")
+		line="$line, heaptrack $hsize bytes ($(awk -v s="$hsize" -v n="$PAIRS" 'BEGIN{printf "%.2f", s/(2*n)}') B/event), tprof/heaptrack $(awk -v a="$tsize" -v b="$hsize" 'BEGIN{printf "%.2f", a/b}')"
+	fi
+	echo "$line"
 done
 
 echo
-tsize=$(stat -c %s t.trace)
-echo "trace size for the last 2-thread run ($((PAIRS * 2)) events): tprof $tsize bytes ($(awk -v s="$tsize" -v n="$PAIRS" 'BEGIN{printf "%.2f", s/(2*n)}') B/event)"
-if [ $have_heaptrack = 1 ]; then
-	hfile=$(ls hprof.* | head -1)
-	hsize=$(stat -c %s "$hfile")
-	echo "                                               heaptrack $hsize bytes ($(awk -v s="$hsize" -v n="$PAIRS" 'BEGIN{printf "%.2f", s/(2*n)}') B/event)"
-	s=$(date +%s%N); "$B/tprof" report t.trace >/dev/null; e=$(date +%s%N)
-	s2=$(date +%s%N); heaptrack_print "$hfile" >/dev/null 2>&1; e2=$(date +%s%N)
-	echo "analysis time: tprof report $(((e - s) / 1000000)) ms, heaptrack_print $(((e2 - s2) / 1000000)) ms"
-fi
+for threads in 1 2; do
+	tr=999999 hr=999999
+	for r in 1 2 3; do
+		x=$(ms_of "$B/tprof" report "t$threads.trace"); [ "$x" -lt "$tr" ] && tr=$x
+		if [ $have_heaptrack = 1 ]; then
+			x=$(ms_of heaptrack_print "$(ls "h$threads".* | head -1)"); [ "$x" -lt "$hr" ] && hr=$x
+		fi
+	done
+	if [ $have_heaptrack = 1 ]; then
+		echo "analysis, $threads thread(s): tprof report $tr ms, heaptrack_print $hr ms: tprof $(awk -v a="$tr" -v b="$hr" 'BEGIN{printf "%.1f", b/(a>0?a:1)}')x faster"
+	else
+		echo "analysis, $threads thread(s): tprof report $tr ms"
+	fi
+done
+
+# The analyzer's memory follows live blocks and distinct stacks, not the number of events: the same
+# program, 10x longer, must not need 10x the memory.
+echo
+small=$((PAIRS / 10))
+for n in "$small" "$PAIRS"; do
+	rm -f m.trace
+	TPROF_QUIET=1 TPROF_OUTPUT=m.trace LD_PRELOAD="$B/libtprof.so" "$STORM" 1 "$n" >/dev/null
+	rss=$(/usr/bin/time -f %M "$B/tprof" report m.trace 2>&1 >/dev/null | tail -1)
+	echo "analyzer peak RSS, storm of $n pairs ($(stat -c %s m.trace) byte trace): $rss KiB"
+done

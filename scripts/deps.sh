@@ -8,7 +8,7 @@ pkgs=(
 	libunwind-dev uthash-dev libdw-dev libelf-dev libzstd-dev   # preload and analyzer libraries
 	gnuplot-nox                     # tprof plot
 	valgrind heaptrack bats         # ground truth, the rival, the test runner
-	python3 python3-numpy sqlite3 gzip coreutils   # real programs the tests trace
+	python3 python3-numpy sqlite3 gzip coreutils time   # real programs the tests trace; /usr/bin/time for peak RSS
 	libopenblas-dev libgomp1        # workloads (optional BLAS, OpenMP)
 )
 missing=()
