@@ -62,6 +62,18 @@ int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val, uint64_t *old)
 	return 0;
 }
 
+int addrmap_get(const struct addrmap *m, uint64_t key, uint64_t *val)
+{
+	for (size_t i = slot_of(m, key); m->keys[i]; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == key) {
+			if (val)
+				*val = m->vals[i];
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int addrmap_del(struct addrmap *m, uint64_t key, uint64_t *val)
 {
 	size_t i = slot_of(m, key);

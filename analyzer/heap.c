@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static void take(struct heap_stats *s, const struct tprof_event *e)
+static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
 {
 	uint64_t old;
 	if (addrmap_put(&s->live, e->ptr, e->size, &old)) {
@@ -13,6 +13,9 @@ static void take(struct heap_stats *s, const struct tprof_event *e)
 		s->live_bytes -= old;
 		s->live_blocks--;
 	}
+	if (s->with_stacks)
+		addrmap_put(&s->live_stack, e->ptr, e->stack, NULL);
+	c->taken_ptr = e->ptr;
 	s->allocations++;
 	s->bytes_allocated += e->size;
 	s->live_bytes += e->size;
@@ -25,12 +28,17 @@ static void take(struct heap_stats *s, const struct tprof_event *e)
 	}
 }
 
-static void give_back(struct heap_stats *s, uint64_t ptr)
+static void give_back(struct heap_stats *s, uint64_t ptr, struct heap_change *c)
 {
-	uint64_t size;
+	uint64_t size, stack = 0;
 	if (!ptr)
 		return;
 	if (addrmap_del(&s->live, ptr, &size)) {
+		if (s->with_stacks)
+			addrmap_del(&s->live_stack, ptr, &stack);
+		c->freed_ptr = ptr;
+		c->freed_size = size;
+		c->freed_stack = (uint32_t)stack;
 		s->frees++;
 		s->live_bytes -= size;
 		s->live_blocks--;
@@ -39,40 +47,63 @@ static void give_back(struct heap_stats *s, uint64_t ptr)
 	}
 }
 
-int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
+void heap_init(struct heap_stats *s, int with_stacks)
 {
 	memset(s, 0, sizeof(*s));
 	addrmap_init(&s->live);
-	struct tprof_event e;
-	int r;
-	while ((r = tprof_trace_next(t, &e)) > 0) {
-		s->events++;
-		switch (e.kind) {
-		case TPROF_EV_FREE:
-			s->calls[e.kind]++;
-			give_back(s, e.ptr);
-			break;
-		case TPROF_EV_REALLOC:
-		case TPROF_EV_REALLOCARRAY:
-			if (e.phase == 0) {
-				s->calls[e.kind]++;
-				/* success, or glibc's realloc(p, 0), which frees p and returns NULL */
-				if (e.ptr || (e.size == 0 && e.old_ptr))
-					give_back(s, e.old_ptr);
-				else
-					s->failed++;
-			} else if (e.ptr) {
-				take(s, &e);
-			}
-			break;
-		default:
-			s->calls[e.kind]++;
-			if (e.ptr)
-				take(s, &e);
+	s->with_stacks = with_stacks;
+	if (with_stacks)
+		addrmap_init(&s->live_stack);
+}
+
+void heap_release(struct heap_stats *s)
+{
+	addrmap_free(&s->live);
+	if (s->with_stacks)
+		addrmap_free(&s->live_stack);
+}
+
+void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
+{
+	struct heap_change ignored;
+	if (!c)
+		c = &ignored;
+	memset(c, 0, sizeof(*c));
+	s->events++;
+	switch (e->kind) {
+	case TPROF_EV_FREE:
+		s->calls[e->kind]++;
+		give_back(s, e->ptr, c);
+		break;
+	case TPROF_EV_REALLOC:
+	case TPROF_EV_REALLOCARRAY:
+		if (e->phase == 0) {
+			s->calls[e->kind]++;
+			/* success, or glibc's realloc(p, 0), which frees p and returns NULL */
+			if (e->ptr || (e->size == 0 && e->old_ptr))
+				give_back(s, e->old_ptr, c);
 			else
 				s->failed++;
-			break;
+		} else if (e->ptr) {
+			take(s, e, c);
 		}
+		break;
+	default:
+		s->calls[e->kind]++;
+		if (e->ptr)
+			take(s, e, c);
+		else
+			s->failed++;
+		break;
 	}
+}
+
+int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
+{
+	heap_init(s, 0);
+	struct tprof_event e;
+	int r;
+	while ((r = tprof_trace_next(t, &e)) > 0)
+		heap_step(s, &e, NULL);
 	return r;
 }

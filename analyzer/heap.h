@@ -21,10 +21,27 @@ struct heap_stats {
 	uint64_t live_bytes, live_blocks;
 	uint64_t peak_bytes, peak_blocks, peak_seq, peak_tick;
 	struct addrmap live; /* address -> size of blocks live now (at the end: the leaks) */
+	struct addrmap live_stack; /* address -> stack id of live blocks; only with heap_init(s, 1) */
+	int with_stacks;
+};
+
+/* What one event did to the live set, for analyses that follow the replay step by step. */
+struct heap_change {
+	uint64_t freed_ptr;   /* 0: no block was given back */
+	uint64_t freed_size;
+	uint32_t freed_stack; /* the freed block's stack id (with stacks only) */
+	uint64_t taken_ptr;   /* 0: no block was obtained */
 };
 
 /* Replays t from its current position to the end. 0 on success; -1 on a corrupt record (t->err).
- * The caller releases s->live with addrmap_free. */
+ * The caller releases s->live with addrmap_free (or heap_release). */
 int heap_analyze(struct tprof_trace *t, struct heap_stats *s);
+
+/* The same replay one event at a time: heap_init, heap_step per event in trace order, heap_release.
+ * with_stacks also remembers each live block's stack id (one more map entry per live block). */
+void heap_init(struct heap_stats *s, int with_stacks);
+/* Applies e exactly as heap_analyze counts it; c (may be NULL) receives what changed. */
+void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c);
+void heap_release(struct heap_stats *s);
 
 #endif
