@@ -7,5 +7,9 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_roofline(int argc, char **argv);
+int cmd_leaks(int argc, char **argv);
+int cmd_peak(int argc, char **argv);
+int cmd_allocs(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

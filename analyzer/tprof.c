@@ -13,6 +13,10 @@ static const struct {
 	{"report", cmd_report, "report [--json] FILE                  heap totals, peak, leaks"},
 	{"dump", cmd_dump, "dump FILE                             every event, one per line"},
 	{"roofline", cmd_roofline, "roofline [--json] [--remeasure]       this machine's FLOP/s and bandwidth roofs"},
+	{"leaks", cmd_leaks, "leaks [--json] [--top N] FILE         blocks in use at exit, by stack"},
+	{"peak", cmd_peak, "peak [--json] [--top N] FILE          what was live at the peak, by stack"},
+	{"allocs", cmd_allocs, "allocs [--json] [--top N] FILE        allocation sites, temporaries, sizes"},
+	{"export", cmd_export, "export FILE --folded OUT [--metric M] folded stacks for flame graphs"},
 };
 
 static void usage(FILE *f)

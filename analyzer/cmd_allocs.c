@@ -1,0 +1,229 @@
+/* tprof allocs: where a program allocates. Allocation sites (stacks) by number of allocations and by
+ * bytes allocated, how many of each site's allocations were temporary, and a histogram of requested
+ * sizes in power-of-two buckets.
+ *
+ * Temporary, as heaptrack defines it: an allocation freed before the next allocation of the same
+ * thread, i.e. the thread's most recent allocation, freed by that thread (the old block of a
+ * realloc counts as freed, as heaptrack counts a realloc as a free and an allocation). Typical
+ * causes are buffers that could live on the stack or be reused. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrmap.h"
+#include "cmds.h"
+#include "heap.h"
+#include "reader.h"
+#include "stacks.h"
+#include "util.h"
+
+#define USAGE "usage: tprof allocs [--json] [--top N] FILE"
+#define DEFAULT_TOP 10
+#define NBUCKETS 65 /* 0, then [2^k, 2^(k+1) - 1] for k = 0..63 */
+
+struct totals {
+	uint64_t allocations, bytes, temporary, sites;
+	uint64_t hist_allocs[NBUCKETS], hist_bytes[NBUCKETS];
+};
+
+/* Bucket 0 holds size 0; bucket k + 1 holds [2^k, 2^(k+1) - 1]. */
+static unsigned bucket_of(uint64_t size)
+{
+	return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
+}
+
+static uint64_t bucket_min(unsigned b)
+{
+	return b ? 1ull << (b - 1) : 0;
+}
+
+static uint64_t bucket_max(unsigned b)
+{
+	return b == 0 ? 0 : b == 64 ? UINT64_MAX : (1ull << b) - 1;
+}
+
+/* The replay: per thread, the block of its latest allocation (last: tid -> ptr) and the reverse
+ * (owner: ptr -> tid), so a free can tell whether it gives back the latest allocation of the
+ * thread that frees, and a reused address never keeps a stale claim. Both hold one entry per thread. */
+static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals *tot)
+{
+	struct heap_stats s;
+	struct addrmap last, owner;
+	heap_init(&s, 1);
+	addrmap_init(&last);
+	addrmap_init(&owner);
+	struct tprof_event e;
+	struct heap_change c;
+	int r;
+	while ((r = tprof_trace_next(t, &e)) > 0) {
+		heap_step(&s, &e, &c);
+		if (c.freed_ptr) {
+			uint64_t tid;
+			if (addrmap_del(&owner, c.freed_ptr, &tid)) {
+				addrmap_del(&last, tid, NULL);
+				if (tid == e.tid) {
+					stack_cost_of(tab, c.freed_stack)->temporary++;
+					tot->temporary++;
+				}
+			}
+		}
+		if (c.taken_ptr) {
+			struct stack_cost *sc = stack_cost_of(tab, e.stack);
+			sc->blocks++;
+			sc->bytes += e.size;
+			stack_table_seen(tab, &e);
+			unsigned b = bucket_of(e.size);
+			tot->hist_allocs[b]++;
+			tot->hist_bytes[b] += e.size;
+			uint64_t prev, prev_owner;
+			if (addrmap_put(&last, e.tid, e.ptr, &prev) && prev != e.ptr)
+				addrmap_del(&owner, prev, NULL);
+			if (addrmap_put(&owner, e.ptr, e.tid, &prev_owner) && prev_owner != e.tid)
+				addrmap_del(&last, prev_owner, NULL); /* a gap in the trace reused its block */
+		}
+	}
+	tot->allocations = s.allocations;
+	tot->bytes = s.bytes_allocated;
+	heap_release(&s);
+	addrmap_free(&last);
+	addrmap_free(&owner);
+	if (r < 0)
+		tprof_err("%s", t->err);
+	return r;
+}
+
+static void print_sites_json(const char *name, const uint32_t *ids, size_t n, struct stack_table *tab,
+			     struct stack_sym *ss)
+{
+	printf(",\"%s\":[", name);
+	for (size_t i = 0; i < n; i++) {
+		const struct stack_cost *sc = &tab->cost[ids[i]];
+		size_t nf;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &nf, &trunc);
+		printf("%s{\"allocations\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"temporary\":%" PRIu64
+		       ",\"truncated\":%s,\"stack\":",
+		       i ? "," : "", sc->blocks, sc->bytes, sc->temporary, trunc ? "true" : "false");
+		stack_print_json(stdout, fr, nf);
+		putchar('}');
+	}
+	putchar(']');
+}
+
+static void print_sites_text(const char *title, const uint32_t *ids, size_t n, size_t nsites,
+			     struct stack_table *tab, struct stack_sym *ss)
+{
+	char a[32], b[32], c[32];
+	printf("\n%s (%s%zu of %zu sites)\n", title, n < nsites ? "the top " : "", n, nsites);
+	for (size_t i = 0; i < n; i++) {
+		const struct stack_cost *sc = &tab->cost[ids[i]];
+		size_t nf;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &nf, &trunc);
+		printf("\n  %s allocation%s, %s bytes, %s temporary\n", tprof_commas(sc->blocks, a),
+		       sc->blocks == 1 ? "" : "s", tprof_commas(sc->bytes, b), tprof_commas(sc->temporary, c));
+		stack_print_text(stdout, fr, nf, trunc, "      ");
+	}
+}
+
+int cmd_allocs(int argc, char **argv)
+{
+	int json = 0;
+	size_t top = DEFAULT_TOP;
+	const char *file = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = 1;
+		} else if (strcmp(argv[i], "--top") == 0) {
+			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &top) != 0) {
+				tprof_err("allocs: --top needs a number (0: all)");
+				return 1;
+			}
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("%s\n", USAGE);
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			tprof_err("allocs: unknown option '%s'", argv[i]);
+			return 1;
+		} else if (!file) {
+			file = argv[i];
+		} else {
+			tprof_err("allocs: one trace at a time");
+			return 1;
+		}
+	}
+	if (!file) {
+		tprof_err("%s", USAGE);
+		return 1;
+	}
+	char err[512];
+	struct tprof_trace *t;
+	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
+		tprof_err("%s", err);
+		return 2;
+	}
+	struct stack_table tab;
+	stack_table_init(&tab, t);
+	struct totals tot;
+	memset(&tot, 0, sizeof(tot));
+	int rc = 0;
+	if (replay(t, &tab, &tot) < 0) {
+		rc = 2;
+		stack_table_free(&tab);
+		tprof_trace_close(t);
+		return rc;
+	}
+	size_t nsites;
+	uint32_t *by_allocs = stack_table_sorted(&tab, STACK_BY_BLOCKS, &nsites);
+	uint32_t *by_bytes = stack_table_sorted(&tab, STACK_BY_BYTES, &nsites);
+	size_t shown = top && top < nsites ? top : nsites;
+	struct stack_sym *ss = stack_sym_new(t);
+	char a[32], b[32], c[32];
+	if (json) {
+		printf("{\"allocations\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64
+		       ",\"sites\":%zu",
+		       tot.allocations, tot.bytes, tot.temporary, nsites);
+		print_sites_json("by_allocations", by_allocs, shown, &tab, ss);
+		print_sites_json("by_bytes", by_bytes, shown, &tab, ss);
+		printf(",\"histogram\":[");
+		int first = 1;
+		for (unsigned k = 0; k < NBUCKETS; k++) {
+			if (!tot.hist_allocs[k])
+				continue;
+			printf("%s{\"min\":%" PRIu64 ",\"max\":%" PRIu64 ",\"allocations\":%" PRIu64 ",\"bytes\":%" PRIu64
+			       "}",
+			       first ? "" : ",", bucket_min(k), bucket_max(k), tot.hist_allocs[k], tot.hist_bytes[k]);
+			first = 0;
+		}
+		printf("]}\n");
+	} else {
+		printf("tprof allocs: %s (%s, pid %" PRIu64 ")\n\n", t->path, t->info.program, t->info.pid);
+		printf("%s allocations, %s bytes allocated, from %zu sites\n", tprof_commas(tot.allocations, a),
+		       tprof_commas(tot.bytes, b), nsites);
+		printf("%s temporary (%.1f%%): freed by their thread before its next allocation\n",
+		       tprof_commas(tot.temporary, c),
+		       tot.allocations ? 100.0 * (double)tot.temporary / (double)tot.allocations : 0.0);
+		print_sites_text("sites by number of allocations", by_allocs, shown, nsites, &tab, ss);
+		print_sites_text("sites by bytes allocated", by_bytes, shown, nsites, &tab, ss);
+		printf("\nrequested sizes\n\n  %21s  %13s  %17s\n", "bytes", "allocations", "bytes allocated");
+		for (unsigned k = 0; k < NBUCKETS; k++) {
+			if (!tot.hist_allocs[k])
+				continue;
+			char range[64];
+			if (bucket_min(k) == bucket_max(k))
+				snprintf(range, sizeof(range), "%" PRIu64, bucket_min(k));
+			else
+				snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64, bucket_min(k), bucket_max(k));
+			printf("  %21s  %13s  %17s\n", range, tprof_commas(tot.hist_allocs[k], a),
+			       tprof_commas(tot.hist_bytes[k], b));
+		}
+	}
+	stack_sym_warn(ss);
+	stack_sym_free(ss);
+	free(by_allocs);
+	free(by_bytes);
+	stack_table_free(&tab);
+	tprof_trace_close(t);
+	return rc;
+}

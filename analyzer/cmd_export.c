@@ -1,0 +1,183 @@
+/* tprof export: a trace's heap costs as folded stacks, the input of flamegraph.pl and speedscope:
+ * one line per distinct symbolized stack, "outer;...;inner VALUE", outermost frame first, named by
+ * function (inlined functions are frames of their own, module+0xOFFSET where the function is
+ * unknown). Stacks cut at the recorder's depth limit start with "[truncated]", allocations without
+ * a stack are "[no stack]". Stacks that symbolize the same are merged. The metrics:
+ *   leaked  bytes still in use at exit (no suppressions applied: all of tprof report's leaked_bytes)
+ *   peak    bytes live at the peak
+ *   allocs  number of allocations
+ *   bytes   bytes allocated (the default) */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "heap.h"
+#include "reader.h"
+#include "stacks.h"
+#include "util.h"
+
+#define USAGE "usage: tprof export FILE --folded OUT [--metric leaked|peak|allocs|bytes]"
+
+enum metric { M_LEAKED, M_PEAK, M_ALLOCS, M_BYTES };
+
+struct line {
+	char *stack;
+	uint64_t value;
+};
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->stack, ((const struct line *)b)->stack);
+}
+
+/* The folded form of a stack: frames outermost first, joined by ';'. Caller frees. */
+static char *fold(const struct stack_frame *fr, size_t n, int truncated)
+{
+	size_t len = 0, cap = 256;
+	char *out = xmalloc(cap);
+	out[0] = 0;
+	char name[1024];
+	if (n == 0 || truncated) {
+		const char *root = n == 0 ? "[no stack]" : "[truncated]";
+		len = strlen(root);
+		memcpy(out, root, len + 1);
+	}
+	for (size_t i = n; i-- > 0;) {
+		stack_frame_name(&fr[i], name, sizeof(name));
+		size_t k = strlen(name);
+		if (len + k + 2 > cap) {
+			cap = (len + k + 2) * 2;
+			out = xrealloc(out, cap);
+		}
+		if (len)
+			out[len++] = ';';
+		memcpy(out + len, name, k + 1);
+		len += k;
+	}
+	return out;
+}
+
+static void write_folded(FILE *f, struct stack_table *tab, struct stack_sym *ss, enum metric m)
+{
+	size_t nids;
+	uint32_t *ids = stack_table_sorted(tab, STACK_BY_BYTES, &nids);
+	struct line *lines = xcalloc(nids ? nids : 1, sizeof(*lines));
+	size_t nl = 0;
+	for (size_t i = 0; i < nids; i++) {
+		const struct stack_cost *c = &tab->cost[ids[i]];
+		uint64_t v = m == M_ALLOCS ? c->blocks : c->bytes;
+		if (!v)
+			continue;
+		size_t n;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], c->seq, &n, &trunc);
+		lines[nl++] = (struct line){fold(fr, n, trunc), v};
+	}
+	qsort(lines, nl, sizeof(*lines), cmp_line);
+	for (size_t i = 0; i < nl; i++) {
+		uint64_t v = lines[i].value;
+		while (i + 1 < nl && strcmp(lines[i].stack, lines[i + 1].stack) == 0) {
+			free(lines[i].stack);
+			v += lines[++i].value;
+		}
+		fprintf(f, "%s %" PRIu64 "\n", lines[i].stack, v);
+		free(lines[i].stack);
+	}
+	free(lines);
+	free(ids);
+}
+
+int cmd_export(int argc, char **argv)
+{
+	const char *file = NULL, *out = NULL;
+	enum metric m = M_BYTES;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--folded") == 0) {
+			if (i + 1 >= argc) {
+				tprof_err("export: --folded needs a file name ('-': standard output)");
+				return 1;
+			}
+			out = argv[++i];
+		} else if (strcmp(argv[i], "--metric") == 0) {
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			if (strcmp(v, "leaked") == 0)
+				m = M_LEAKED;
+			else if (strcmp(v, "peak") == 0)
+				m = M_PEAK;
+			else if (strcmp(v, "allocs") == 0)
+				m = M_ALLOCS;
+			else if (strcmp(v, "bytes") == 0)
+				m = M_BYTES;
+			else {
+				tprof_err("export: --metric is one of leaked, peak, allocs, bytes");
+				return 1;
+			}
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("%s\n", USAGE);
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			tprof_err("export: unknown option '%s'", argv[i]);
+			return 1;
+		} else if (!file) {
+			file = argv[i];
+		} else {
+			tprof_err("export: one trace at a time");
+			return 1;
+		}
+	}
+	if (!file || !out) {
+		tprof_err("%s", USAGE);
+		return 1;
+	}
+	struct heap_stats peak;
+	memset(&peak, 0, sizeof(peak));
+	if (m == M_PEAK) {
+		int rc = stacks_find_peak(file, &peak);
+		if (rc)
+			return rc;
+	}
+	char err[512];
+	struct tprof_trace *t;
+	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
+		tprof_err("%s", err);
+		return 2;
+	}
+	struct heap_stats s;
+	struct stack_table tab;
+	stack_table_init(&tab, t);
+	struct stack_sym *ss = NULL;
+	FILE *f = NULL;
+	int rc = 0;
+	if (m == M_PEAK && !peak.peak_bytes) {
+		heap_init(&s, 1); /* nothing was ever live */
+		stack_table_set_live(&tab, &s);
+	} else if (stacks_replay(t, m == M_PEAK ? peak.peak_seq : UINT64_MAX, &s, &tab) < 0) {
+		tprof_err("%s", t->err);
+		rc = 2;
+		goto out;
+	} else if (m == M_PEAK || m == M_LEAKED) {
+		stack_table_set_live(&tab, &s);
+	}
+	f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+	if (!f) {
+		tprof_err("export: %s: %s", out, strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	ss = stack_sym_new(t);
+	write_folded(f, &tab, ss, m);
+	stack_sym_warn(ss);
+	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) {
+		tprof_err("export: %s: %s", out, strerror(errno));
+		rc = 1;
+	}
+out:
+	stack_sym_free(ss);
+	heap_release(&s);
+	stack_table_free(&tab);
+	tprof_trace_close(t);
+	return rc;
+}

@@ -1,0 +1,124 @@
+/* tprof peak: the exact peak of live requested bytes (the same peak as tprof report's) and what was
+ * live at that moment, grouped by allocation stack, largest first. Two passes over the trace, so
+ * that memory stays bounded by live blocks and distinct stacks: the first finds the sequence number
+ * of the allocation that reached the peak, the second replays up to that event with stacks. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "heap.h"
+#include "reader.h"
+#include "stacks.h"
+#include "util.h"
+
+#define USAGE "usage: tprof peak [--json] [--top N] FILE"
+
+int cmd_peak(int argc, char **argv)
+{
+	int json = 0;
+	size_t top = 0;
+	const char *file = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = 1;
+		} else if (strcmp(argv[i], "--top") == 0) {
+			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &top) != 0) {
+				tprof_err("peak: --top needs a number (0: all)");
+				return 1;
+			}
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("%s\n", USAGE);
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			tprof_err("peak: unknown option '%s'", argv[i]);
+			return 1;
+		} else if (!file) {
+			file = argv[i];
+		} else {
+			tprof_err("peak: one trace at a time");
+			return 1;
+		}
+	}
+	if (!file) {
+		tprof_err("%s", USAGE);
+		return 1;
+	}
+	struct heap_stats peak;
+	int rc = stacks_find_peak(file, &peak);
+	if (rc)
+		return rc;
+
+	char err[512];
+	struct tprof_trace *t;
+	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
+		tprof_err("%s", err);
+		return 2;
+	}
+	struct heap_stats s;
+	struct stack_table tab;
+	stack_table_init(&tab, t);
+	struct stack_sym *ss = NULL;
+	uint32_t *ids = NULL;
+	if (!peak.peak_bytes) {
+		heap_init(&s, 1); /* nothing was ever live: an empty table, no replay */
+	} else if (stacks_replay(t, peak.peak_seq, &s, &tab) < 0) {
+		tprof_err("%s", t->err);
+		rc = 2;
+		goto out;
+	} else if (s.live_bytes != peak.peak_bytes || s.live_blocks != peak.peak_blocks) {
+		tprof_err("%s: the second pass does not reach the peak of the first (%" PRIu64 " != %" PRIu64
+			  " bytes); was the file changed?", file, s.live_bytes, peak.peak_bytes);
+		rc = 2;
+		goto out;
+	} else {
+		stack_table_set_live(&tab, &s);
+	}
+	size_t nrec;
+	ids = stack_table_sorted(&tab, STACK_BY_BYTES, &nrec);
+	ss = stack_sym_new(t);
+	uint64_t when = peak.peak_bytes ? tprof_trace_ns(t, peak.peak_tick) : 0;
+	size_t shown = top && top < nrec ? top : nrec;
+	char a[32], b[32], c[32];
+	if (json) {
+		printf("{\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
+		       ",\"peak_seq\":%" PRIu64 ",\"records\":%zu,\"live\":[",
+		       peak.peak_bytes, peak.peak_blocks, when, peak.peak_bytes ? peak.peak_seq : 0, nrec);
+	} else {
+		printf("tprof peak: %s (%s, pid %" PRIu64 ")\n\n", t->path, t->info.program, t->info.pid);
+		printf("peak: %s bytes (%s) in %s blocks, at %s (event %" PRIu64 ")\n", tprof_commas(peak.peak_bytes, a),
+		       tprof_fmt_bytes(peak.peak_bytes, b), tprof_commas(peak.peak_blocks, c),
+		       tprof_fmt_ns(when, (char[32]){0}), peak.peak_bytes ? peak.peak_seq : 0);
+		if (nrec)
+			printf("live at the peak, by allocation stack%s:\n",
+			       shown < nrec ? " (the largest; --top)" : "");
+	}
+	for (size_t i = 0; i < shown; i++) {
+		const struct stack_cost *sc = &tab.cost[ids[i]];
+		size_t n;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &n, &trunc);
+		if (json) {
+			printf("%s{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"truncated\":%s,\"stack\":",
+			       i ? "," : "", sc->bytes, sc->blocks, trunc ? "true" : "false");
+			stack_print_json(stdout, fr, n);
+			putchar('}');
+		} else {
+			printf("\n%s bytes in %s block%s (%.1f%% of the peak): record %zu of %zu\n",
+			       tprof_commas(sc->bytes, a), tprof_commas(sc->blocks, b), sc->blocks == 1 ? "" : "s",
+			       100.0 * (double)sc->bytes / (double)peak.peak_bytes, i + 1, nrec);
+			stack_print_text(stdout, fr, n, trunc, "    ");
+		}
+	}
+	if (json)
+		printf("]}\n");
+	stack_sym_warn(ss);
+out:
+	free(ids);
+	stack_sym_free(ss);
+	heap_release(&s);
+	stack_table_free(&tab);
+	tprof_trace_close(t);
+	return rc;
+}

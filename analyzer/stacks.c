@@ -1,0 +1,286 @@
+/* Implementation of analyzer/stacks.h. */
+#include "stacks.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* At most this many frames per return address: inlining deeper than that keeps the innermost ones
+ * and the real function (sym_resolve's rule). */
+#define MAX_INLINE 64
+
+/* ---- grouping */
+
+void stack_table_init(struct stack_table *tab, const struct tprof_trace *t)
+{
+	tab->n = t->nstacks ? t->nstacks : 1;
+	tab->cost = xcalloc(tab->n, sizeof(*tab->cost));
+}
+
+void stack_table_free(struct stack_table *tab)
+{
+	free(tab->cost);
+	tab->cost = NULL;
+	tab->n = 0;
+}
+
+void stack_table_set_live(struct stack_table *tab, const struct heap_stats *s)
+{
+	for (uint32_t id = 0; id < tab->n; id++)
+		tab->cost[id].bytes = tab->cost[id].blocks = 0;
+	const struct addrmap *live = &s->live;
+	for (size_t i = 0; i < live->cap; i++) {
+		if (!live->keys[i])
+			continue;
+		uint64_t stack = 0;
+		if (s->with_stacks)
+			addrmap_get(&s->live_stack, live->keys[i], &stack);
+		struct stack_cost *c = stack_cost_of(tab, (uint32_t)stack);
+		c->bytes += live->vals[i];
+		c->blocks++;
+	}
+}
+
+static int cmp_cost(const void *a, const void *b, void *ctx)
+{
+	const struct stack_table *tab = ((const void **)ctx)[0];
+	enum stack_order order = *(const enum stack_order *)((const void **)ctx)[1];
+	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+	const struct stack_cost *x = &tab->cost[ia], *y = &tab->cost[ib];
+	uint64_t x1 = order == STACK_BY_BYTES ? x->bytes : x->blocks;
+	uint64_t y1 = order == STACK_BY_BYTES ? y->bytes : y->blocks;
+	uint64_t x2 = order == STACK_BY_BYTES ? x->blocks : x->bytes;
+	uint64_t y2 = order == STACK_BY_BYTES ? y->blocks : y->bytes;
+	if (x1 != y1)
+		return x1 > y1 ? -1 : 1;
+	if (x2 != y2)
+		return x2 > y2 ? -1 : 1;
+	return ia < ib ? -1 : ia > ib;
+}
+
+uint32_t *stack_table_sorted(const struct stack_table *tab, enum stack_order order, size_t *n)
+{
+	size_t k = 0;
+	for (uint32_t id = 0; id < tab->n; id++)
+		if (tab->cost[id].blocks)
+			k++;
+	uint32_t *ids = xmalloc(k * sizeof(*ids));
+	k = 0;
+	for (uint32_t id = 0; id < tab->n; id++)
+		if (tab->cost[id].blocks)
+			ids[k++] = id;
+	const void *ctx[2] = {tab, &order};
+	qsort_r(ids, k, sizeof(*ids), cmp_cost, ctx);
+	*n = k;
+	return ids;
+}
+
+int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s, struct stack_table *tab)
+{
+	heap_init(s, 1);
+	struct tprof_event e;
+	struct heap_change c;
+	int r;
+	while ((r = tprof_trace_next(t, &e)) > 0) {
+		heap_step(s, &e, &c);
+		if (c.taken_ptr) {
+			struct stack_cost *sc = stack_cost_of(tab, e.stack);
+			sc->blocks++;
+			sc->bytes += e.size;
+			sc->seq = e.seq;
+		}
+		if (e.seq == stop_seq)
+			return 0;
+	}
+	return r;
+}
+
+int stacks_find_peak(const char *path, struct heap_stats *peak)
+{
+	char err[512];
+	struct tprof_trace *t;
+	if (tprof_trace_open(path, &t, err, sizeof(err)) != 0) {
+		tprof_err("%s", err);
+		return 2;
+	}
+	int r = heap_analyze(t, peak);
+	if (r < 0)
+		tprof_err("%s", t->err);
+	heap_release(peak);
+	tprof_trace_close(t);
+	return r < 0 ? 2 : 0;
+}
+
+int stacks_parse_top(const char *arg, size_t *top)
+{
+	if (!arg || !*arg || strspn(arg, "0123456789") != strlen(arg) || strlen(arg) > 12)
+		return -1;
+	*top = (size_t)strtoull(arg, NULL, 10);
+	return 0;
+}
+
+/* ---- symbolized frames */
+
+struct stack_sym {
+	const struct tprof_trace *t;
+	struct tprof_symbolizer *sym;
+	struct stack_frame *frames;
+	size_t cap;
+};
+
+struct stack_sym *stack_sym_new(const struct tprof_trace *t)
+{
+	struct stack_sym *ss = xcalloc(1, sizeof(*ss));
+	ss->t = t;
+	ss->sym = sym_new(t->modules, t->nmodules, t->info.exe);
+	return ss;
+}
+
+void stack_sym_free(struct stack_sym *ss)
+{
+	if (!ss)
+		return;
+	sym_free(ss->sym);
+	free(ss->frames);
+	free(ss);
+}
+
+/* The full path of the module that covered addr at seq (as the symbolizer chooses: the one loaded
+ * then, else the latest loaded there); NULL when none did. */
+static const char *module_path(const struct tprof_trace *t, uint64_t addr, uint64_t seq)
+{
+	const struct tprof_module *live = NULL, *latest = NULL;
+	uint64_t pc = addr - 1;
+	for (size_t i = 0; i < t->nmodules; i++) {
+		const struct tprof_module *m = &t->modules[i];
+		if (pc < m->start || pc >= m->end)
+			continue;
+		if (m->load_seq <= seq && seq < m->unload_seq && (!live || m->load_seq > live->load_seq))
+			live = m;
+		if (!latest || m->load_seq > latest->load_seq)
+			latest = m;
+	}
+	const struct tprof_module *m = live ? live : latest;
+	if (!m)
+		return NULL;
+	return m->path[0] ? m->path : t->info.exe;
+}
+
+const struct stack_frame *stack_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
+				       int *truncated)
+{
+	uint32_t depth = 0;
+	int trunc = 0;
+	const uint64_t *addrs = id ? tprof_trace_stack(ss->t, id, &depth, &trunc) : NULL;
+	if (truncated)
+		*truncated = addrs ? trunc : 0;
+	*n = 0;
+	if (!addrs)
+		return ss->frames;
+	struct tprof_sym_frame buf[MAX_INLINE];
+	for (uint32_t k = 0; k < depth; k++) {
+		size_t got = sym_resolve(ss->sym, addrs[k], seq, buf, MAX_INLINE);
+		if (*n + got > ss->cap) {
+			ss->cap = (*n + got) * 2;
+			ss->frames = xrealloc(ss->frames, ss->cap * sizeof(*ss->frames));
+		}
+		const char *path = module_path(ss->t, addrs[k], seq);
+		for (size_t j = 0; j < got; j++)
+			ss->frames[(*n)++] = (struct stack_frame){buf[j], addrs[k], path};
+	}
+	return ss->frames;
+}
+
+static void warn_one(void *ctx, const char *path, enum tprof_sym_status st)
+{
+	(void)ctx;
+	const char *why = st == TPROF_SYM_MISSING    ? "cannot be opened"
+			  : st == TPROF_SYM_MISMATCH ? "is not the file that was traced (build-id differs)"
+						     : "has neither symbols nor debug information";
+	tprof_err("warning: %s %s; its frames are shown as module+offset", path, why);
+}
+
+void stack_sym_warn(struct stack_sym *ss)
+{
+	sym_problems(ss->sym, warn_one, NULL);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+void stack_print_text(FILE *f, const struct stack_frame *fr, size_t n, int truncated, const char *indent)
+{
+	if (n == 0)
+		fprintf(f, "%s(no stack recorded)\n", indent);
+	for (size_t i = 0; i < n; i++) {
+		const struct tprof_sym_frame *s = &fr[i].sym;
+		fprintf(f, "%s%s ", indent, i ? "by" : "at");
+		if (s->function) {
+			fputs(s->function, f);
+			if (s->file && s->line)
+				fprintf(f, " (%s:%d)", base_name(s->file), s->line);
+			else if (s->file)
+				fprintf(f, " (%s)", base_name(s->file));
+			if (s->module)
+				fprintf(f, " [%s]", s->module);
+		} else if (s->module) {
+			fprintf(f, "%s+0x%" PRIx64, s->module, s->offset);
+			if (s->file && s->line)
+				fprintf(f, " (%s:%d)", base_name(s->file), s->line);
+		} else {
+			fprintf(f, "0x%" PRIx64 " (no module)", fr[i].addr);
+		}
+		fputs(s->inlined ? " (inlined)\n" : "\n", f);
+	}
+	if (truncated)
+		fprintf(f, "%s... (cut at the recorder's depth limit, TPROF_DEPTH)\n", indent);
+}
+
+static void json_str_or_null(FILE *f, const char *s)
+{
+	if (s)
+		tprof_json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+void stack_print_json(FILE *f, const struct stack_frame *fr, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		const struct tprof_sym_frame *s = &fr[i].sym;
+		fputs(i ? ",{\"function\":" : "{\"function\":", f);
+		json_str_or_null(f, s->function);
+		fputs(",\"file\":", f);
+		json_str_or_null(f, s->file);
+		fprintf(f, ",\"line\":%d,\"module\":", s->line > 0 ? s->line : 0);
+		json_str_or_null(f, s->module);
+		if (s->module)
+			fprintf(f, ",\"offset\":%" PRIu64, s->offset);
+		else
+			fputs(",\"offset\":null", f);
+		fprintf(f, ",\"address\":\"0x%" PRIx64 "\",\"inlined\":%s}", fr[i].addr,
+			s->inlined ? "true" : "false");
+	}
+	fputc(']', f);
+}
+
+const char *stack_frame_name(const struct stack_frame *fr, char *buf, size_t len)
+{
+	const struct tprof_sym_frame *s = &fr->sym;
+	if (s->function)
+		snprintf(buf, len, "%s", s->function);
+	else if (s->module)
+		snprintf(buf, len, "%s+0x%" PRIx64, s->module, s->offset);
+	else
+		snprintf(buf, len, "0x%" PRIx64, fr->addr);
+	for (char *p = buf; *p; p++)
+		if (*p == ';')
+			*p = ':';
+	return buf;
+}
