@@ -673,8 +673,20 @@ static int load_block(struct tprof_trace *t, struct cursor *c)
 			what = "records without a time at the end of the block";
 			goto bad;
 		}
-		for (; ri < j; ri++)
-			c->recs[ri].tick = interpolate(c->recs[ri].seq, a_seq, a_tick, c->recs[j].seq, c->recs[j].tick);
+		uint64_t b_seq = c->recs[j].seq, b_tick = c->recs[j].tick;
+		if (b_seq > a_seq && b_tick > a_tick && b_tick - a_tick < (1ull << 31) && b_seq - a_seq < (1ull << 31)) {
+			/* the usual run: one division, then fixed point (the result may differ from the
+			 * exact line by one tick) */
+			uint64_t slope = ((b_tick - a_tick) << 32) / (b_seq - a_seq);
+			for (; ri < j; ri++) {
+				uint64_t sq = c->recs[ri].seq;
+				c->recs[ri].tick = sq <= a_seq ? a_tick : sq >= b_seq ? b_tick
+						   : a_tick + (((sq - a_seq) * slope) >> 32);
+			}
+		} else {
+			for (; ri < j; ri++)
+				c->recs[ri].tick = interpolate(c->recs[ri].seq, a_seq, a_tick, b_seq, b_tick);
+		}
 		ri--;
 	}
 	c->nrecs = count;
