@@ -116,8 +116,20 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Drops the rules from index n0 on. */
+static void truncate_rules(struct suppressions *s, size_t n0)
+{
+	while (s->n > n0) {
+		struct supp_rule *r = &s->rules[--s->n];
+		free(r->text);
+		free(r->glob);
+		free(r->origin);
+	}
+}
+
 int supp_parse(struct suppressions *s, const char *origin, const char *text, char *err, size_t errlen)
 {
+	size_t n0 = s->n;
 	int lineno = 0;
 	for (const char *line = text; *line;) {
 		const char *eol = strchr(line, '\n');
@@ -137,6 +149,7 @@ int supp_parse(struct suppressions *s, const char *origin, const char *text, cha
 		}
 		if (memchr(line, 0, len)) {
 			set_err(err, errlen, "%s:%d: a NUL byte in a suppression", origin, lineno);
+			truncate_rules(s, n0);
 			return -1;
 		}
 		const char *colon = memchr(line, ':', len);
@@ -149,12 +162,14 @@ int supp_parse(struct suppressions *s, const char *origin, const char *text, cha
 		else {
 			set_err(err, errlen, "%s:%d: not a suppression: '%.*s' (expected leak:PATTERN or "
 				"leak_site:PATTERN)", origin, lineno, (int)(len > 80 ? 80 : len), line);
+			truncate_rules(s, n0);
 			return -1;
 		}
 		const char *pat = colon + 1;
 		size_t plen = (size_t)(end - pat);
 		if (plen == 0 || (plen == 1 && (*pat == '^' || *pat == '$'))) {
 			set_err(err, errlen, "%s:%d: empty pattern", origin, lineno);
+			truncate_rules(s, n0);
 			return -1;
 		}
 		if (s->n == s->cap) {

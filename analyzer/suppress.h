@@ -42,10 +42,12 @@ void supp_free(struct suppressions *s);
 /* Adds the built-in list (supp_default_text). */
 void supp_add_default(struct suppressions *s);
 
-/* Adds the rules of a file. 0 on success; -1 with "FILE:LINE: what" (or "FILE: errno text") in err. */
+/* Adds the rules of a file. 0 on success; -1 with "FILE:LINE: what" (or "FILE: errno text") in err,
+ * and then none of the file's rules are added. */
 int supp_load(struct suppressions *s, const char *path, char *err, size_t errlen);
 
-/* Adds the rules in text; origin names it in messages ("default", a file name). 0, or -1 + err. */
+/* Adds the rules in text; origin names it in messages ("default", a file name). 0, or -1 + err
+ * (and nothing added). */
 int supp_parse(struct suppressions *s, const char *origin, const char *text, char *err, size_t errlen);
 
 /* The first rule matching a stack (frames innermost first, from stack_frames), or NULL. */
