@@ -193,13 +193,17 @@ int cmd_leaks(int argc, char **argv)
 	recs = xcalloc(nrec ? nrec : 1, sizeof(*recs));
 	ss = stack_sym_new(t);
 	uint64_t sup_bytes = 0, sup_blocks = 0;
+	int site_only = 1; /* then matching needs only the allocation sites symbolized */
+	for (size_t i = 0; i < supp.n; i++)
+		site_only &= supp.rules[i].site_only;
 	for (size_t i = 0; i < nrec; i++) {
 		recs[i].id = ids[i];
 		if (!supp.n)
 			continue;
 		struct stack_cost *c = &tab.cost[ids[i]];
 		size_t n;
-		const struct stack_frame *fr = stack_frames(ss, ids[i], c->seq, &n, NULL);
+		const struct stack_frame *fr = site_only ? stack_site_frames(ss, ids[i], c->seq, &n)
+							 : stack_frames(ss, ids[i], c->seq, &n, NULL);
 		struct supp_rule *r = supp_match(&supp, fr, n);
 		if (r) {
 			recs[i].supp = r;

@@ -168,8 +168,15 @@ static const char *module_path(const struct tprof_trace *t, uint64_t addr, uint6
 	return m->path[0] ? m->path : t->info.exe;
 }
 
-const struct stack_frame *stack_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
-				       int *truncated)
+static int same_path(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Resolves the addresses of stack id into ss->frames; with site_only, stops at the first address
+ * outside the module of the innermost one. */
+static const struct stack_frame *resolve(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
+					 int *truncated, int site_only)
 {
 	uint32_t depth = 0;
 	int trunc = 0;
@@ -180,17 +187,33 @@ const struct stack_frame *stack_frames(struct stack_sym *ss, uint32_t id, uint64
 	if (!addrs)
 		return ss->frames;
 	struct tprof_sym_frame buf[MAX_INLINE];
+	const char *site = NULL;
 	for (uint32_t k = 0; k < depth; k++) {
+		const char *path = module_path(ss->t, addrs[k], seq);
+		if (k == 0)
+			site = path;
+		else if (site_only && !same_path(path, site))
+			break;
 		size_t got = sym_resolve(ss->sym, addrs[k], seq, buf, MAX_INLINE);
 		if (*n + got > ss->cap) {
 			ss->cap = (*n + got) * 2;
 			ss->frames = xrealloc(ss->frames, ss->cap * sizeof(*ss->frames));
 		}
-		const char *path = module_path(ss->t, addrs[k], seq);
 		for (size_t j = 0; j < got; j++)
 			ss->frames[(*n)++] = (struct stack_frame){buf[j], addrs[k], path};
 	}
 	return ss->frames;
+}
+
+const struct stack_frame *stack_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
+				       int *truncated)
+{
+	return resolve(ss, id, seq, n, truncated, 0);
+}
+
+const struct stack_frame *stack_site_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n)
+{
+	return resolve(ss, id, seq, n, NULL, 1);
 }
 
 static void warn_one(void *ctx, const char *path, enum tprof_sym_status st)

@@ -93,6 +93,11 @@ void stack_sym_free(struct stack_sym *ss);
 const struct stack_frame *stack_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
 				       int *truncated);
 
+/* Only the frames of the allocation site: the innermost return address and those after it that lie
+ * in the same module (the code that called the allocator, up to where control came from another
+ * module). Cheaper than stack_frames when that is all a caller needs (leak_site suppressions). */
+const struct stack_frame *stack_site_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n);
+
 /* Prints one warning line on stderr per module whose frames could only be shown as
  * module+offset (file missing, build-id mismatch, no symbols), for the modules looked up so far. */
 void stack_sym_warn(struct stack_sym *ss);
