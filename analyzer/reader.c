@@ -215,6 +215,167 @@ static int parse_module(struct tprof_trace *t, struct tprof_cursor *c)
 
 /* Gives ids whose frames equal an earlier id's that earlier id (two threads may have interned the
  * same new stack at once). */
+static void set_name(char ***names, uint32_t *n, uint64_t id, const char *s, size_t len)
+{
+	if (id >= *n) {
+		uint32_t cap = (uint32_t)id + 1;
+		*names = xrealloc(*names, cap * sizeof(**names));
+		memset(*names + *n, 0, (cap - *n) * sizeof(**names));
+		*n = cap;
+	}
+	free((*names)[id]);
+	(*names)[id] = xstrndup(s, len);
+}
+
+static int parse_names(struct tprof_trace *t, struct tprof_cursor *c, const char **why)
+{
+	uint64_t count;
+	if (tprof_get_varint(c, &count) || count == 0 || count > (uint64_t)(c->end - c->p)) {
+		*why = "NAMES block with a bad count";
+		return -1;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t space, id;
+		const char *name, *detail;
+		size_t nl, dl;
+		if (tprof_get_varint(c, &space) || tprof_get_varint(c, &id) || tprof_get_string(c, &name, &nl) ||
+		    tprof_get_string(c, &detail, &dl)) {
+			*why = "NAMES entry cut short";
+			return -1;
+		}
+		if (space > TPROF_NAMES_ANNOT || id == 0 || id > 65535 || nl == 0) {
+			*why = "NAMES entry with an unknown space, id 0, an id above 65535 or an empty name";
+			return -1;
+		}
+		if (space == TPROF_NAMES_OP) {
+			uint32_t n = t->nop_names;
+			set_name(&t->op_names, &t->nop_names, id, name, nl);
+			t->op_shape_names = xrealloc(t->op_shape_names, t->nop_names * sizeof(char *));
+			memset(t->op_shape_names + n, 0, (t->nop_names - n) * sizeof(char *));
+			free(t->op_shape_names[id]);
+			t->op_shape_names[id] = xstrndup(detail, dl);
+		} else {
+			set_name(&t->annot_names, &t->nannot_names, id, name, nl);
+		}
+	}
+	if (c->p != c->end) {
+		*why = "NAMES block longer than its entries";
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_kernels(struct tprof_trace *t, struct tprof_cursor *c, const char **why)
+{
+	static char msg[160];
+	uint64_t tid, count, prev = 0;
+	if (tprof_get_varint(c, &tid) || tid > UINT32_MAX || tprof_get_varint(c, &count) || count == 0 ||
+	    count > (uint64_t)(c->end - c->p)) {
+		*why = "KERNELS block with a bad thread id or count";
+		return -1;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		uint8_t type;
+		int64_t d;
+		if (tprof_get_u8(c, &type)) {
+			*why = "KERNELS block holds fewer records than its count";
+			return -1;
+		}
+		if (type == TPROF_KREC_CALL) {
+			uint64_t op, dur, flops, bytes, ns;
+			if (tprof_get_varint(c, &op) || tprof_get_svarint(c, &d) || tprof_get_varint(c, &dur) ||
+			    tprof_get_varint(c, &flops) || tprof_get_varint(c, &bytes) || tprof_get_varint(c, &ns)) {
+				*why = "kernel call record cut short";
+				return -1;
+			}
+			if (op == 0 || op >= t->nop_names || !t->op_names[op]) {
+				snprintf(msg, sizeof(msg), "kernel call record %llu names op %llu, which no NAMES block "
+					 "defined before it", (unsigned long long)i, (unsigned long long)op);
+				*why = msg;
+				return -1;
+			}
+			if (ns > TPROF_KSHAPE_MAX) {
+				snprintf(msg, sizeof(msg), "kernel call record %llu has %llu shape values (at most %d)",
+					 (unsigned long long)i, (unsigned long long)ns, TPROF_KSHAPE_MAX);
+				*why = msg;
+				return -1;
+			}
+			size_t cap = 64;
+			while (cap < t->nkshape)
+				cap *= 2;
+			if (t->nkshape + ns > cap || !t->kshape) {
+				while (cap < t->nkshape + ns)
+					cap *= 2;
+				t->kshape = xrealloc(t->kshape, cap * sizeof(*t->kshape));
+			}
+			for (uint64_t k = 0; k < ns; k++)
+				if (tprof_get_svarint(c, &t->kshape[t->nkshape + k])) {
+					*why = "kernel call record cut short in its shape";
+					return -1;
+				}
+			if ((t->nkcalls & (t->nkcalls - 1)) == 0 || t->nkcalls == 0)
+				t->kcalls = xrealloc(t->kcalls, (t->nkcalls ? 2 * t->nkcalls : 16) * sizeof(*t->kcalls));
+			struct tprof_kcall *k = &t->kcalls[t->nkcalls++];
+			k->t0 = prev + (uint64_t)d;
+			k->t1 = k->t0 + dur;
+			prev = k->t0;
+			k->flops = flops;
+			k->bytes = bytes;
+			k->tid = (uint32_t)tid;
+			k->op = (uint16_t)op;
+			k->nshape = (uint8_t)ns;
+			k->shape_at = (uint32_t)t->nkshape;
+			t->nkshape += ns;
+		} else if (type == TPROF_KREC_ANNOT) {
+			uint64_t kind, seq, name;
+			int64_t value;
+			if (tprof_get_varint(c, &kind) || tprof_get_varint(c, &seq) || tprof_get_svarint(c, &d) ||
+			    tprof_get_varint(c, &name) || tprof_get_svarint(c, &value)) {
+				*why = "annotation record cut short";
+				return -1;
+			}
+			if (kind == 0 || kind > TPROF_ANNOT_KIND_MAX || seq == 0) {
+				snprintf(msg, sizeof(msg), "annotation record %llu has kind %llu (1..%d) or sequence 0",
+					 (unsigned long long)i, (unsigned long long)kind, TPROF_ANNOT_KIND_MAX);
+				*why = msg;
+				return -1;
+			}
+			if (name && (name >= t->nannot_names || !t->annot_names[name])) {
+				snprintf(msg, sizeof(msg), "annotation record %llu names %llu, which no NAMES block "
+					 "defined before it", (unsigned long long)i, (unsigned long long)name);
+				*why = msg;
+				return -1;
+			}
+			if ((t->nannots & (t->nannots - 1)) == 0 || t->nannots == 0)
+				t->annots = xrealloc(t->annots, (t->nannots ? 2 * t->nannots : 16) * sizeof(*t->annots));
+			struct tprof_annot *a = &t->annots[t->nannots++];
+			a->seq = seq;
+			a->tick = prev + (uint64_t)d;
+			prev = a->tick;
+			a->value = value;
+			a->tid = (uint32_t)tid;
+			a->name = (uint32_t)name;
+			a->kind = (uint8_t)kind;
+		} else {
+			snprintf(msg, sizeof(msg), "KERNELS record %llu has unknown type %u", (unsigned long long)i, type);
+			*why = msg;
+			return -1;
+		}
+	}
+	if (c->p != c->end) {
+		*why = "KERNELS block longer than its records";
+		return -1;
+	}
+	thread_index(t, (uint32_t)tid);
+	return 0;
+}
+
+static int annot_by_seq(const void *a, const void *b)
+{
+	const struct tprof_annot *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static void merge_duplicate_stacks(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
@@ -338,7 +499,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		}
 		uint8_t type = map[off];
 		uint32_t len = tprof_load_u32(map + off + 1), crc = tprof_load_u32(map + off + 5);
-		if (type < TPROF_BLK_INFO || type > TPROF_BLK_ZEVENTS) {
+		if (type < TPROF_BLK_INFO || type > TPROF_BLK_NAMES) {
 			set_err(err, errlen, path, off, "corrupt: unknown block type %u", type);
 			goto fail;
 		}
@@ -422,6 +583,12 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		case TPROF_BLK_STACKS:
 			bad = parse_stacks(t, &c, &why);
 			break;
+		case TPROF_BLK_NAMES:
+			bad = parse_names(t, &c, &why);
+			break;
+		case TPROF_BLK_KERNELS:
+			bad = parse_kernels(t, &c, &why);
+			break;
 		case TPROF_BLK_MODULE:
 			bad = parse_module(t, &c);
 			break;
@@ -477,6 +644,8 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 	t->complete = last_was_end;
+	if (t->nannots)
+		qsort(t->annots, t->nannots, sizeof(*t->annots), annot_by_seq);
 	drop_pages(map, map + dropped_to, map + size);
 	merge_duplicate_stacks(t);
 
@@ -534,6 +703,18 @@ void tprof_trace_close(struct tprof_trace *t)
 		for (uint64_t i = 0; i < t->info.argc; i++)
 			free(t->info.argv[i]);
 	free(t->info.argv);
+	free(t->kcalls);
+	free(t->kshape);
+	free(t->annots);
+	for (uint32_t i = 0; i < t->nop_names; i++) {
+		free(t->op_names[i]);
+		free(t->op_shape_names[i]);
+	}
+	free(t->op_names);
+	free(t->op_shape_names);
+	for (uint32_t i = 0; i < t->nannot_names; i++)
+		free(t->annot_names[i]);
+	free(t->annot_names);
 	free(t);
 }
 

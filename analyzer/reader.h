@@ -25,6 +25,26 @@ struct tprof_event {
 	uint8_t phase; /* realloc only, see above */
 };
 
+/* One kernel call (KERNELS blocks), read eagerly at open: kernels are far rarer than heap events. */
+struct tprof_kcall {
+	uint64_t t0, t1;      /* raw clock at entry and exit */
+	uint64_t flops, bytes;
+	uint32_t tid;
+	uint16_t op;          /* index into tprof_trace.op_names */
+	uint8_t nshape;
+	uint32_t shape_at;    /* the shape values are kshape[shape_at .. shape_at + nshape) */
+};
+
+/* One annotation (include/tprof.h): a range push or pop, a step boundary, a mark, a parameter. */
+struct tprof_annot {
+	uint64_t seq;  /* in the global order of heap events */
+	uint64_t tick;
+	int64_t value;
+	uint32_t tid;
+	uint32_t name; /* index into tprof_trace.annot_names; 0: none */
+	uint8_t kind;  /* enum tprof_annot_kind */
+};
+
 struct tprof_thread_info {
 	uint32_t tid;
 	char *name;
@@ -58,6 +78,18 @@ struct tprof_trace {
 	uint64_t first_tick_seen, last_tick_seen; /* over all events */
 	uint64_t t0_ns;         /* CLOCK_MONOTONIC ns of time zero (first clock pair or first event) */
 	uint64_t end_ns;        /* CLOCK_MONOTONIC ns of the last clock pair or last event */
+	/* kernel calls, in file order per thread (by exit time); annotations in global (seq) order */
+	struct tprof_kcall *kcalls;
+	size_t nkcalls;
+	int64_t *kshape;
+	size_t nkshape;
+	struct tprof_annot *annots;
+	size_t nannots;
+	/* NAMES: op ids and annotation name ids to names; NULL where undefined */
+	char **op_names, **op_shape_names; /* shape_names: comma-separated, e.g. "M,N,K" */
+	uint32_t nop_names;
+	char **annot_names;
+	uint32_t nannot_names;
 	char err[512];          /* set when a call fails */
 	struct tprof_reader_priv *priv;
 };

@@ -30,7 +30,40 @@ enum tprof_block_type {
 	TPROF_BLK_MODULE = 9,     /* a module was found loaded: path, addresses, build-id */
 	TPROF_BLK_MODULE_END = 10, /* a module was unloaded (dlclose) */
 	TPROF_BLK_ZEVENTS = 11,   /* an EVENTS payload compressed with zstd */
+	TPROF_BLK_KERNELS = 12,   /* a run of one thread's kernel calls and annotations */
+	TPROF_BLK_NAMES = 13,     /* op and annotation names, each defined before its first use */
 };
+
+/* ---- kernel calls and annotations (KERNELS and NAMES blocks, docs/FORMAT.md) ----
+ *
+ * KERNELS payload: varint tid, varint count, then count records, each starting with a u8 type.
+ * Ticks are svarint deltas against the previous record's tick in the block (0 before the first).
+ *   TPROF_KREC_CALL:  varint op, svarint enter tick delta, varint duration (ticks), varint flops,
+ *                     varint bytes, varint nshape (at most TPROF_KSHAPE_MAX), nshape svarints
+ *   TPROF_KREC_ANNOT: varint annotation kind, varint seq, svarint tick delta, varint name id (0: none),
+ *                     svarint value
+ * NAMES payload: varint count, then count entries: varint space, varint id, string name, string
+ * detail (ops: the comma-separated names of the shape values; annotations: empty). */
+enum tprof_krec_type {
+	TPROF_KREC_CALL = 1,
+	TPROF_KREC_ANNOT = 2,
+};
+#define TPROF_KSHAPE_MAX 16
+
+enum tprof_annot_kind {
+	TPROF_ANNOT_PUSH = 1,  /* a named range begins (tprof_range_push) */
+	TPROF_ANNOT_POP = 2,   /* the innermost open range of the thread ends (tprof_range_pop) */
+	TPROF_ANNOT_STEP = 3,  /* an iteration boundary (tprof_step) */
+	TPROF_ANNOT_MARK = 4,  /* an instant (tprof_mark) */
+	TPROF_ANNOT_PARAM = 5, /* a named number the program reports (tprof_param), e.g. "params" */
+	TPROF_ANNOT_KIND_MAX = 5,
+};
+
+enum tprof_name_space {
+	TPROF_NAMES_OP = 0,    /* op ids of KERNELS call records (include/tprof_ops.h numbering) */
+	TPROF_NAMES_ANNOT = 1, /* name ids of annotation records */
+};
+#define TPROF_NAME_MAX 63 /* longer annotation names are cut */
 
 /* STACKS entry flags */
 #define TPROF_STACK_TRUNCATED 0x1u /* the stack was deeper than the recorder's depth limit */

@@ -181,6 +181,7 @@ TPROF_EXPORT int dlclose(void *handle)
 	tprof_modules_before_close(); /* the writer records the module while it is still mapped */
 	int rc = tprof_real.dlclose(handle);
 	int saved = errno;
+	tprof_kernels_forget(); /* a kernel's library may be gone: look the real functions up again */
 	tprof_modules_closed(atomic_fetch_add(&tprof_seq, 1));
 	errno = saved;
 	return rc;

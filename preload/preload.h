@@ -211,4 +211,67 @@ __attribute__((always_inline)) static inline void tprof_record_realloc(unsigned 
 	tprof_ring_kick(r, 2);
 }
 
+/* kernels.c: a kernel wrapper's real function (op ids: include/tprof_ops.h). */
+extern void *_Atomic tprof_kernel_real[];
+/* Finds the real function of op, which the wrapper at self stands for: dlsym(RTLD_NEXT), else the
+ * caller's own dependency scope (a library loaded RTLD_LOCAL that a Python extension opened), else
+ * every loaded module. Caches the result; never returns NULL (no definition anywhere: aborts with a
+ * message, since the call cannot be carried out). */
+void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void *caller);
+/* Forgets the cached real functions (after dlclose: their library may be gone). */
+void tprof_kernels_forget(void);
+/* annot.c: interned annotation names; id 0 is "no name". tprof_name_get copies name id into buf
+ * (at least TPROF_NAME_MAX + 1 bytes) and returns its length, or -1 when the id is not defined. */
+uint32_t tprof_name_intern(const char *name);
+int tprof_name_get(uint32_t id, char *buf);
+#define TPROF_NAME_IDS 4096u
+
+/* Records one kernel call: enter and exit ticks, op, its shape and cost, in 1 + ceil(nshape / 7)
+ * ring entries (3 values per entry when a shape value does not fit 32 bits). */
+static inline void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1, const int64_t *s, unsigned ns,
+				       uint64_t flops, uint64_t bytes)
+{
+	struct tprof_thread *t = tprof_tls.thread;
+	if (unlikely(!t) && !(t = tprof_thread_attach()))
+		return;
+	int wide = 0;
+	for (unsigned i = 0; i < ns; i++)
+		wide |= s[i] != (int64_t)(int32_t)s[i];
+	unsigned per = wide ? 3 : 7, extra = (ns + per - 1) / per, n = 1 + extra;
+	struct tprof_ring *r = t->ring;
+	if (unlikely(!tprof_ring_reserve(r, n))) {
+		tprof_ring_full(t, n);
+		if (!tprof_ring_reserve(r, n))
+			return;
+	}
+	uint64_t dur = t1 > t0 ? t1 - t0 : 0;
+	if (dur > TPROF_RING_KDUR_MAX)
+		dur = TPROF_RING_KDUR_MAX;
+	struct tprof_ev *e = tprof_ring_slot(r, 0);
+	e->tick = t0;
+	e->seq_kind = dur << TPROF_RING_KDUR_SHIFT | (uint64_t)wide << 18 | (uint64_t)ns << 14 | (uint64_t)op << 4 |
+		      TPROF_RING_KCALL;
+	e->size = flops;
+	e->ptr = bytes;
+	for (unsigned k = 0; k < extra; k++) {
+		struct tprof_ev *x = tprof_ring_slot(r, 1 + k);
+		uint64_t w[7] = {0, 0, 0, 0, 0, 0, 0};
+		for (unsigned i = 0; i < per && k * per + i < ns; i++)
+			w[i] = wide ? (uint64_t)s[k * per + i] : (uint32_t)s[k * per + i];
+		if (wide) {
+			x->seq_kind = TPROF_RING_KSHAPE;
+			x->tick = w[0];
+			x->size = w[1];
+			x->ptr = w[2];
+		} else {
+			x->seq_kind = w[0] << 32 | TPROF_RING_KSHAPE;
+			x->tick = w[1] | w[2] << 32;
+			x->size = w[3] | w[4] << 32;
+			x->ptr = w[5] | w[6] << 32;
+		}
+	}
+	tprof_ring_publish(r, n);
+	tprof_ring_kick(r, n);
+}
+
 #endif

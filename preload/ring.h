@@ -19,6 +19,19 @@ struct tprof_ev {
 /* Kind used only inside rings: the second entry of a realloc pair, carrying the old pointer. */
 #define TPROF_RING_REALLOC_TAIL 15u
 
+/* Kinds of kernel calls and annotations (preload.h packs them; the writer turns them into KERNELS
+ * records). A call is one KCALL entry and the KSHAPE entries its shape needs, published together:
+ *   KCALL:  tick = enter tick; seq_kind = duration << 19 | wide << 18 | nshape << 14 | op << 4 | 11;
+ *           size = FLOPs; ptr = bytes;
+ *   KSHAPE: 7 shape values as 32-bit words (seq_kind bits 32..63, then tick, size, ptr low and high
+ *           halves), or with `wide` 3 values as 64-bit words (tick, size, ptr).
+ *   ANNOT:  seq_kind = tprof_ev_pack(seq, name id, 13); tick; size = annotation kind; ptr = value. */
+#define TPROF_RING_KCALL 11u
+#define TPROF_RING_KSHAPE 12u
+#define TPROF_RING_ANNOT 13u
+#define TPROF_RING_KDUR_SHIFT 19
+#define TPROF_RING_KDUR_MAX ((1ull << 45) - 1)
+
 struct tprof_ring {
 	_Alignas(64) _Atomic uint32_t head; /* next slot to publish; written by the producer only */
 	uint32_t cached_tail;               /* producer's last view of tail */

@@ -17,6 +17,7 @@
 
 #include "preload.h"
 #include "sys.h"
+#include "tprof_ops.h"
 
 _Atomic uint32_t tprof_writer_sleeping;
 _Alignas(64) _Atomic uint32_t tprof_epoch;
@@ -338,6 +339,130 @@ static void emit_events(uint32_t tid, size_t len, const size_t *cuts, int ncuts)
 	block_end(TPROF_BLK_EVENTS, p + len);
 }
 
+/* Kernel calls and annotations met in a run go to a KERNELS block of their own (the heap records'
+ * codec never sees them); names met on the way are defined first, in a NAMES block. */
+#define KBUF_CAP (64u << 10)
+#define KREC_MAX (8 + 5 * 10 + 10 + TPROF_KSHAPE_MAX * 10)
+static uint8_t kbuf[KBUF_CAP];
+static size_t klen;
+static uint32_t kcount;
+static uint64_t kprev_tick;
+static uint8_t name_written[TPROF_NAME_IDS];
+
+static void define_name(uint32_t id)
+{
+	char name[TPROF_NAME_MAX + 1];
+	int n;
+	if (id == 0 || id >= TPROF_NAME_IDS || name_written[id] || (n = tprof_name_get(id, name)) < 0)
+		return;
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, 1);
+	p = tprof_put_varint(p, TPROF_NAMES_ANNOT);
+	p = tprof_put_varint(p, id);
+	p = put_string(p, name, (size_t)n);
+	p = put_string(p, "", 0);
+	block_end(TPROF_BLK_NAMES, p);
+	name_written[id] = 1;
+}
+
+/* The op table as a NAMES block: the ids KERNELS call records use. */
+static void write_op_names(void)
+{
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, TPROF_NOPS - 1);
+	for (unsigned op = 1; op < TPROF_NOPS; op++) {
+		const struct tprof_op_info *in = tprof_op_info(op);
+		size_t dl = strlen(in->shape_names);
+		p = tprof_put_varint(p, TPROF_NAMES_OP);
+		p = tprof_put_varint(p, op);
+		p = put_string(p, in->name, strlen(in->name));
+		p = put_string(p, in->shape_names + 1, dl >= 2 ? dl - 2 : 0); /* without the parentheses */
+	}
+	block_end(TPROF_BLK_NAMES, p);
+}
+
+/* Appends the kernel call or annotation at ring counter `at` to kbuf; returns the entries it took. */
+static uint32_t encode_kernel(struct tprof_ring *r, uint32_t at, uint32_t avail, uint64_t ref)
+{
+	const struct tprof_ev *e = tprof_ring_at(r, at);
+	unsigned kind = (unsigned)(e->seq_kind & 0xf);
+	uint8_t *p = kbuf + klen;
+	if (kind == TPROF_RING_ANNOT) {
+		uint32_t id = (uint32_t)(e->seq_kind >> 4) & (TPROF_STACK_IDS - 1);
+		define_name(id);
+		*p++ = TPROF_KREC_ANNOT;
+		p = tprof_put_varint(p, e->size);
+		p = tprof_put_varint(p, ev_seq(e->seq_kind, ref));
+		p = tprof_put_svarint(p, (int64_t)(e->tick - kprev_tick));
+		kprev_tick = e->tick;
+		p = tprof_put_varint(p, id);
+		p = tprof_put_svarint(p, (int64_t)e->ptr);
+		klen = (size_t)(p - kbuf);
+		kcount++;
+		return 1;
+	}
+	if (kind != TPROF_RING_KCALL)
+		return 1; /* a stray shape entry: never produced */
+	unsigned op = (unsigned)(e->seq_kind >> 4) & 0x3ff, ns = (unsigned)(e->seq_kind >> 14) & 0xf;
+	int wide = (e->seq_kind >> 18) & 1;
+	unsigned per = wide ? 3 : 7, extra = (ns + per - 1) / per;
+	if (1 + extra > avail)
+		return avail; /* cannot happen: entries are published together */
+	int64_t s[16];
+	for (unsigned k = 0; k < extra; k++) {
+		const struct tprof_ev *x = tprof_ring_at(r, at + 1 + k);
+		uint64_t w[7] = {x->seq_kind >> 32, x->tick, x->size, x->ptr, 0, 0, 0};
+		if (!wide) {
+			w[1] = x->tick & 0xffffffffu;
+			w[2] = x->tick >> 32;
+			w[3] = x->size & 0xffffffffu;
+			w[4] = x->size >> 32;
+			w[5] = x->ptr & 0xffffffffu;
+			w[6] = x->ptr >> 32;
+		} else {
+			w[0] = x->tick;
+			w[1] = x->size;
+			w[2] = x->ptr;
+		}
+		for (unsigned i = 0; i < per && k * per + i < ns; i++)
+			s[k * per + i] = wide ? (int64_t)w[i] : (int64_t)(int32_t)(uint32_t)w[i];
+	}
+	*p++ = TPROF_KREC_CALL;
+	p = tprof_put_varint(p, op);
+	p = tprof_put_svarint(p, (int64_t)(e->tick - kprev_tick));
+	kprev_tick = e->tick;
+	p = tprof_put_varint(p, e->seq_kind >> TPROF_RING_KDUR_SHIFT);
+	p = tprof_put_varint(p, e->size);
+	p = tprof_put_varint(p, e->ptr);
+	p = tprof_put_varint(p, ns);
+	for (unsigned i = 0; i < ns; i++)
+		p = tprof_put_svarint(p, s[i]);
+	klen = (size_t)(p - kbuf);
+	kcount++;
+	return 1 + extra;
+}
+
+static void kernels_flush(uint32_t tid)
+{
+	if (!kcount)
+		return;
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, tid);
+	p = tprof_put_varint(p, kcount);
+	memcpy(p, kbuf, klen);
+	block_end(TPROF_BLK_KERNELS, p + klen);
+	klen = 0;
+	kcount = 0;
+	kprev_tick = 0;
+}
+
+/* A heap entry whose tick was measured: the end of a run of unmeasured ones. */
+static inline int measured_heap(const struct tprof_ev *e)
+{
+	unsigned k = (unsigned)(e->seq_kind & 0xf);
+	return e->tick != 0 && (k <= TPROF_EV_KIND_MAX || k == TPROF_RING_REALLOC_TAIL);
+}
+
 static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, int hold, uint64_t ref)
 {
 	static uint8_t streams[TPROF_NSTREAMS][BLOCK_TARGET + 4096];
@@ -351,9 +476,16 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 	uint32_t next = 0; /* index of the next measured event, when next > i */
 	size_t bytes = 0;
 	int in_run = 0; /* the last record had no tick: its run must end, measured, in this block */
-	while (i < n && (in_run || (bytes < BLOCK_TARGET && recs < (1u << 21) - 64))) {
+	while (i < n && (in_run || (bytes < BLOCK_TARGET && recs < (1u << 21) - 64 && klen < KBUF_CAP - KREC_MAX))) {
 		const struct tprof_ev *e = tprof_ring_at(r, first + i);
 		__builtin_prefetch(tprof_ring_at(r, first + i + 8)); /* lines come from another core */
+		unsigned kk = (unsigned)(e->seq_kind & 0xf);
+		if (kk >= TPROF_RING_KCALL && kk <= TPROF_RING_ANNOT) {
+			if (klen >= KBUF_CAP - KREC_MAX)
+				kernels_flush((uint32_t)t->tid); /* only inside a run of unmeasured heap events */
+			i += encode_kernel(r, first + i, n - i, ref);
+			continue;
+		}
 		struct tprof_rec rec = {
 			.kind = (unsigned)(e->seq_kind & 0xf),
 			.stack = (uint32_t)(e->seq_kind >> 4) & (TPROF_STACK_IDS - 1),
@@ -369,7 +501,7 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 		if (rec.tick == 0) {
 			if (next <= i) {
 				next = i + 1;
-				while (next < n && tprof_ring_at(r, first + next)->tick == 0)
+				while (next < n && !measured_heap(tprof_ring_at(r, first + next)))
 					next++;
 			}
 			if (next < n)
@@ -418,6 +550,7 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 		stacks_flush();
 		emit_events((uint32_t)t->tid, (size_t)(p - ev_buf), cuts, TPROF_NSTREAMS - 1);
 	}
+	kernels_flush((uint32_t)t->tid);
 	t->last_seq = enc.st.seq;
 	t->last_tick = enc.st.tick;
 	events_written += recs;
@@ -778,6 +911,10 @@ int tprof_writer_start(void)
 	for (uint32_t i = 0; i < nm; i++)
 		mods[i].written = mods[i].unload_written = 0;
 	write_header_and_info();
+	write_op_names();
+	memset(name_written, 0, sizeof(name_written)); /* a new trace defines all again */
+	klen = kcount = 0;
+	kprev_tick = 0;
 	modules_update(1);
 	out_flush();
 	sigset_t all, old;

@@ -1,0 +1,278 @@
+/* The op table: every kernel libtprof.so wraps, defined once. For each kernel the table gives its
+ * signature, the shape values a wrapper records (integers taken from the arguments; a pointer argument
+ * that may be NULL contributes 0 or 1), and its FLOP, MAC and byte formulas as functions of those shape
+ * values. The preload generates its wrappers from it (preload/kernels.c), the analyzer names ops and
+ * their shape arguments with it, and the tests check every formula against an independent one.
+ * Conventions (docs/OPS.md): an FMA is 2 FLOPs and 1 MAC; exp, tanh, sqrt, division and comparisons
+ * count 1 FLOP; bias adds are counted separately (+M·N); GEMM's alpha and beta scalings are not
+ * counted (2·M·N·K, as BLAS benchmarks count); causal attention counts only the unmasked pairs
+ * P(T) = T·(T+1)/2. Bytes are the minimum traffic: every input read once, every output written once,
+ * an accumulated output read and written; element size 4 (float32) or 8 (float64). Op ids are in
+ * traces (NAMES blocks name them), so a trace stays readable when the table grows. Header-only. */
+#ifndef TPROF_OPS_H
+#define TPROF_OPS_H
+
+#include <stdint.h>
+
+/* X(RK, RET, NAME, PARAMS, ARGS, SHAPE_NAMES, SHAPE_VALUES, FLOPS, BYTES, MACS)
+ * RK is V for void kernels, R for kernels that return a value of type RET. PARAMS and ARGS are the
+ * parameter list and the forwarding argument list; SHAPE_VALUES (in terms of the parameters) are
+ * recorded under SHAPE_NAMES, in terms of which FLOPS, BYTES and MACS are written. Helpers usable in
+ * formulas: TP_P(T) causal pairs, TP_OUT(in, k, stride, pad) output extent, TP_NZ(p) pointer given. */
+#define TP_P(T) ((T) * ((T) + 1) / 2)
+#define TP_OUT(in, k, stride, pad) ((stride) > 0 ? ((in) + 2 * (pad) - (k)) / (stride) + 1 : 0)
+#define TP_NZ(p) ((p) != 0)
+#define TP_NOTRANS(c) ((c) == 'N' || (c) == 'n')
+
+#define TPROF_OPS(X)                                                                                           \
+	X(V, void, tnn_matmul,                                                                                 \
+	  (float *C, const float *A, const float *B, const float *bias, int M, int N, int K, int flags),      \
+	  (C, A, B, bias, M, N, K, flags), (M, N, K, flags, bias), (M, N, K, flags, TP_NZ(bias)),              \
+	  2 * M * N * K + bias * M * N, 4 * (M * K + K * N + M * N + bias * N + ((flags & 4) != 0) * M * N),   \
+	  M * N * K)                                                                                           \
+	X(V, void, tnn_matmul_bwd,                                                                             \
+	  (float *dA, float *dB, float *dbias, const float *dC, const float *A, const float *B, int M, int N,  \
+	   int K),                                                                                             \
+	  (dA, dB, dbias, dC, A, B, M, N, K), (M, N, K, dA, dB, dbias),                                        \
+	  (M, N, K, TP_NZ(dA), TP_NZ(dB), TP_NZ(dbias)), 2 * M * N * K * (dA + dB) + dbias * M * N,            \
+	  4 * (M * N + dA * (K * N + 2 * M * K) + dB * (M * K + 2 * K * N) + dbias * 2 * N),                  \
+	  M * N * K * (dA + dB))                                                                               \
+	X(V, void, tnn_linear_fwd,                                                                             \
+	  (float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC),       \
+	  (out, inp, weight, bias, N, C, OC), (N, C, OC, bias), (N, C, OC, TP_NZ(bias)),                       \
+	  2 * N * C * OC + bias * N * OC, 4 * (N * C + OC * C + N * OC + bias * OC), N * C * OC)               \
+	X(V, void, tnn_linear_bwd,                                                                             \
+	  (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, \
+	   int N, int C, int OC),                                                                              \
+	  (dinp, dweight, dbias, dout, inp, weight, N, C, OC), (N, C, OC, dinp, dweight, dbias),               \
+	  (N, C, OC, TP_NZ(dinp), TP_NZ(dweight), TP_NZ(dbias)),                                               \
+	  2 * N * C * OC * (dinp + dweight) + dbias * N * OC,                                                  \
+	  4 * (N * OC + dinp * (OC * C + 2 * N * C) + dweight * (N * C + 2 * OC * C) + dbias * 2 * OC),       \
+	  N * C * OC * (dinp + dweight))                                                                       \
+	X(V, void, tnn_im2col,                                                                                 \
+	  (float *col, const float *img, int C, int H, int W, int KH, int KW, int stride, int pad),           \
+	  (col, img, C, H, W, KH, KW, stride, pad), (C, H, W, KH, KW, stride, pad),                            \
+	  (C, H, W, KH, KW, stride, pad), 0,                                                                   \
+	  4 * (C * H * W + C * KH * KW * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad)), 0)          \
+	X(V, void, tnn_col2im,                                                                                 \
+	  (float *img, const float *col, int C, int H, int W, int KH, int KW, int stride, int pad),           \
+	  (img, col, C, H, W, KH, KW, stride, pad), (C, H, W, KH, KW, stride, pad),                            \
+	  (C, H, W, KH, KW, stride, pad), C * KH * KW * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad), \
+	  4 * (2 * C * H * W + C * KH * KW * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad)), 0)      \
+	X(V, void, tnn_conv2d_fwd,                                                                             \
+	  (float *out, const float *inp, const float *weight, const float *bias, int B, int C, int H, int W,  \
+	   int OC, int KH, int KW, int stride, int pad),                                                       \
+	  (out, inp, weight, bias, B, C, H, W, OC, KH, KW, stride, pad),                                       \
+	  (B, C, H, W, OC, KH, KW, stride, pad, bias), (B, C, H, W, OC, KH, KW, stride, pad, TP_NZ(bias)),     \
+	  2 * B * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) * KH * KW * C * OC +                 \
+		  bias * B * OC * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad),                     \
+	  4 * (B * C * H * W + OC * C * KH * KW +                                                              \
+	       B * OC * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) + bias * OC),                  \
+	  B * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) * KH * KW * C * OC)                      \
+	X(V, void, tnn_conv2d_bwd,                                                                             \
+	  (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, \
+	   int B, int C, int H, int W, int OC, int KH, int KW, int stride, int pad),                           \
+	  (dinp, dweight, dbias, dout, inp, weight, B, C, H, W, OC, KH, KW, stride, pad),                      \
+	  (B, C, H, W, OC, KH, KW, stride, pad, dinp, dweight, dbias),                                         \
+	  (B, C, H, W, OC, KH, KW, stride, pad, TP_NZ(dinp), TP_NZ(dweight), TP_NZ(dbias)),                    \
+	  2 * B * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) * KH * KW * C * OC *                 \
+			  (dinp + dweight) +                                                                   \
+		  dinp * B * C * KH * KW * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) +           \
+		  dbias * B * OC * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad),                    \
+	  4 * (B * OC * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) +                              \
+	       dinp * (OC * C * KH * KW + 2 * B * C * H * W) + dweight * (B * C * H * W + 2 * OC * C * KH * KW) + \
+	       dbias * 2 * OC),                                                                                \
+	  B * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) * KH * KW * C * OC * (dinp + dweight))   \
+	X(V, void, tnn_maxpool2d_fwd,                                                                          \
+	  (float *out, int *argmax, const float *inp, int B, int C, int H, int W, int K, int stride),         \
+	  (out, argmax, inp, B, C, H, W, K, stride), (B, C, H, W, K, stride), (B, C, H, W, K, stride),         \
+	  B * C * TP_OUT(H, K, stride, 0) * TP_OUT(W, K, stride, 0) * K * K,                                   \
+	  4 * (B * C * H * W + 2 * B * C * TP_OUT(H, K, stride, 0) * TP_OUT(W, K, stride, 0)), 0)              \
+	X(V, void, tnn_maxpool2d_bwd,                                                                          \
+	  (float *dinp, const float *dout, const int *argmax, int B, int C, int H, int W, int K, int stride), \
+	  (dinp, dout, argmax, B, C, H, W, K, stride), (B, C, H, W, K, stride), (B, C, H, W, K, stride),       \
+	  B * C * TP_OUT(H, K, stride, 0) * TP_OUT(W, K, stride, 0),                                           \
+	  4 * (2 * B * C * TP_OUT(H, K, stride, 0) * TP_OUT(W, K, stride, 0) + 2 * B * C * H * W), 0)          \
+	X(V, void, tnn_relu_fwd, (float *out, const float *inp, long n), (out, inp, n), (n), (n), n, 8 * n, 0) \
+	X(V, void, tnn_relu_bwd, (float *dinp, const float *dout, const float *inp, long n), (dinp, dout, inp, n), \
+	  (n), (n), n, 16 * n, 0)                                                                              \
+	X(V, void, tnn_gelu_fwd, (float *out, const float *inp, long n), (out, inp, n), (n), (n), 10 * n, 8 * n, 0) \
+	X(V, void, tnn_gelu_bwd, (float *dinp, const float *dout, const float *inp, long n), (dinp, dout, inp, n), \
+	  (n), (n), 20 * n, 16 * n, 0)                                                                         \
+	X(V, void, tnn_softmax_fwd, (float *out, const float *inp, int N, int C), (out, inp, N, C), (N, C),   \
+	  (N, C), 5 * N * C, 8 * N * C, 0)                                                                     \
+	X(V, void, tnn_causal_softmax_fwd, (float *att, const float *preatt, int BH, int T, float scale),     \
+	  (att, preatt, BH, T, scale), (BH, T), (BH, T), 5 * BH * TP_P(T), 4 * (BH * TP_P(T) + BH * T * T), 0) \
+	X(V, void, tnn_causal_softmax_bwd,                                                                     \
+	  (float *dpreatt, const float *datt, const float *att, int BH, int T, float scale),                  \
+	  (dpreatt, datt, att, BH, T, scale), (BH, T), (BH, T), 4 * BH * TP_P(T), 16 * BH * TP_P(T), 0)        \
+	X(V, void, tnn_layernorm_fwd,                                                                          \
+	  (float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,    \
+	   int N, int C),                                                                                      \
+	  (out, mean, rstd, inp, weight, bias, N, C), (N, C), (N, C), 8 * N * C,                               \
+	  4 * (2 * N * C + 2 * C + 2 * N), 0)                                                                  \
+	X(V, void, tnn_layernorm_bwd,                                                                          \
+	  (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, \
+	   const float *mean, const float *rstd, int N, int C),                                                \
+	  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C), (N, C), (N, C), 14 * N * C,             \
+	  4 * (4 * N * C + 5 * C + 2 * N), 0)                                                                  \
+	X(V, void, tnn_attention_fwd, (float *out, float *att, const float *qkv, int B, int T, int C, int NH), \
+	  (out, att, qkv, B, T, C, NH), (B, T, C, NH), (B, T, C, NH),                                          \
+	  (NH ? 4 * B * NH * (C / NH) * TP_P(T) : 0) + 5 * B * NH * TP_P(T),                                   \
+	  4 * (4 * B * T * C + B * NH * T * T), NH ? 2 * B * NH * (C / NH) * TP_P(T) : 0)                      \
+	X(V, void, tnn_attention_bwd,                                                                          \
+	  (float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T, int C, int NH),  \
+	  (dqkv, dout, qkv, att, B, T, C, NH), (B, T, C, NH), (B, T, C, NH),                                   \
+	  (NH ? 8 * B * NH * (C / NH) * TP_P(T) : 0) + 4 * B * NH * TP_P(T),                                   \
+	  4 * (10 * B * T * C + B * NH * T * T), NH ? 4 * B * NH * (C / NH) * TP_P(T) : 0)                     \
+	X(V, void, tnn_attention_decode,                                                                       \
+	  (float *out, const float *q, const float *kcache, const float *vcache, int B, int NH, int HS,       \
+	   int TCAP, int n),                                                                                   \
+	  (out, q, kcache, vcache, B, NH, HS, TCAP, n), (B, NH, HS, TCAP, n), (B, NH, HS, TCAP, n),            \
+	  4 * B * NH * HS * n + 5 * B * NH * n, 4 * (2 * B * NH * HS + 2 * B * NH * n * HS),                   \
+	  2 * B * NH * HS * n)                                                                                 \
+	X(V, void, tnn_embedding_fwd, (float *out, const int *ids, const float *table, int N, int V, int C),  \
+	  (out, ids, table, N, V, C), (N, V, C), (N, V, C), 0, 4 * (N + 2 * N * C), 0)                         \
+	X(V, void, tnn_embedding_bwd, (float *dtable, const float *dout, const int *ids, int N, int V, int C), \
+	  (dtable, dout, ids, N, V, C), (N, V, C), (N, V, C), N * C, 4 * (N + 3 * N * C), 0)                   \
+	X(V, void, tnn_add, (float *out, const float *a, const float *b, long n), (out, a, b, n), (n), (n), n, \
+	  12 * n, 0)                                                                                           \
+	X(R, float, tnn_crossentropy_fwd,                                                                      \
+	  (float *losses, float *probs, const float *logits, const int *targets, int N, int V),               \
+	  (losses, probs, logits, targets, N, V), (N, V), (N, V), 5 * N * V + 2 * N, 4 * (2 * N * V + 2 * N), 0) \
+	X(V, void, tnn_crossentropy_bwd,                                                                       \
+	  (float *dlogits, const float *probs, const int *targets, int N, int V, float dloss),                \
+	  (dlogits, probs, targets, N, V, dloss), (N, V), (N, V), 2 * N * V, 4 * (3 * N * V + N), 0)           \
+	X(V, void, tnn_adamw,                                                                                  \
+	  (float *param, const float *grad, float *m, float *v, long n, int t, float lr, float beta1,          \
+	   float beta2, float eps, float weight_decay),                                                        \
+	  (param, grad, m, v, n, t, lr, beta1, beta2, eps, weight_decay), (n), (n), 15 * n, 28 * n, 0)         \
+	X(V, void, tnn_sgd,                                                                                    \
+	  (float *param, const float *grad, float *mom, long n, float lr, float momentum, float weight_decay), \
+	  (param, grad, mom, n, lr, momentum, weight_decay), (n, mom), (n, TP_NZ(mom)), 6 * n,                 \
+	  4 * (3 * n + mom * 2 * n), 0)                                                                        \
+	X(V, void, cblas_sgemm,                                                                                \
+	  (int order, int transa, int transb, int M, int N, int K, float alpha, const float *A, int lda,      \
+	   const float *B, int ldb, float beta, float *C, int ldc),                                            \
+	  (order, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), (M, N, K, ta, tb, beta),      \
+	  (M, N, K, transa != 111, transb != 111, tprof_f32_nonzero(beta)), 2 * M * N * K,                     \
+	  4 * (M * K + K * N + M * N + beta * M * N), M * N * K)                                               \
+	X(V, void, cblas_dgemm,                                                                                \
+	  (int order, int transa, int transb, int M, int N, int K, double alpha, const double *A, int lda,    \
+	   const double *B, int ldb, double beta, double *C, int ldc),                                         \
+	  (order, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), (M, N, K, ta, tb, beta),      \
+	  (M, N, K, transa != 111, transb != 111, tprof_f64_nonzero(beta)), 2 * M * N * K,                     \
+	  8 * (M * K + K * N + M * N + beta * M * N), M * N * K)                                               \
+	X(V, void, sgemm_,                                                                                     \
+	  (const char *transa, const char *transb, const int *m, const int *n, const int *k,                  \
+	   const float *alpha, const float *a, const int *lda, const float *b, const int *ldb,                \
+	   const float *beta, float *c, const int *ldc, unsigned long la, unsigned long lb),                  \
+	  (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb), (M, N, K, ta, tb, beta),     \
+	  (*m, *n, *k, !TP_NOTRANS(*transa), !TP_NOTRANS(*transb), tprof_f32_nonzero(*beta)), 2 * M * N * K,   \
+	  4 * (M * K + K * N + M * N + beta * M * N), M * N * K)                                               \
+	X(V, void, dgemm_,                                                                                     \
+	  (const char *transa, const char *transb, const int *m, const int *n, const int *k,                  \
+	   const double *alpha, const double *a, const int *lda, const double *b, const int *ldb,             \
+	   const double *beta, double *c, const int *ldc, unsigned long la, unsigned long lb),                \
+	  (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb), (M, N, K, ta, tb, beta),     \
+	  (*m, *n, *k, !TP_NOTRANS(*transa), !TP_NOTRANS(*transb), tprof_f64_nonzero(*beta)), 2 * M * N * K,   \
+	  8 * (M * K + K * N + M * N + beta * M * N), M * N * K)
+
+/* Nonzero test of a float by its bits: no floating-point instruction, so no exception flag can be
+ * raised in the traced program's floating-point state. */
+static inline int tprof_f32_nonzero(float f)
+{
+	uint32_t u;
+	__builtin_memcpy(&u, &f, sizeof(u));
+	return (u & 0x7fffffffu) != 0;
+}
+
+static inline int tprof_f64_nonzero(double f)
+{
+	uint64_t u;
+	__builtin_memcpy(&u, &f, sizeof(u));
+	return (u & 0x7fffffffffffffffull) != 0;
+}
+
+enum tprof_op_id {
+	TPROF_OP_NONE = 0,
+#define TP_ENUM(RK, RET, NAME, ...) TPROF_OP_##NAME,
+	TPROF_OPS(TP_ENUM)
+#undef TP_ENUM
+	TPROF_NOPS
+};
+
+#define TPROF_OP_MAX_SHAPE 12
+
+/* Declares the shape names as int64 locals read from s[]. */
+#define TP_UNPAREN(...) __VA_ARGS__
+#define TP_NARGS(...) TP_NARGS_(__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define TP_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, N, ...) N
+#define TP_CAT(a, b) TP_CAT_(a, b)
+#define TP_CAT_(a, b) a##b
+#define TP_V(x, i) const int64_t x = s[i]; (void)x;
+#define TP_D1(a) TP_V(a, 0)
+#define TP_D2(a, b) TP_D1(a) TP_V(b, 1)
+#define TP_D3(a, b, c) TP_D2(a, b) TP_V(c, 2)
+#define TP_D4(a, b, c, d) TP_D3(a, b, c) TP_V(d, 3)
+#define TP_D5(a, b, c, d, e) TP_D4(a, b, c, d) TP_V(e, 4)
+#define TP_D6(a, b, c, d, e, f) TP_D5(a, b, c, d, e) TP_V(f, 5)
+#define TP_D7(a, b, c, d, e, f, g) TP_D6(a, b, c, d, e, f) TP_V(g, 6)
+#define TP_D8(a, b, c, d, e, f, g, h) TP_D7(a, b, c, d, e, f, g) TP_V(h, 7)
+#define TP_D9(a, b, c, d, e, f, g, h, i) TP_D8(a, b, c, d, e, f, g, h) TP_V(i, 8)
+#define TP_D10(a, b, c, d, e, f, g, h, i, j) TP_D9(a, b, c, d, e, f, g, h, i) TP_V(j, 9)
+#define TP_D11(a, b, c, d, e, f, g, h, i, j, k) TP_D10(a, b, c, d, e, f, g, h, i, j) TP_V(k, 10)
+#define TP_D12(a, b, c, d, e, f, g, h, i, j, k, l) TP_D11(a, b, c, d, e, f, g, h, i, j, k) TP_V(l, 11)
+#define TP_DECL(...) TP_CAT(TP_D, TP_NARGS(__VA_ARGS__))(__VA_ARGS__)
+
+/* The cost of one call from its shape values: FLOPs, bytes and MACs (negative shapes give 0). */
+struct tprof_op_cost {
+	uint64_t flops, bytes, macs;
+};
+
+#define TP_COSTFN(RK, RET, NAME, PARAMS, ARGS, SNAMES, SVALS, FLOPS, BYTES, MACS)                               \
+	static inline struct tprof_op_cost tprof_cost_##NAME(const int64_t *s)                                 \
+	{                                                                                                      \
+		TP_DECL SNAMES int64_t f_ = (FLOPS), b_ = (BYTES), m_ = (MACS);                                 \
+		struct tprof_op_cost c = {f_ > 0 ? (uint64_t)f_ : 0, b_ > 0 ? (uint64_t)b_ : 0,                  \
+					  m_ > 0 ? (uint64_t)m_ : 0};                                          \
+		return c;                                                                                      \
+	}
+TPROF_OPS(TP_COSTFN)
+#undef TP_COSTFN
+
+/* Static description of an op: name, number of shape values and their names (comma-separated),
+ * element size of its floating-point data (4 or 8). */
+struct tprof_op_info {
+	const char *name;
+	unsigned nshape;
+	const char *shape_names;
+	unsigned elem_bytes;
+};
+
+static inline const struct tprof_op_info *tprof_op_info(unsigned op)
+{
+#define TP_INFO(RK, RET, NAME, PARAMS, ARGS, SNAMES, SVALS, ...)                                                \
+	{#NAME, TP_NARGS SNAMES, #SNAMES, ((#NAME[0] == 'd' && #NAME[1] == 'g') || (#NAME[0] == 'c' && #NAME[6] == 'd')) ? 8u : 4u},
+	static const struct tprof_op_info info[] = {{"?", 0, "()", 4}, TPROF_OPS(TP_INFO)};
+#undef TP_INFO
+	return op < TPROF_NOPS ? &info[op] : &info[0];
+}
+
+/* The cost of op from its shape (nshape values); zeros for an unknown op or a shape of the wrong size. */
+static inline struct tprof_op_cost tprof_op_cost(unsigned op, const int64_t *s, unsigned nshape)
+{
+	struct tprof_op_cost zero = {0, 0, 0};
+	if (op == 0 || op >= TPROF_NOPS || nshape != tprof_op_info(op)->nshape)
+		return zero;
+	switch (op) {
+#define TP_CASE(RK, RET, NAME, ...)                                                                             \
+	case TPROF_OP_##NAME:                                                                                  \
+		return tprof_cost_##NAME(s);
+		TPROF_OPS(TP_CASE)
+#undef TP_CASE
+	}
+	return zero;
+}
+
+#endif

@@ -1,0 +1,93 @@
+/* The annotation entry point behind include/tprof.h (tprof_annotate) and the table of interned
+ * annotation names. Names are copied into a fixed open-addressing table (no allocation, no lock: a
+ * slot is claimed with one compare-and-swap and published when its bytes are in place), so a program
+ * may pass a name that lives on its stack. The writer defines each name in a NAMES block before the
+ * first record that uses it. */
+#include <errno.h>
+#include <string.h>
+
+#include "preload.h"
+
+enum { SLOT_EMPTY = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
+static struct {
+	_Atomic int state;
+	uint8_t len;
+	char name[TPROF_NAME_MAX + 1];
+} names[TPROF_NAME_IDS];
+
+static uint32_t hash_name(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+uint32_t tprof_name_intern(const char *name)
+{
+	if (!name)
+		return 0;
+	size_t n = strnlen(name, TPROF_NAME_MAX);
+	uint32_t h = hash_name(name, n);
+	for (uint32_t k = 0; k < TPROF_NAME_IDS; k++) {
+		uint32_t i = (h + k) & (TPROF_NAME_IDS - 1);
+		if (i == 0)
+			continue; /* id 0 means "no name" */
+		int st = atomic_load_explicit(&names[i].state, memory_order_acquire);
+		if (st == SLOT_EMPTY) {
+			int expected = SLOT_EMPTY;
+			if (atomic_compare_exchange_strong(&names[i].state, &expected, SLOT_FILLING)) {
+				memcpy(names[i].name, name, n);
+				names[i].name[n] = 0;
+				names[i].len = (uint8_t)n;
+				atomic_store_explicit(&names[i].state, SLOT_READY, memory_order_release);
+				return i;
+			}
+			st = expected;
+		}
+		while (st == SLOT_FILLING) /* another thread is copying its name: a few bytes */
+			st = atomic_load_explicit(&names[i].state, memory_order_acquire);
+		if (names[i].len == n && memcmp(names[i].name, name, n) == 0)
+			return i;
+	}
+	return 0; /* the table is full: recorded without a name */
+}
+
+int tprof_name_get(uint32_t id, char *buf)
+{
+	if (id == 0 || id >= TPROF_NAME_IDS ||
+	    atomic_load_explicit(&names[id].state, memory_order_acquire) != SLOT_READY)
+		return -1;
+	memcpy(buf, names[id].name, names[id].len);
+	return names[id].len;
+}
+
+/* The one exported annotation call (include/tprof.h wraps it): kind is enum tprof_annot_kind. */
+TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value);
+TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value)
+{
+	if (kind < 1 || kind > TPROF_ANNOT_KIND_MAX || !atomic_load_explicit(&tprof_ready, memory_order_acquire) ||
+	    !atomic_load_explicit(&tprof_recording, memory_order_relaxed) || tprof_tls.guard)
+		return;
+	int saved = errno;
+	tprof_tls.guard++;
+	uint32_t id = tprof_name_intern(name);
+	struct tprof_thread *t = tprof_tls.thread;
+	if (!t)
+		t = tprof_thread_attach();
+	if (t) {
+		struct tprof_ring *r = t->ring;
+		if (tprof_ring_reserve(r, 1) || (tprof_ring_full(t, 1), tprof_ring_reserve(r, 1))) {
+			struct tprof_ev *e = tprof_ring_slot(r, 0);
+			e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), id,
+						    TPROF_RING_ANNOT);
+			e->tick = tprof_now();
+			e->size = (uint64_t)kind;
+			e->ptr = (uint64_t)value;
+			tprof_ring_publish(r, 1);
+			tprof_ring_kick(r, 1);
+		}
+	}
+	tprof_tls.guard--;
+	errno = saved;
+}
