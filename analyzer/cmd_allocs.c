@@ -79,8 +79,9 @@ static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals 
 			uint64_t prev, prev_owner;
 			if (addrmap_put(&last, e.tid, e.ptr, &prev) && prev != e.ptr)
 				addrmap_del(&owner, prev, NULL);
+			/* a gap in the trace (lost events) let another thread's latest block be reused */
 			if (addrmap_put(&owner, e.ptr, e.tid, &prev_owner) && prev_owner != e.tid)
-				addrmap_del(&last, prev_owner, NULL); /* a gap in the trace reused its block */
+				addrmap_del(&last, prev_owner, NULL);
 		}
 	}
 	tot->allocations = s.allocations;
@@ -115,14 +116,16 @@ static void print_sites_text(const char *title, const uint32_t *ids, size_t n, s
 			     struct stack_table *tab, struct stack_sym *ss)
 {
 	char a[32], b[32], c[32];
-	printf("\n%s (%s%zu of %zu sites)\n", title, n < nsites ? "the top " : "", n, nsites);
+	printf("\n%s (%s%zu of %zu site%s)\n", title, n < nsites ? "the top " : "", n, nsites,
+	       nsites == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++) {
 		const struct stack_cost *sc = &tab->cost[ids[i]];
 		size_t nf;
 		int trunc;
 		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &nf, &trunc);
 		printf("\n  %s allocation%s, %s bytes, %s temporary\n", tprof_commas(sc->blocks, a),
-		       sc->blocks == 1 ? "" : "s", tprof_commas(sc->bytes, b), tprof_commas(sc->temporary, c));
+		       sc->blocks == 1 ? "" : "s", tprof_commas(sc->bytes, b),
+		       tprof_commas(sc->temporary, c));
 		stack_print_text(stdout, fr, nf, trunc, "      ");
 	}
 }
@@ -191,22 +194,25 @@ int cmd_allocs(int argc, char **argv)
 		for (unsigned k = 0; k < NBUCKETS; k++) {
 			if (!tot.hist_allocs[k])
 				continue;
-			printf("%s{\"min\":%" PRIu64 ",\"max\":%" PRIu64 ",\"allocations\":%" PRIu64 ",\"bytes\":%" PRIu64
-			       "}",
-			       first ? "" : ",", bucket_min(k), bucket_max(k), tot.hist_allocs[k], tot.hist_bytes[k]);
+			printf("%s{\"min\":%" PRIu64 ",\"max\":%" PRIu64 ",\"allocations\":%" PRIu64
+			       ",\"bytes\":%" PRIu64 "}",
+			       first ? "" : ",", bucket_min(k), bucket_max(k), tot.hist_allocs[k],
+			       tot.hist_bytes[k]);
 			first = 0;
 		}
 		printf("]}\n");
 	} else {
 		printf("tprof allocs: %s (%s, pid %" PRIu64 ")\n\n", t->path, t->info.program, t->info.pid);
-		printf("%s allocations, %s bytes allocated, from %zu sites\n", tprof_commas(tot.allocations, a),
-		       tprof_commas(tot.bytes, b), nsites);
+		printf("%s allocations, %s bytes allocated, from %zu site%s\n",
+		       tprof_commas(tot.allocations, a), tprof_commas(tot.bytes, b), nsites,
+		       nsites == 1 ? "" : "s");
 		printf("%s temporary (%.1f%%): freed by their thread before its next allocation\n",
 		       tprof_commas(tot.temporary, c),
 		       tot.allocations ? 100.0 * (double)tot.temporary / (double)tot.allocations : 0.0);
 		print_sites_text("sites by number of allocations", by_allocs, shown, nsites, &tab, ss);
 		print_sites_text("sites by bytes allocated", by_bytes, shown, nsites, &tab, ss);
-		printf("\nrequested sizes\n\n  %21s  %13s  %17s\n", "bytes", "allocations", "bytes allocated");
+		printf("\nrequested sizes\n\n  %21s  %13s  %17s\n", "bytes", "allocations",
+		       "bytes allocated");
 		for (unsigned k = 0; k < NBUCKETS; k++) {
 			if (!tot.hist_allocs[k])
 				continue;
@@ -214,7 +220,8 @@ int cmd_allocs(int argc, char **argv)
 			if (bucket_min(k) == bucket_max(k))
 				snprintf(range, sizeof(range), "%" PRIu64, bucket_min(k));
 			else
-				snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64, bucket_min(k), bucket_max(k));
+				snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64, bucket_min(k),
+					 bucket_max(k));
 			printf("  %21s  %13s  %17s\n", range, tprof_commas(tot.hist_allocs[k], a),
 			       tprof_commas(tot.hist_bytes[k], b));
 		}

@@ -14,8 +14,8 @@
 #include "suppress.h"
 #include "util.h"
 
-#define USAGE                                                                                     \
-	"usage: tprof leaks [--json] [--top N] [--suppressions FILE]... [--no-default-suppressions] " \
+#define USAGE                                                                                                \
+	"usage: tprof leaks [--json] [--top N] [--suppressions FILE]... [--no-default-suppressions] "        \
 	"FILE"
 
 struct leak_rec {
@@ -60,8 +60,8 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s, 
 		tprof_json_str(stdout, r->text);
 		printf(",\"origin\":");
 		tprof_json_str(stdout, r->origin);
-		printf(",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"records\":%" PRIu64 "}", r->bytes, r->blocks,
-		       r->stacks);
+		printf(",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"records\":%" PRIu64 "}", r->bytes,
+		       r->blocks, r->stacks);
 		first = 0;
 	}
 	printf("]}\n");
@@ -77,8 +77,8 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 		nrep += !recs[i].supp;
 	printf("tprof leaks: %s (%s, pid %" PRIu64 ")\n", t->path, t->info.program, t->info.pid);
 	if (!t->complete)
-		printf("\nThe trace is incomplete (the process was killed, or the file was cut short): these are\n"
-		       "the blocks live where it ends, not at exit.\n");
+		printf("\nThe trace is incomplete (the process was killed, or the file was cut short):\n"
+		       "these are the blocks live where it ends, not at exit.\n");
 	if (t->lost_events)
 		printf("\n%s events were lost (lossy mode): blocks whose free was lost show as leaks.\n",
 		       tprof_commas(t->lost_events, a));
@@ -91,19 +91,22 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 		int trunc;
 		const struct stack_frame *fr = stack_frames(ss, recs[i].id, c->seq, &n, &trunc);
 		rank++;
-		printf("\n%s bytes in %s block%s still in use at exit: record %zu of %zu\n", tprof_commas(c->bytes, a),
-		       tprof_commas(c->blocks, b), c->blocks == 1 ? "" : "s", rank, nrep);
+		printf("\n%s bytes in %s block%s still in use at exit: record %zu of %zu\n",
+		       tprof_commas(c->bytes, a), tprof_commas(c->blocks, b), c->blocks == 1 ? "" : "s", rank,
+		       nrep);
 		stack_print_text(stdout, fr, n, trunc, "    ");
 		shown++;
 	}
 	printf("\nin use at exit: %s bytes in %s block%s (all of them: tprof report's, valgrind's \"in use "
 	       "at exit\")\n",
-	       tprof_commas(s->live_bytes, a), tprof_commas(s->live_blocks, b), s->live_blocks == 1 ? "" : "s");
-	printf("suppressed:     %s bytes in %s block%s\n", tprof_commas(sup_bytes, a), tprof_commas(sup_blocks, b),
-	       sup_blocks == 1 ? "" : "s");
+	       tprof_commas(s->live_bytes, a), tprof_commas(s->live_blocks, b),
+	       s->live_blocks == 1 ? "" : "s");
+	printf("suppressed:     %s bytes in %s block%s\n", tprof_commas(sup_bytes, a),
+	       tprof_commas(sup_blocks, b), sup_blocks == 1 ? "" : "s");
 	uint64_t rep_blocks = s->live_blocks - sup_blocks;
-	printf("reported:       %s bytes in %s block%s, %zu record%s", tprof_commas(s->live_bytes - sup_bytes, a),
-	       tprof_commas(rep_blocks, b), rep_blocks == 1 ? "" : "s", nrep, nrep == 1 ? "" : "s");
+	printf("reported:       %s bytes in %s block%s, %zu record%s",
+	       tprof_commas(s->live_bytes - sup_bytes, a), tprof_commas(rep_blocks, b),
+	       rep_blocks == 1 ? "" : "s", nrep, nrep == 1 ? "" : "s");
 	if (shown < nrep)
 		printf(" (the largest %zu shown: --top)", shown);
 	printf("\n");
@@ -115,8 +118,8 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 		if (!any)
 			printf("\nsuppressions used:\n");
 		any = 1;
-		printf("    %s bytes in %s block%s: %s (%s)\n", tprof_commas(r->bytes, a), tprof_commas(r->blocks, b),
-		       r->blocks == 1 ? "" : "s", r->text, r->origin);
+		printf("    %s bytes in %s block%s: %s (%s)\n", tprof_commas(r->bytes, a),
+		       tprof_commas(r->blocks, b), r->blocks == 1 ? "" : "s", r->text, r->origin);
 	}
 }
 

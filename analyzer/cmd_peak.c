@@ -69,7 +69,8 @@ int cmd_peak(int argc, char **argv)
 		goto out;
 	} else if (s.live_bytes != peak.peak_bytes || s.live_blocks != peak.peak_blocks) {
 		tprof_err("%s: the second pass does not reach the peak of the first (%" PRIu64 " != %" PRIu64
-			  " bytes); was the file changed?", file, s.live_bytes, peak.peak_bytes);
+			  " bytes); was the file changed?",
+			  file, s.live_bytes, peak.peak_bytes);
 		rc = 2;
 		goto out;
 	} else {
@@ -87,9 +88,10 @@ int cmd_peak(int argc, char **argv)
 		       peak.peak_bytes, peak.peak_blocks, when, peak.peak_bytes ? peak.peak_seq : 0, nrec);
 	} else {
 		printf("tprof peak: %s (%s, pid %" PRIu64 ")\n\n", t->path, t->info.program, t->info.pid);
-		printf("peak: %s bytes (%s) in %s blocks, at %s (event %" PRIu64 ")\n", tprof_commas(peak.peak_bytes, a),
-		       tprof_fmt_bytes(peak.peak_bytes, b), tprof_commas(peak.peak_blocks, c),
-		       tprof_fmt_ns(when, (char[32]){0}), peak.peak_bytes ? peak.peak_seq : 0);
+		printf("peak: %s bytes (%s) in %s blocks, at %s (event %" PRIu64 ")\n",
+		       tprof_commas(peak.peak_bytes, a), tprof_fmt_bytes(peak.peak_bytes, b),
+		       tprof_commas(peak.peak_blocks, c), tprof_fmt_ns(when, (char[32]){0}),
+		       peak.peak_bytes ? peak.peak_seq : 0);
 		if (nrec)
 			printf("live at the peak, by allocation stack%s:\n",
 			       shown < nrec ? " (the largest; --top)" : "");
@@ -106,7 +108,8 @@ int cmd_peak(int argc, char **argv)
 			putchar('}');
 		} else {
 			printf("\n%s bytes in %s block%s (%.1f%% of the peak): record %zu of %zu\n",
-			       tprof_commas(sc->bytes, a), tprof_commas(sc->blocks, b), sc->blocks == 1 ? "" : "s",
+			       tprof_commas(sc->bytes, a), tprof_commas(sc->blocks, b),
+			       sc->blocks == 1 ? "" : "s",
 			       100.0 * (double)sc->bytes / (double)peak.peak_bytes, i + 1, nrec);
 			stack_print_text(stdout, fr, n, trunc, "    ");
 		}

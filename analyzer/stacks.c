@@ -219,9 +219,11 @@ const struct stack_frame *stack_site_frames(struct stack_sym *ss, uint32_t id, u
 static void warn_one(void *ctx, const char *path, enum tprof_sym_status st)
 {
 	(void)ctx;
-	const char *why = st == TPROF_SYM_MISSING    ? "cannot be opened"
-			  : st == TPROF_SYM_MISMATCH ? "is not the file that was traced (build-id differs)"
-						     : "has neither symbols nor debug information";
+	const char *why = "has neither symbols nor debug information";
+	if (st == TPROF_SYM_MISSING)
+		why = "cannot be opened";
+	else if (st == TPROF_SYM_MISMATCH)
+		why = "is not the file that was traced (build-id differs)";
 	tprof_err("warning: %s %s; its frames are shown as module+offset", path, why);
 }
 

@@ -160,8 +160,10 @@ int supp_parse(struct suppressions *s, const char *origin, const char *text, cha
 		else if (colon && tlen == 9 && memcmp(line, "leak_site", 9) == 0)
 			site_only = 1;
 		else {
-			set_err(err, errlen, "%s:%d: not a suppression: '%.*s' (expected leak:PATTERN or "
-				"leak_site:PATTERN)", origin, lineno, (int)(len > 80 ? 80 : len), line);
+			set_err(err, errlen,
+				"%s:%d: not a suppression: '%.*s' (expected leak:PATTERN or "
+				"leak_site:PATTERN)",
+				origin, lineno, (int)(len > 80 ? 80 : len), line);
 			truncate_rules(s, n0);
 			return -1;
 		}

@@ -32,7 +32,9 @@ static void test_parse(void)
 	struct suppressions s;
 	char err[256];
 	supp_init(&s);
-	CHECK_EQ(supp_parse(&s, "f.supp", "# comment\n\n  leak:foo  \r\nleak_site:^bar$\n\tleak:*", err, sizeof(err)), 0);
+	CHECK_EQ(supp_parse(&s, "f.supp", "# comment\n\n  leak:foo  \r\nleak_site:^bar$\n\tleak:*", err,
+			    sizeof(err)),
+		 0);
 	CHECK_EQ(s.n, 3);
 	CHECK_STR(s.rules[0].text, "leak:foo");
 	CHECK_STR(s.rules[0].origin, "f.supp:3");
@@ -95,19 +97,24 @@ static void test_default(void)
 	for (size_t i = 0; i < s.n; i++)
 		CHECK(s.rules[i].site_only);
 	/* the loader's own allocation */
-	struct stack_frame ld[] = {frame("_dl_new_object", LD), frame("_dl_map_object", LD), frame("dlopen", LIBC),
-				   frame("main", EXE)};
+	struct stack_frame ld[] = {frame("_dl_new_object", LD), frame("_dl_map_object", LD),
+				   frame("dlopen", LIBC), frame("main", EXE)};
 	CHECK(supp_match(&s, ld, 4) != NULL);
 	/* a constructor of a dlopen'ed library runs under the loader: still the library's leak */
-	struct stack_frame ctor[] = {frame("plugin_ctor", "/tmp/libp.so"), frame("call_init", LD),
-				     frame("_dl_init", LD), frame("_dl_open", LD), frame("dlopen", LIBC),
+	struct stack_frame ctor[] = {frame("plugin_ctor", "/tmp/libp.so"),
+				     frame("call_init", LD),
+				     frame("_dl_init", LD),
+				     frame("_dl_open", LD),
+				     frame("dlopen", LIBC),
 				     frame("main", EXE)};
 	CHECK(supp_match(&s, ctor, 6) == NULL);
 	/* locale data, and a program's functions that look like the C library's */
-	struct stack_frame loc[] = {frame("_nl_load_locale", LIBC), frame("setlocale", LIBC), frame("main", EXE)};
+	struct stack_frame loc[] = {frame("_nl_load_locale", LIBC), frame("setlocale", LIBC),
+				    frame("main", EXE)};
 	CHECK(supp_match(&s, loc, 3) != NULL);
-	struct stack_frame mine[] = {frame("my_nl_cache", EXE), frame("nss_init", EXE), frame("setlocale_wrap", EXE),
-				     frame("main", EXE), frame("_dl_start_user", LD)};
+	struct stack_frame mine[] = {frame("my_nl_cache", EXE), frame("nss_init", EXE),
+				     frame("setlocale_wrap", EXE), frame("main", EXE),
+				     frame("_dl_start_user", LD)};
 	CHECK(supp_match(&s, mine, 5) == NULL);
 	struct stack_frame dup[] = {frame("__strdup", LIBC), frame("main", EXE)};
 	CHECK(supp_match(&s, dup, 2) == NULL);
