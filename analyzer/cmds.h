@@ -8,6 +8,7 @@ int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_roofline(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_allocs(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -14,6 +14,7 @@ static const struct {
 	{"dump", cmd_dump, "dump FILE                             every event, one per line"},
 	{"roofline", cmd_roofline, "roofline [--json] [--remeasure]       this machine's FLOP/s and bandwidth roofs"},
 	{"leaks", cmd_leaks, "leaks [--json] [--top N] FILE         blocks in use at exit, by stack"},
+	{"ops", cmd_ops, "ops [--json] [--by range] [...] FILE   per-op time shares, FLOPs, % of peak, steps"},
 	{"peak", cmd_peak, "peak [--json] [--top N] FILE          what was live at the peak, by stack"},
 	{"allocs", cmd_allocs, "allocs [--json] [--top N] FILE        allocation sites, temporaries, sizes"},
 	{"export", cmd_export, "export FILE --folded OUT [--metric M] folded stacks for flame graphs"},

@@ -4,6 +4,7 @@
  * optimizer state and activations are allocated once, before the first step. */
 #include "bench_flops.h"
 #include "bench_util.h"
+#include "tprof.h"
 
 #define MAX_CONV 8
 
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
 	       "batch %d steps %d optim %s seed %d backend %s\n",
 	       Cin, HW, chan_s, K, S, P, pool, ncls, B, steps, optim, seed, tnn_backend());
 	printf("params %zu\n", nparams);
+	tprof_param("params", (int64_t)nparams);
 
 	double step_flops = 0;
 	float loss = 0;
@@ -121,6 +123,8 @@ int main(int argc, char **argv)
 				x[b * img + i] = t[i] + noise * (2.0f * rng_uniform(&rng) - 1.0f);
 		}
 		double t0 = now_ms(), f0 = bench_flops;
+		tprof_step();
+		tprof_range_push("forward");
 		// --- forward (ReLU in place: relu(z) > 0 exactly where z > 0, which is all relu_bwd needs)
 		for (int i = 0; i < NC; i++) {
 			k_conv2d_fwd(conv[i], pooled[i], params + off[i], params + off[i] + (size_t)ch[i + 1] * ch[i] * K * K,
@@ -131,7 +135,9 @@ int main(int argc, char **argv)
 		}
 		k_linear_fwd(logits, pooled[NC], params + off[NC], params + off[NC] + (size_t)ncls * F, B, F, ncls);
 		loss = k_crossentropy_fwd(losses, probs, logits, labels, B, ncls);
+		tprof_range_pop();
 		// --- backward
+		tprof_range_push("backward");
 		memset(grads, 0, nparams * sizeof(float));
 		memset(dlogits, 0, (size_t)B * ncls * sizeof(float));
 		k_crossentropy_bwd(dlogits, probs, labels, B, ncls, 1.0f / B);
@@ -155,10 +161,15 @@ int main(int argc, char **argv)
 			k_conv2d_bwd(dinp, gw, gw + (size_t)ch[i + 1] * ch[i] * K * K, dconv[i], pooled[i], params + off[i], B,
 				     ch[i], hw[i], hw[i], ch[i + 1], K, S, P);
 		}
+		tprof_range_pop();
+		tprof_range_push("optimizer");
 		if (adamw)
 			k_adamw(params, grads, m, v, (long)nparams, s, lr, 0.9f, 0.999f, 1e-8f, wd);
 		else
 			k_sgd(params, grads, m, (long)nparams, lr, momentum, wd);
+		tprof_range_pop();
+		if (s == steps)
+			tprof_step(); /* the end of the last step */
 		double ms = now_ms() - t0;
 		step_flops = bench_flops - f0;
 		int correct = 0;

@@ -4,6 +4,7 @@
  * activations and their gradients are allocated and freed every step, as many training loops do. */
 #include "bench_flops.h"
 #include "bench_util.h"
+#include "tprof.h"
 
 #define MAX_LAYERS 16
 
@@ -58,6 +59,7 @@ int main(int argc, char **argv)
 	printf("mlp_bench: input %d hidden %s classes %d batch %d steps %d seed %d backend %s\n", D, hidden_s, K, B,
 	       steps, seed, tnn_backend());
 	printf("params %zu\n", nparams);
+	tprof_param("params", (int64_t)nparams);
 
 	size_t act_floats = 0;
 	double step_flops = 0;
@@ -77,6 +79,8 @@ int main(int argc, char **argv)
 		}
 
 		double t0 = now_ms(), f0 = bench_flops;
+		tprof_step();
+		tprof_range_push("forward");
 		// --- per-step activations: h[l] (B, width[l]) is the input of linear layer l (h[0] = x)
 		float *h[MAX_LAYERS + 2], *dh[MAX_LAYERS + 2];
 		act_floats = 0;
@@ -99,7 +103,9 @@ int main(int argc, char **argv)
 		}
 		loss = k_crossentropy_fwd(losses, probs, h[NL], labels, B, K);
 
+		tprof_range_pop();
 		// --- backward
+		tprof_range_push("backward");
 		memset(grads, 0, nparams * sizeof(float));
 		k_crossentropy_bwd(dh[NL], probs, labels, B, K, 1.0f / B);
 		for (int l = NL - 1; l >= 0; l--) {
@@ -113,7 +119,12 @@ int main(int argc, char **argv)
 			}
 			k_linear_bwd(l > 0 ? dh[l] : NULL, gW, gb, dh[l + 1], h[l], W, B, width[l], width[l + 1]);
 		}
+		tprof_range_pop();
+		tprof_range_push("optimizer");
 		k_adamw(params, grads, m, v, (long)nparams, s, lr, 0.9f, 0.999f, 1e-8f, wd);
+		tprof_range_pop();
+		if (s == steps)
+			tprof_step(); /* the end of the last step */
 
 		int correct = 0;
 		for (int b = 0; b < B; b++) {

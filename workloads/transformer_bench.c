@@ -5,6 +5,7 @@
  * first step; backward scratch is allocated and freed every step. --config gpt2-small selects GPT-2 small
  * (124,439,808 parameters). */
 #include "bench_flops.h"
+#include "tprof.h"
 #include "bench_util.h"
 
 // ----------------------------------------------------------------------------
@@ -165,6 +166,9 @@ static float forward(struct model *md, const int *in, const int *tgt, int B, int
 		k_add(a->encoded + (size_t)b * T * C, a->encoded + (size_t)b * T * C, p->wpe, (long)T * C);
 	const float *res = a->encoded; // (B, T, C)
 	for (int l = 0; l < L; l++) {
+		char lname[24];
+		snprintf(lname, sizeof lname, "layer%d", l);
+		tprof_range_push(lname);
 		float *ln1 = a->ln1 + l * btc, *qkv = a->qkv + l * 3 * btc, *atty = a->atty + l * btc;
 		float *att = a->att + (size_t)l * B * NH * T * T, *attproj = a->attproj + l * btc;
 		float *res2 = a->residual2 + l * btc, *ln2 = a->ln2 + l * btc, *fch = a->fch + l * 4 * btc;
@@ -182,6 +186,7 @@ static float forward(struct model *md, const int *in, const int *tgt, int B, int
 		k_linear_fwd(fcproj, fchg, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, BT, 4 * C, C);
 		k_add(res3, res2, fcproj, btc);
 		res = res3;
+		tprof_range_pop();
 	}
 	k_layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, res, p->lnfw, p->lnfb, BT, C);
 	k_linear_fwd(a->logits, a->lnf, p->wte, NULL, BT, C, V);
@@ -217,6 +222,9 @@ static void backward(struct model *md, const int *in, const int *tgt)
 	const float *res_last = L > 0 ? a->residual3 + (L - 1) * btc : a->encoded;
 	k_layernorm_bwd(dres, g->lnfw, g->lnfb, dlnf, res_last, p->lnfw, a->lnf_mean, a->lnf_rstd, BT, C);
 	for (int l = L - 1; l >= 0; l--) {
+		char lname[24];
+		snprintf(lname, sizeof lname, "layer%d", l);
+		tprof_range_push(lname);
 		const float *res_in = l > 0 ? a->residual3 + (l - 1) * btc : a->encoded;
 		float *ln1 = a->ln1 + l * btc, *qkv = a->qkv + l * 3 * btc, *atty = a->atty + l * btc;
 		float *att = a->att + (size_t)l * B * NH * T * T, *res2 = a->residual2 + l * btc;
@@ -243,6 +251,7 @@ static void backward(struct model *md, const int *in, const int *tgt)
 			     p->qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
 		k_layernorm_bwd(dres, g->ln1w + l * C, g->ln1b + l * C, dln, res_in, p->ln1w + l * C, a->ln1_mean + l * BT,
 				a->ln1_rstd + l * BT, BT, C);
+		tprof_range_pop();
 	}
 	k_embedding_bwd(g->wte, dres, in, BT, V, C);
 	for (int b = 0; b < B; b++)
@@ -385,17 +394,26 @@ int main(int argc, char **argv)
 	       "seed %d backend %s\n",
 	       cfgname, V, maxT, T, L, NH, C, B, steps, seed, tnn_backend());
 	printf("params %zu\n", md.nparams);
+	tprof_param("params", (int64_t)md.nparams);
 
 	double total_ms = 0, step_flops = 0, ms_first = 0;
 	float first_loss = 0, loss = 0;
+	tprof_step();
 	for (int s = 1; s <= steps; s++) {
 		make_batch(pattern, period, B, T, in, tgt, &rng);
 		double t0 = now_ms(), f0 = bench_flops;
 		memset(md.gmem, 0, md.nparams * sizeof(float));
+		tprof_range_push("forward");
 		loss = forward(&md, in, tgt, B, T);
+		tprof_range_pop();
+		tprof_range_push("backward");
 		backward(&md, in, tgt);
+		tprof_range_pop();
+		tprof_range_push("optimizer");
 		k_adamw(md.pmem, md.gmem, md.m, md.v, (long)md.nparams, s, lr, 0.9f, 0.95f, 1e-8f, wd);
+		tprof_range_pop();
 		double ms = now_ms() - t0;
+		tprof_step();
 		step_flops = bench_flops - f0;
 		if (s == 1) {
 			first_loss = loss, ms_first = ms;

@@ -1,0 +1,292 @@
+/* tprof ops: the op table of a trace, like PyTorch's key_averages().table() and more: per op (or op
+ * and shape, or annotated range) the calls, self and total time with their shares of the traced
+ * threads' wall time, the per-call distribution (p50/p95/p99, 95 % CI of the mean), FLOPs, GFLOP/s and
+ * its share of this machine's peak, bytes, arithmetic intensity and the roof that bounds it; then
+ * the step statistics. Text for people, --json for tools. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "ops.h"
+#include "reader.h"
+#include "roofline.h"
+#include "util.h"
+
+enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_FLOPS, SORT_NAME, SORT_GFLOPS };
+
+static enum sort_key sort_by;
+
+static double gflops_of(const struct ops_row *w)
+{
+	return w->total_ns ? (double)w->flops / (double)w->total_ns : 0;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct ops_row *x = a, *y = b;
+	double kx = 0, ky = 0;
+	switch (sort_by) {
+	case SORT_NAME:
+		return strcmp(x->name, y->name);
+	case SORT_SELF:
+		kx = (double)x->self_ns, ky = (double)y->self_ns;
+		break;
+	case SORT_TOTAL:
+		kx = (double)x->total_ns, ky = (double)y->total_ns;
+		break;
+	case SORT_CALLS:
+		kx = (double)x->calls, ky = (double)y->calls;
+		break;
+	case SORT_FLOPS:
+		kx = (double)x->flops, ky = (double)y->flops;
+		break;
+	case SORT_GFLOPS:
+		kx = gflops_of(x), ky = gflops_of(y);
+		break;
+	}
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static double peak_for(const struct tprof_roofline *rf, int bits)
+{
+	double p = bits == 64 ? rf->fp64_gflops_all : rf->fp32_gflops_all;
+	return p > 0 ? p : 0;
+}
+
+static const char *bound_of(const struct tprof_roofline *rf, const struct ops_row *w)
+{
+	double ridge = tprof_roofline_ridge(rf, w->fp_bits);
+	if (!w->bytes || !w->flops || ridge <= 0)
+		return "-";
+	return (double)w->flops / (double)w->bytes < ridge ? "memory" : "compute";
+}
+
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: tprof ops [--json] [--sort self|total|calls|flops|gflops|name] [--top N]\n"
+		   "                 [--group-by shape] [--by range] [--skip-steps N] FILE\n"
+		   "Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"
+		   "(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"
+		   "range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it.\n");
+	return f == stdout ? 0 : 1;
+}
+
+static void print_steps(const struct ops_result *r, int json)
+{
+	struct ops_dist d;
+	uint64_t *v = xmalloc((r->nsteps + 1) * sizeof(uint64_t));
+	memcpy(v, r->step_ns, r->nsteps * sizeof(uint64_t));
+	ops_dist(v, r->nsteps, &d);
+	free(v);
+	double flops_step = r->nsteps ? (double)r->step_flops / (double)r->nsteps : 0;
+	if (json) {
+		printf("\"steps\":{\"count\":%zu,\"skipped\":%zu,\"mean_ns\":%.0f,\"std_ns\":%.0f,\"p50_ns\":%" PRIu64
+		       ",\"p95_ns\":%" PRIu64 ",\"ci95_ns\":[%.0f,%.0f],\"flops_per_step\":%.0f}",
+		       d.n, r->steps_skipped, d.mean, d.sd, d.p50, d.p95, d.ci_lo, d.ci_hi, flops_step);
+		return;
+	}
+	if (!r->steps_total) {
+		printf("\nsteps: none marked (the program calls tprof_step() at iteration boundaries)\n");
+		return;
+	}
+	char a[32], b[32], c[32], e[32], f[32], g[32];
+	printf("\nsteps: %zu measured (%zu warm-up skipped of %zu)\n", d.n, r->steps_skipped, r->steps_total);
+	if (d.n)
+		printf("  per step  mean %s  std %s  p50 %s  p95 %s  95%% CI of the mean [%s, %s]\n",
+		       tprof_fmt_ns((uint64_t)d.mean, a), tprof_fmt_ns((uint64_t)d.sd, b), tprof_fmt_ns(d.p50, c),
+		       tprof_fmt_ns(d.p95, e), tprof_fmt_ns((uint64_t)d.ci_lo, f), tprof_fmt_ns((uint64_t)d.ci_hi, g));
+	if (d.n && flops_step > 0)
+		printf("  FLOPs per step %.4g (top-level kernel calls), %.2f GFLOP/s over the steps\n", flops_step,
+		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
+}
+
+int cmd_ops(int argc, char **argv)
+{
+	int json = 0;
+	long top = 0;
+	struct ops_options o = {0};
+	const char *path = NULL;
+	sort_by = SORT_SELF;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			return usage(stdout);
+		} else if (!strcmp(a, "--sort") && i + 1 < argc) {
+			const char *k = argv[++i];
+			if (!strcmp(k, "self"))
+				sort_by = SORT_SELF;
+			else if (!strcmp(k, "total"))
+				sort_by = SORT_TOTAL;
+			else if (!strcmp(k, "calls"))
+				sort_by = SORT_CALLS;
+			else if (!strcmp(k, "flops"))
+				sort_by = SORT_FLOPS;
+			else if (!strcmp(k, "gflops"))
+				sort_by = SORT_GFLOPS;
+			else if (!strcmp(k, "name"))
+				sort_by = SORT_NAME;
+			else {
+				tprof_err("ops: unknown sort key '%s'", k);
+				return usage(stderr);
+			}
+		} else if (!strcmp(a, "--top") && i + 1 < argc) {
+			top = strtol(argv[++i], NULL, 10);
+		} else if (!strcmp(a, "--group-by") && i + 1 < argc) {
+			if (strcmp(argv[++i], "shape") != 0) {
+				tprof_err("ops: --group-by takes 'shape'");
+				return usage(stderr);
+			}
+			o.group_shape = 1;
+		} else if (!strcmp(a, "--by") && i + 1 < argc) {
+			if (strcmp(argv[++i], "range") != 0) {
+				tprof_err("ops: --by takes 'range'");
+				return usage(stderr);
+			}
+			o.by_range = 1;
+		} else if (!strcmp(a, "--skip-steps") && i + 1 < argc) {
+			o.skip_steps = (unsigned)strtoul(argv[++i], NULL, 10);
+		} else if (a[0] == '-' && a[1]) {
+			tprof_err("ops: unknown option '%s'", a);
+			return usage(stderr);
+		} else if (!path) {
+			path = a;
+		} else {
+			return usage(stderr);
+		}
+	}
+	if (!path)
+		return usage(stderr);
+	struct tprof_trace *t;
+	char err[512];
+	if (tprof_trace_open(path, &t, err, sizeof(err)) != 0) {
+		tprof_err("%s", err);
+		return 2;
+	}
+	struct ops_result r;
+	if (ops_analyze(t, &o, &r) != 0) {
+		tprof_err("%s", t->err);
+		tprof_trace_close(t);
+		return 2;
+	}
+	struct tprof_roofline rf;
+	tprof_roofline_get(&rf, TPROF_ROOFLINE_MEASURE);
+	sort_by = o.by_range && sort_by == SORT_SELF ? SORT_TOTAL : sort_by;
+	qsort(r.rows, r.nrows, sizeof(*r.rows), row_cmp);
+	size_t n = top > 0 && (size_t)top < r.nrows ? (size_t)top : r.nrows;
+	double wall = r.wall_ns ? (double)r.wall_ns : 1;
+
+	if (json) {
+		printf("{\"file\":");
+		tprof_json_str(stdout, path);
+		printf(",\"peak_gflops\":%.6g,\"peak_fp64_gflops\":%.6g,\"peak_source\":", rf.fp32_gflops_all,
+		       rf.fp64_gflops_all);
+		tprof_json_str(stdout, rf.source);
+		printf(",\"wall_ns\":%" PRIu64 ",\"in_ops_ns\":%" PRIu64 ",\"outside_ns\":%" PRIu64
+		       ",\"threads\":%zu,\"calls\":%" PRIu64 ",\"by\":\"%s\",\"ops\":[",
+		       r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns, r.threads, r.calls, o.by_range ? "range" : "op");
+		for (size_t i = 0; i < n; i++) {
+			struct ops_row *w = &r.rows[i];
+			struct ops_dist d;
+			ops_dist(w->dur_ns, w->ndur, &d);
+			double peak = peak_for(&rf, w->fp_bits);
+			char pct[32] = "null";
+			if (peak > 0)
+				snprintf(pct, sizeof(pct), "%.6g", 100.0 * gflops_of(w) / peak);
+			printf("%s{\"name\":", i ? "," : "");
+			tprof_json_str(stdout, w->name);
+			printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"flops\":%" PRIu64
+			       ",\"macs\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"gflops_per_s\":%.6g,\"percent_of_peak\":%s"
+			       ",\"fp_bits\":%d,\"intensity\":%.6g,\"bound\":\"%s\",\"p50_ns\":%" PRIu64 ",\"p95_ns\":%" PRIu64
+			       ",\"p99_ns\":%" PRIu64 ",\"ci95_ns\":[%.0f,%.0f]",
+			       w->calls, w->self_ns, w->total_ns, w->flops, w->macs, w->bytes, gflops_of(w), pct, w->fp_bits,
+			       w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(&rf, w), d.p50, d.p95, d.p99,
+			       d.ci_lo, d.ci_hi);
+			if (o.by_range)
+				printf(",\"alloc_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"peak_live_growth\":%" PRIu64,
+				       w->alloc_bytes, w->allocs, w->peak_growth);
+			printf("}");
+		}
+		printf("],");
+		print_steps(&r, 1);
+		printf("}\n");
+		goto out;
+	}
+
+	char a[32], b[32], c[32];
+	printf("tprof ops: %s\n\n", path);
+	printf("  traced wall time %s over %zu thread%s with kernel calls (first to last event of each%s)\n",
+	       tprof_fmt_ns(r.wall_ns, a), r.threads, r.threads == 1 ? "" : "s",
+	       o.skip_steps ? ", from the first kept step" : "");
+	printf("  in kernels %s (%.1f%%), outside kernels %s (%.1f%%); %" PRIu64 " calls\n",
+	       tprof_fmt_ns(r.in_ops_ns, b), 100.0 * (double)r.in_ops_ns / wall,
+	       tprof_fmt_ns(r.wall_ns - r.in_ops_ns, c), 100.0 * (double)(r.wall_ns - r.in_ops_ns) / wall, r.calls);
+	if (rf.fp32_gflops_all > 0)
+	{
+		printf("  %% peak: of this machine's all-core FMA peak of the op's precision: FP32 %.1f GFLOP/s, ",
+		       rf.fp32_gflops_all);
+		if (rf.fp64_gflops_all > 0)
+			printf("FP64 %.1f GFLOP/s", rf.fp64_gflops_all);
+		else
+			printf("FP64 unknown");
+		printf(" (%s)\n", rf.source);
+		if (tprof_roofline_ridge(&rf, 32) > 0)
+			printf("  bound: the roof an op's FLOP/B puts it under; ridge points FP32 %.2f, FP64 %.2f FLOP/B "
+			       "(STREAM %.1f GB/s)\n",
+			       tprof_roofline_ridge(&rf, 32), tprof_roofline_ridge(&rf, 64), rf.stream_gbs_all);
+	}
+	else
+		printf("  %% peak: unknown (run 'tprof roofline' or set TPROF_PEAK_GFLOPS)\n");
+	printf("  self %% and total %%: of the traced wall time; times per call: total (nested calls included)\n\n");
+	if (o.by_range)
+		printf("%-36s %7s %10s %10s %6s %10s %8s %8s %10s %10s %10s\n", "range", "count", "total", "kernels",
+		       "krn%", "avg", "GFLOP", "GFLOP/s", "allocated", "peak+live", "allocs");
+	else
+		printf("%-28s %7s %9s %6s %9s %6s %9s %9s %9s %9s %21s %9s %8s %6s %9s %6s %s\n", "name", "calls",
+		       "self", "self%", "total", "tot%", "avg", "p50", "p95", "p99", "95% CI of mean", "GFLOP",
+		       "GFLOP/s", "%peak", "bytes", "FLOP/B", "bound");
+	for (size_t i = 0; i < n; i++) {
+		struct ops_row *w = &r.rows[i];
+		struct ops_dist d;
+		ops_dist(w->dur_ns, w->ndur, &d);
+		char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], s8[32], s9[48];
+		if (o.by_range) {
+			printf("%-36s %7" PRIu64 " %10s %10s %5.1f%% %10s %8.3f %8.2f %10s %10s %10" PRIu64 "\n", w->name,
+			       w->calls, tprof_fmt_ns(w->total_ns, s1), tprof_fmt_ns(w->kernel_ns, s2),
+			       w->total_ns ? 100.0 * (double)w->kernel_ns / (double)w->total_ns : 0,
+			       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), (double)w->flops / 1e9, gflops_of(w),
+			       tprof_fmt_bytes(w->alloc_bytes, s4), tprof_fmt_bytes(w->peak_growth, s5), w->allocs);
+			continue;
+		}
+		double peak = peak_for(&rf, w->fp_bits);
+		char ci[64];
+		snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_ns((uint64_t)d.ci_lo, s8), tprof_fmt_ns((uint64_t)d.ci_hi, s9));
+		char pk[16];
+		if (peak > 0)
+			snprintf(pk, sizeof(pk), "%5.1f%%", 100.0 * gflops_of(w) / peak);
+		else
+			snprintf(pk, sizeof(pk), "-");
+		printf("%-28s %7" PRIu64 " %9s %5.1f%% %9s %5.1f%% %9s %9s %9s %9s %21s %9.3f %8.2f %6s %9s %6.2f %s\n",
+		       w->name, w->calls, tprof_fmt_ns(w->self_ns, s1), 100.0 * (double)w->self_ns / wall,
+		       tprof_fmt_ns(w->total_ns, s2), 100.0 * (double)w->total_ns / wall,
+		       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), tprof_fmt_ns(d.p50, s4),
+		       tprof_fmt_ns(d.p95, s5), tprof_fmt_ns(d.p99, s6), ci, (double)w->flops / 1e9, gflops_of(w), pk,
+		       tprof_fmt_bytes(w->bytes, s7), w->bytes ? (double)w->flops / (double)w->bytes : 0,
+		       bound_of(&rf, w));
+	}
+	if (n < r.nrows)
+		printf("... %zu more (--top)\n", r.nrows - n);
+	if (!o.by_range)
+		printf("%-28s %7s %9s %5.1f%%\n", "(outside kernels)", "", tprof_fmt_ns(r.wall_ns - r.in_ops_ns, a),
+		       100.0 * (double)(r.wall_ns - r.in_ops_ns) / wall);
+	print_steps(&r, 0);
+out:
+	ops_free(&r);
+	tprof_trace_close(t);
+	return 0;
+}

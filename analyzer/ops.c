@@ -1,0 +1,495 @@
+/* Implementation of analyzer/ops.h. Kernel calls come from the reader's in-memory arrays; heap
+ * events are replayed once (in sequence order, merged with the annotations) for the threads' first
+ * and last events, the memory charged to ranges and the heap peak. */
+#include "ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap.h"
+#include "tprof_ops.h"
+#include "util.h"
+
+struct thr {
+	uint32_t tid;
+	uint64_t first, last; /* ticks */
+	size_t *calls;        /* indexes into t->kcalls */
+	size_t ncalls, cap;
+	/* open ranges, innermost last */
+	struct open_range {
+		size_t row;
+		size_t inst; /* index into ranges */
+		uint64_t start_live, max_live;
+	} stack[64];
+	unsigned depth;
+	char path[1024];
+};
+
+struct range_inst {
+	uint32_t tid;
+	uint64_t start, end; /* ticks; end UINT64_MAX while open */
+	size_t row;
+	int kept; /* begins inside the kept window */
+};
+
+struct state {
+	struct tprof_trace *t;
+	struct ops_result *r;
+	struct thr *thr;
+	size_t nthr;
+	struct range_inst *ranges;
+	size_t nranges;
+	uint64_t window; /* tick */
+};
+
+static struct thr *thread_of(struct state *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->nthr; i++)
+		if (s->thr[i].tid == tid)
+			return &s->thr[i];
+	s->thr = xrealloc(s->thr, (s->nthr + 1) * sizeof(*s->thr));
+	struct thr *h = &s->thr[s->nthr++];
+	memset(h, 0, sizeof(*h));
+	h->tid = tid;
+	h->first = UINT64_MAX;
+	return h;
+}
+
+static void seen(struct thr *h, uint64_t tick)
+{
+	if (tick < h->first)
+		h->first = tick;
+	if (tick > h->last)
+		h->last = tick;
+}
+
+static size_t row_for(struct ops_result *r, const char *name, unsigned op, int fp_bits)
+{
+	for (size_t i = 0; i < r->nrows; i++)
+		if (strcmp(r->rows[i].name, name) == 0)
+			return i;
+	r->rows = xrealloc(r->rows, (r->nrows + 1) * sizeof(*r->rows));
+	struct ops_row *w = &r->rows[r->nrows];
+	memset(w, 0, sizeof(*w));
+	w->name = xstrndup(name, strlen(name));
+	w->op = op;
+	w->fp_bits = fp_bits;
+	return r->nrows++;
+}
+
+static void add_dur(struct ops_row *w, uint64_t ns)
+{
+	if (w->ndur == w->cap_dur) {
+		w->cap_dur = w->cap_dur ? 2 * w->cap_dur : 16;
+		w->dur_ns = xrealloc(w->dur_ns, w->cap_dur * sizeof(*w->dur_ns));
+	}
+	w->dur_ns[w->ndur++] = ns;
+}
+
+/* The op table entry of an op name in the trace, or 0 (an op this tprof does not know). */
+static unsigned table_op(const char *name)
+{
+	for (unsigned op = 1; op < TPROF_NOPS; op++)
+		if (strcmp(tprof_op_info(op)->name, name) == 0)
+			return op;
+	return 0;
+}
+
+static uint64_t span_ns(const struct tprof_trace *t, uint64_t a, uint64_t b)
+{
+	uint64_t x = tprof_trace_ns(t, a), y = tprof_trace_ns(t, b);
+	return y > x ? y - x : 0;
+}
+
+/* ---- annotations: ranges, steps, parameters ---- */
+
+static void range_push(struct state *s, const struct tprof_annot *a)
+{
+	struct thr *h = thread_of(s, a->tid);
+	const char *name = a->name && a->name < s->t->nannot_names ? s->t->annot_names[a->name] : "?";
+	size_t len = strlen(h->path);
+	if (h->depth == sizeof(h->stack) / sizeof(h->stack[0]))
+		return; /* deeper ranges are folded into the 64th */
+	snprintf(h->path + len, sizeof(h->path) - len, "%s%s", len ? "/" : "", name);
+	struct ops_result *r = s->r;
+	size_t row = row_for(r, h->path, 0, 32);
+	s->ranges = xrealloc(s->ranges, (s->nranges + 1) * sizeof(*s->ranges));
+	s->ranges[s->nranges] = (struct range_inst){a->tid, a->tick, UINT64_MAX, row, a->tick >= s->window};
+	h->stack[h->depth++] = (struct open_range){row, s->nranges, 0, 0};
+	s->nranges++;
+}
+
+static void range_pop(struct state *s, uint32_t tid, uint64_t tick)
+{
+	struct thr *h = thread_of(s, tid);
+	if (!h->depth)
+		return; /* a pop without a push: ignored */
+	struct open_range *o = &h->stack[--h->depth];
+	struct range_inst *ri = &s->ranges[o->inst];
+	ri->end = tick;
+	if (ri->kept) {
+		struct ops_row *w = &s->r->rows[o->row];
+		w->calls++;
+		uint64_t d = span_ns(s->t, ri->start, tick);
+		w->total_ns += d;
+		add_dur(w, d);
+		if (o->max_live - o->start_live > w->peak_growth)
+			w->peak_growth = o->max_live - o->start_live;
+	}
+	char *slash = strrchr(h->path, '/');
+	if (slash)
+		*slash = 0;
+	else
+		h->path[0] = 0;
+}
+
+static void apply_annot(struct state *s, const struct tprof_annot *a, uint64_t live)
+{
+	struct thr *h = thread_of(s, a->tid);
+	seen(h, a->tick);
+	if (a->kind == TPROF_ANNOT_PUSH) {
+		range_push(s, a);
+		if (h->depth)
+			h->stack[h->depth - 1].start_live = h->stack[h->depth - 1].max_live = live;
+	} else if (a->kind == TPROF_ANNOT_POP) {
+		range_pop(s, a->tid, a->tick);
+	} else if (a->kind == TPROF_ANNOT_PARAM) {
+		struct ops_result *r = s->r;
+		const char *name = a->name ? s->t->annot_names[a->name] : "?";
+		size_t i;
+		for (i = 0; i < r->nparams; i++)
+			if (strcmp(r->param_name[i], name) == 0)
+				break;
+		if (i == r->nparams) {
+			r->param_name = xrealloc(r->param_name, (r->nparams + 1) * sizeof(char *));
+			r->param_value = xrealloc(r->param_value, (r->nparams + 1) * sizeof(int64_t));
+			r->param_name[i] = xstrndup(name, strlen(name));
+			r->nparams++;
+		}
+		r->param_value[i] = a->value;
+	}
+}
+
+/* ---- heap replay merged with the annotations ---- */
+
+static int replay(struct state *s)
+{
+	struct tprof_trace *t = s->t;
+	struct heap_stats hs;
+	heap_init(&hs, 0);
+	size_t ai = 0;
+	struct tprof_event e;
+	int rc;
+	while ((rc = tprof_trace_next(t, &e)) == 1) {
+		while (ai < t->nannots && t->annots[ai].seq < e.seq)
+			apply_annot(s, &t->annots[ai++], hs.live_bytes);
+		struct heap_change c;
+		heap_step(&hs, &e, &c);
+		struct thr *h = thread_of(s, e.tid);
+		seen(h, e.tick);
+		for (unsigned d = 0; d < h->depth; d++) {
+			struct open_range *o = &h->stack[d];
+			if (hs.live_bytes > o->max_live)
+				o->max_live = hs.live_bytes;
+			if (c.taken_ptr && e.tick >= s->window) {
+				s->r->rows[o->row].alloc_bytes += e.size;
+				s->r->rows[o->row].allocs++;
+			}
+		}
+	}
+	while (ai < t->nannots)
+		apply_annot(s, &t->annots[ai++], hs.live_bytes);
+	s->r->heap_peak = hs.peak_bytes;
+	heap_release(&hs);
+	if (rc < 0)
+		return -1;
+	for (size_t i = 0; i < s->nthr; i++) /* ranges still open at the end close there */
+		while (s->thr[i].depth)
+			range_pop(s, s->thr[i].tid, s->thr[i].last);
+	return 0;
+}
+
+/* ---- kernel calls ---- */
+
+static const struct tprof_trace *sort_trace;
+
+static int by_start(const void *a, const void *b)
+{
+	const struct tprof_kcall *x = &sort_trace->kcalls[*(const size_t *)a], *y = &sort_trace->kcalls[*(const size_t *)b];
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	if (x->t1 != y->t1)
+		return x->t1 > y->t1 ? -1 : 1; /* the enclosing call first */
+	return *(const size_t *)a < *(const size_t *)b ? 1 : -1; /* equal intervals: the outer one exits last */
+}
+
+static void row_name(const struct tprof_trace *t, const struct tprof_kcall *k, int with_shape, char *buf, size_t n)
+{
+	const char *name = t->op_names[k->op];
+	if (!with_shape) {
+		snprintf(buf, n, "%s", name);
+		return;
+	}
+	const char *sn = t->op_shape_names && t->op_shape_names[k->op] ? t->op_shape_names[k->op] : "";
+	size_t len = (size_t)snprintf(buf, n, "%s(", name);
+	for (unsigned i = 0; i < k->nshape && len < n; i++) {
+		const char *comma = strchr(sn, ',');
+		size_t nl = comma ? (size_t)(comma - sn) : strlen(sn);
+		while (nl && *sn == ' ')
+			sn++, nl--;
+		len += (size_t)snprintf(buf + len, n - len, "%s%.*s%s%lld", i ? "," : "", (int)nl, sn, nl ? "=" : "",
+					(long long)t->kshape[k->shape_at + i]);
+		sn = comma ? comma + 1 : sn + nl;
+	}
+	if (len < n)
+		snprintf(buf + len, n - len, ")");
+}
+
+static void thread_calls(struct state *s, struct thr *h, const struct ops_options *o, const uint64_t *sb, size_t nsb)
+{
+	struct tprof_trace *t = s->t;
+	struct ops_result *r = s->r;
+	sort_trace = t;
+	qsort(h->calls, h->ncalls, sizeof(size_t), by_start);
+	size_t *stack = xmalloc((h->ncalls + 1) * sizeof(size_t));
+	uint64_t *child = xcalloc(h->ncalls + 1, sizeof(uint64_t));
+	size_t *pos = xmalloc((h->ncalls + 1) * sizeof(size_t)); /* position in h->calls of stack entries */
+	size_t depth = 0;
+	/* ranges of this thread, by start, for charging kernels to the innermost open one */
+	size_t *rs = xmalloc((s->nranges + 1) * sizeof(size_t)), nrs = 0, ri = 0;
+	for (size_t i = 0; i < s->nranges; i++)
+		if (s->ranges[i].tid == h->tid)
+			rs[nrs++] = i; /* already in start order: pushes were applied in sequence order */
+	size_t *rstack = xmalloc((nrs + 1) * sizeof(size_t)), rdepth = 0;
+	uint64_t *self = xcalloc(h->ncalls + 1, sizeof(uint64_t));
+	int *top = xcalloc(h->ncalls + 1, sizeof(int));
+	for (size_t i = 0; i < h->ncalls; i++) {
+		const struct tprof_kcall *k = &t->kcalls[h->calls[i]];
+		while (depth && t->kcalls[h->calls[pos[depth - 1]]].t1 <= k->t0)
+			depth--;
+		uint64_t d = span_ns(t, k->t0, k->t1);
+		if (depth)
+			child[pos[depth - 1]] += d;
+		else
+			top[i] = 1;
+		pos[depth] = i;
+		stack[depth++] = h->calls[i];
+	}
+	for (size_t i = 0; i < h->ncalls; i++) {
+		const struct tprof_kcall *k = &t->kcalls[h->calls[i]];
+		uint64_t d = span_ns(t, k->t0, k->t1);
+		self[i] = d > child[i] ? d - child[i] : 0;
+		if (top[i]) {
+			r->in_ops_ns += d;
+			r->top_flops += k->flops;
+			/* the step this call starts in */
+			if (nsb >= 2 && k->t0 >= sb[0] && k->t0 < sb[nsb - 1])
+				r->step_flops += k->flops;
+		}
+		r->calls++;
+		while (rdepth && s->ranges[rstack[rdepth - 1]].end <= k->t0)
+			rdepth--;
+		while (ri < nrs && s->ranges[rs[ri]].start <= k->t0) {
+			while (rdepth && s->ranges[rstack[rdepth - 1]].end <= s->ranges[rs[ri]].start)
+				rdepth--;
+			rstack[rdepth++] = rs[ri++];
+			while (rdepth && s->ranges[rstack[rdepth - 1]].end <= k->t0)
+				rdepth--;
+		}
+		if (o->by_range) {
+			for (size_t q = 0; q < rdepth; q++) {
+				struct ops_row *w = &r->rows[s->ranges[rstack[q]].row];
+				w->kernel_ns += self[i];
+				if (top[i]) {
+					w->flops += k->flops;
+					w->bytes += k->bytes;
+				}
+			}
+			if (!rdepth) {
+				size_t ix = row_for(r, "(no range)", 0, 32);
+				struct ops_row *w = &r->rows[ix];
+				w->kernel_ns += self[i];
+				if (top[i]) {
+					w->flops += k->flops;
+					w->bytes += k->bytes;
+				}
+			}
+			continue;
+		}
+		char name[512];
+		row_name(t, k, o->group_shape, name, sizeof(name));
+		unsigned op = table_op(t->op_names[k->op]);
+		int bits = op && tprof_op_info(op)->elem_bytes == 8 ? 64 : 32;
+		size_t ix = row_for(r, name, op, bits);
+		struct ops_row *w = &r->rows[ix];
+		w->calls++;
+		w->self_ns += self[i];
+		w->total_ns += span_ns(t, k->t0, k->t1);
+		w->flops += k->flops;
+		w->bytes += k->bytes;
+		if (op)
+			w->macs += tprof_op_cost(op, &t->kshape[k->shape_at], k->nshape).macs;
+		add_dur(w, span_ns(t, k->t0, k->t1));
+	}
+	(void)sb;
+	free(stack);
+	free(child);
+	free(pos);
+	free(rs);
+	free(rstack);
+	free(self);
+	free(top);
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	struct state s = {.t = t, .r = r};
+	/* step boundaries, in sequence order (one thread usually marks them) */
+	uint64_t *sb = xmalloc((t->nannots + 1) * sizeof(uint64_t));
+	size_t nsb = 0;
+	for (size_t i = 0; i < t->nannots; i++)
+		if (t->annots[i].kind == TPROF_ANNOT_STEP)
+			sb[nsb++] = t->annots[i].tick;
+	r->steps_total = nsb > 1 ? nsb - 1 : 0;
+	if (o->skip_steps && o->skip_steps >= nsb) {
+		snprintf(t->err, sizeof(t->err),
+			 "%s: cannot skip %u steps: the program marked %zu step boundaries (tprof_step)", t->path,
+			 o->skip_steps, nsb);
+		free(sb);
+		return -1;
+	}
+	size_t first_sb = o->skip_steps;
+	s.window = o->skip_steps ? sb[first_sb] : 0;
+	r->steps_skipped = o->skip_steps;
+	if (nsb > first_sb + 1) {
+		r->nsteps = nsb - first_sb - 1;
+		r->step_ns = xmalloc(r->nsteps * sizeof(uint64_t));
+		for (size_t i = 0; i < r->nsteps; i++)
+			r->step_ns[i] = span_ns(t, sb[first_sb + i], sb[first_sb + i + 1]);
+		r->steps_ns = span_ns(t, sb[first_sb], sb[nsb - 1]);
+	}
+	r->window_ns = s.window ? tprof_trace_ns(t, s.window) : 0;
+
+	if (replay(&s) != 0) {
+		free(sb);
+		free(s.ranges);
+		for (size_t i = 0; i < s.nthr; i++)
+			free(s.thr[i].calls);
+		free(s.thr);
+		return -1;
+	}
+	size_t range_rows = r->nrows;
+	for (size_t i = 0; i < t->nkcalls; i++) {
+		const struct tprof_kcall *k = &t->kcalls[i];
+		if (k->t0 < s.window)
+			continue;
+		struct thr *h = thread_of(&s, k->tid);
+		seen(h, k->t0);
+		seen(h, k->t1);
+		if (h->ncalls == h->cap) {
+			h->cap = h->cap ? 2 * h->cap : 64;
+			h->calls = xrealloc(h->calls, h->cap * sizeof(size_t));
+		}
+		h->calls[h->ncalls++] = i;
+	}
+	for (size_t i = 0; i < s.nthr; i++) {
+		struct thr *h = &s.thr[i];
+		if (!h->ncalls)
+			continue;
+		r->threads++;
+		uint64_t from = h->first > s.window ? h->first : s.window;
+		r->wall_ns += span_ns(t, from, h->last);
+		thread_calls(&s, h, o, sb + first_sb, nsb > first_sb ? nsb - first_sb : 0);
+	}
+	if (!o->by_range) { /* the range rows were only scaffolding */
+		for (size_t i = 0; i < range_rows; i++) {
+			free(r->rows[i].name);
+			free(r->rows[i].dur_ns);
+		}
+		memmove(r->rows, r->rows + range_rows, (r->nrows - range_rows) * sizeof(*r->rows));
+		r->nrows -= range_rows;
+	} else {
+		for (size_t i = 0; i < r->nrows; i++)
+			r->rows[i].self_ns = r->rows[i].kernel_ns;
+	}
+	if (r->wall_ns < r->in_ops_ns) /* clock rounding between threads' first events and calls */
+		r->wall_ns = r->in_ops_ns;
+	for (size_t i = 0; i < r->nrows; i++)
+		qsort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);
+	free(sb);
+	free(s.ranges);
+	for (size_t i = 0; i < s.nthr; i++)
+		free(s.thr[i].calls);
+	free(s.thr);
+	return 0;
+}
+
+void ops_free(struct ops_result *r)
+{
+	for (size_t i = 0; i < r->nrows; i++) {
+		free(r->rows[i].name);
+		free(r->rows[i].dur_ns);
+	}
+	free(r->rows);
+	free(r->step_ns);
+	for (size_t i = 0; i < r->nparams; i++)
+		free(r->param_name[i]);
+	free(r->param_name);
+	free(r->param_value);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom; 1.96 beyond. */
+static double t975(size_t df)
+{
+	static const double q[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+				   2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+				   2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+	if (df == 0)
+		return 0;
+	if (df <= 30)
+		return q[df];
+	return df <= 60 ? 2.000 : df <= 120 ? 1.980 : 1.960;
+}
+
+/* Nearest-rank percentile of a sorted sample. */
+static uint64_t pct(const uint64_t *v, size_t n, double p)
+{
+	if (!n)
+		return 0;
+	size_t k = (size_t)ceil(p / 100.0 * (double)n);
+	return v[k ? k - 1 : 0];
+}
+
+void ops_dist(uint64_t *v, size_t n, struct ops_dist *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->n = n;
+	if (!n)
+		return;
+	qsort(v, n, sizeof(uint64_t), by_u64);
+	double sum = 0, sq = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += (double)v[i];
+	d->mean = sum / (double)n;
+	for (size_t i = 0; i < n; i++)
+		sq += ((double)v[i] - d->mean) * ((double)v[i] - d->mean);
+	d->sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+	double half = n > 1 ? t975(n - 1) * d->sd / sqrt((double)n) : 0;
+	d->ci_lo = d->mean - half > 0 ? d->mean - half : 0;
+	d->ci_hi = d->mean + half;
+	d->p50 = pct(v, n, 50);
+	d->p95 = pct(v, n, 95);
+	d->p99 = pct(v, n, 99);
+	d->min = v[0];
+	d->max = v[n - 1];
+}

@@ -1,0 +1,79 @@
+/* The kernel-call analysis behind `tprof ops` and `tprof compare`: replays a trace's kernel calls
+ * (KERNELS blocks), nests them per thread by their intervals to get self time, and aggregates them
+ * per op (optionally per shape), with per-call time distributions; cuts the run into steps at the
+ * program's tprof_step() boundaries; and follows the annotated ranges, charging to each range the
+ * kernel time, FLOPs and heap bytes spent inside it. Conventions (docs/OPS.md):
+ *  - a thread's wall time runs from its first to its last recorded event (kernel, annotation or heap),
+ *    from the first kept step boundary on when warm-up steps are skipped;
+ *  - self time of a call = its duration minus the durations of the calls directly nested in it; the
+ *    self times of all calls plus the time outside any call add up to the threads' wall time;
+ *  - FLOPs of a step or a range are those of top-level calls only (a composite's FLOPs include those
+ *    of the calls it makes). */
+#ifndef TPROF_OPS_ANALYSIS_H
+#define TPROF_OPS_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reader.h"
+
+/* One row of the op table: one op (or one op and shape, or one range). */
+struct ops_row {
+	char *name;
+	unsigned op;        /* op id (0 for range rows) */
+	int fp_bits;        /* 32 or 64: which compute roof applies */
+	uint64_t calls;
+	uint64_t self_ns, total_ns;
+	uint64_t flops, bytes, macs;
+	uint64_t *dur_ns;   /* every call's duration (total), sorted once computed */
+	size_t ndur, cap_dur;
+	/* range rows only */
+	uint64_t kernel_ns;     /* self time of the kernels inside */
+	uint64_t alloc_bytes;   /* bytes allocated inside (requested) */
+	uint64_t allocs;
+	uint64_t peak_growth;   /* largest growth of live heap bytes within one instance of the range */
+};
+
+/* Summary statistics of a sample of durations. */
+struct ops_dist {
+	size_t n;
+	double mean, sd, ci_lo, ci_hi; /* ci: 95 % confidence interval of the mean (Student's t) */
+	uint64_t p50, p95, p99, min, max;
+};
+
+struct ops_options {
+	unsigned skip_steps; /* drop everything before this step boundary (warm-up) */
+	int group_shape;     /* one row per op and shape */
+	int by_range;        /* range rows instead of op rows */
+};
+
+struct ops_result {
+	struct ops_row *rows;
+	size_t nrows;
+	uint64_t wall_ns;    /* sum over threads with kernel calls of their wall time */
+	uint64_t in_ops_ns;  /* time inside top-level calls (= sum of all self times) */
+	size_t threads;      /* threads with kernel calls */
+	uint64_t calls;      /* kernel calls kept */
+	uint64_t top_flops;  /* FLOPs of top-level calls kept */
+	uint64_t window_ns;  /* CLOCK_MONOTONIC offset (from time zero) where the kept part begins */
+	/* steps: durations between consecutive kept boundaries */
+	uint64_t *step_ns;
+	size_t nsteps, steps_total, steps_skipped;
+	uint64_t step_flops; /* FLOPs of top-level calls within the kept steps */
+	uint64_t steps_ns;   /* their total duration */
+	/* the program's tprof_param() values (the last one of each name) */
+	char **param_name;
+	int64_t *param_value;
+	size_t nparams;
+	uint64_t heap_peak;  /* peak of live requested heap bytes (whole run) */
+};
+
+/* Runs the analysis. Returns 0, or -1 with a message in t->err (a corrupt heap record, or asking
+ * to skip at least as many step boundaries as the trace has). Reads t's heap events to the end. */
+int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_result *r);
+void ops_free(struct ops_result *r);
+
+/* Statistics of n durations (sorts them in place). */
+void ops_dist(uint64_t *v, size_t n, struct ops_dist *d);
+
+#endif

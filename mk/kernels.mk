@@ -1,0 +1,15 @@
+# The kernel-interposition test program of tests/integration/ops.bats and bench/kernels.sh: it calls
+# every op-table kernel (libtnn.so) and, through libkcall_blas.so (opened RTLD_LOCAL, linked against
+# the system BLAS), the four BLAS GEMM entry points.
+
+KCALL_FILES := $(BUILD)/progs/kernel_calls $(BUILD)/progs/libkcall_blas.so
+all: $(KCALL_FILES)
+
+$(BUILD)/progs/kernel_calls: tests/kernels/kernel_calls.c include/tnn.h $(BUILD)/libtnn.so
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -D_GNU_SOURCE -Iinclude -o $@ $< -L$(BUILD) -ltnn \
+		-Wl,-rpath,'$$ORIGIN/..' -Wl,-rpath,'$$ORIGIN' -ldl $(LDLIBS)
+
+$(BUILD)/progs/libkcall_blas.so: tests/kernels/kcall_blas.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -fPIC -shared -o $@ $< -lblas

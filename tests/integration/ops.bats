@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# Kernel interposition and tprof ops: every wrapped kernel's FLOPs equal its analytic formula for the
+# shapes used, the shares add up, the real result is unchanged, a BLAS loaded RTLD_LOCAL is reached,
+# NumPy's dgemm is counted, annotations give steps and ranges, and malformed KERNELS blocks are rejected.
+
+load helpers
+
+export TPROF_PEAK_GFLOPS=100
+CHECK="$TPROF_ROOT/tests/integration/ops_check.py"
+GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --steps 6 --lr 3e-3 --period 12 --gen 4"
+
+@test "every op-table kernel is wrapped and its FLOPs equal the analytic formula" {
+	bare=$("$B/progs/kernel_calls" 2>&1)
+	run traced "$B/progs/kernel_calls"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$bare" ] # BLAS results unchanged
+	"$B/tprof" ops --group-by shape --json t.trace >ops.json
+	run $PY "$CHECK" ops.json --all
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "transformer_bench: FLOPs match the formulas per shape and the shares add up" {
+	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
+	"$B/tprof" ops --group-by shape --json t.trace >ops.json
+	run $PY "$CHECK" ops.json
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "cnn_bench and mlp_bench: FLOPs match the formulas per shape" {
+	traced "$B/cnn_bench" --image 12 --channels 8,8 --classes 4 --batch 8 --steps 3 >/dev/null
+	"$B/tprof" ops --group-by shape --json t.trace >ops.json
+	$PY "$CHECK" ops.json
+	rm t.trace
+	traced "$B/mlp_bench" --input 32 --hidden 64,32 --classes 4 --batch 16 --steps 3 >/dev/null
+	"$B/tprof" ops --group-by shape --json t.trace >ops.json
+	$PY "$CHECK" ops.json
+}
+
+@test "the step count of the annotated transformer_bench and skipping warm-up steps" {
+	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
+	"$B/tprof" ops --json t.trace >a.json
+	[ "$(jget a.json steps.count)" -eq 6 ]
+	"$B/tprof" ops --json --skip-steps 2 t.trace >b.json
+	[ "$(jget b.json steps.count)" -eq 4 ]
+	[ "$(jget b.json steps.skipped)" -eq 2 ]
+	run "$B/tprof" ops --skip-steps 7 t.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"cannot skip 7 steps"* ]]
+}
+
+@test "--by range: forward, backward, optimizer and layers, with heap bytes" {
+	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
+	"$B/tprof" ops --by range --json t.trace >r.json
+	$PY - r.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {r["name"]: r for r in d["ops"]}
+for k in ("forward", "backward", "optimizer", "forward/layer0", "backward/layer1"):
+    assert k in rows, (k, sorted(rows))
+    assert rows[k]["calls"] == 6, (k, rows[k]["calls"])
+assert rows["optimizer"]["flops"] > 0
+assert rows["backward"]["alloc_bytes"] > 0 # per-step scratch
+PY
+}
+
+@test "NumPy's matrix product through an RTLD_LOCAL BLAS: one dgemm of 2*512*128*256 FLOPs" {
+	$PY -c "import numpy" 2>/dev/null || skip "python3-numpy is not installed"
+	prog='import numpy as np; a=np.ones((512,256)); b=np.ones((256,128)); print((a@b).sum())'
+	bare=$($PY -c "$prog")
+	run traced $PY -c "$prog"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$bare" ]
+	"$B/tprof" ops --json t.trace >o.json
+	$PY - o.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+gemm = [o for o in d["ops"] if "gemm" in o["name"]]
+assert len(gemm) == 1 and gemm[0]["calls"] == 1 and gemm[0]["flops"] == 33554432, gemm
+PY
+}
+
+@test "an unannotated program runs unchanged and annotations without the preload are no-ops" {
+	run "$B/transformer_bench" $GPT_SMALL
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"summary loss"* ]]
+}
+
+@test "malformed KERNELS and NAMES blocks are rejected with a message" {
+	traced "$B/progs/kernel_calls" >/dev/null
+	# rewrite the first KERNELS block's first op id to one no NAMES block defines, fixing the CRC
+	$PY - t.trace bad.trace <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+def crc32c(b):
+    c = 0xffffffff
+    for x in b:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82f63b78 & -(c & 1))
+    return c ^ 0xffffffff
+def varint(b, i):
+    v = s = 0
+    while True:
+        x = b[i]; i += 1; v |= (x & 0x7f) << s; s += 7
+        if not x & 0x80: return v, i
+off = 16
+while off < len(data):
+    t = data[off]; n = int.from_bytes(data[off+1:off+5], "little"); p = off + 9
+    if t == 12:
+        _, i = varint(data, p); _, i = varint(data, i)
+        assert data[i] == 1
+        data[i + 1] = 0x7f # op 127
+        data[off+5:off+9] = crc32c(bytes(data[off:off+1]) + bytes(data[p:p+n])).to_bytes(4, "little")
+        break
+    off = p + n
+open(sys.argv[2], "wb").write(data)
+PY
+	run "$B/tprof" ops bad.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"names op 127, which no NAMES block defined"* ]]
+}
