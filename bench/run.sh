@@ -9,3 +9,6 @@ if [ -f "$here/workloads.sh" ]; then
 	echo "== workloads (bench/workloads.sh)"
 	bash "$here/workloads.sh"
 fi
+echo
+echo "== kernel-call overhead (bench/kernels.sh)"
+bash "$here/kernels.sh"

@@ -1,13 +1,10 @@
 /* Calls every kernel of the op table once with small, distinct shapes, for tests/integration/ops.bats:
  * the tnn_* kernels through libtnn.so, and the four BLAS GEMM entry points from libkcall_blas.so, a
  * library opened RTLD_LOCAL that links the system BLAS (as a Python extension opens NumPy's). The
- * data is all zeros: only the shapes matter. With "bench N" it instead calls tnn_add on 16 floats N
- * times and prints the time per call (bench/kernels.sh). */
+ * data is all zeros: only the shapes matter. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "tnn.h"
 
@@ -16,27 +13,10 @@ static float *buf(void)
 	return calloc(1 << 20, sizeof(float)); /* 4 MiB: more than any call below touches */
 }
 
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	float *a = buf(), *b = buf(), *c = buf(), *d = buf(), *e = buf(), *f = buf();
 	int *ids = calloc(1 << 16, sizeof(int));
-	if (argc == 3 && strcmp(argv[1], "bench") == 0) {
-		long n = atol(argv[2]);
-		tnn_add(c, a, b, 16);
-		double t0 = now_ns();
-		for (long i = 0; i < n; i++)
-			tnn_add(c, a, b, 16);
-		double t1 = now_ns();
-		printf("%.2f ns per call\n", (t1 - t0) / (double)n);
-		return 0;
-	}
 	tnn_matmul(c, a, b, d, 5, 7, 9, 0);
 	tnn_matmul(c, a, b, NULL, 6, 8, 10, TNN_TRANS_A | TNN_ACCUMULATE);
 	tnn_matmul_bwd(c, d, e, a, b, f, 4, 6, 8);
