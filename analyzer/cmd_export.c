@@ -33,30 +33,34 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->stack, ((const struct line *)b)->stack);
 }
 
+/* Appends frame name to out (length *len, capacity *cap) after a ';' unless it is the first; a ';'
+ * inside the name, which would split the frame, becomes ':'. */
+static char *append_frame(char *out, size_t *len, size_t *cap, const char *name)
+{
+	size_t k = strlen(name);
+	if (*len + k + 2 > *cap) {
+		*cap = (*len + k + 2) * 2;
+		out = xrealloc(out, *cap);
+	}
+	if (*len)
+		out[(*len)++] = ';';
+	for (size_t i = 0; i < k; i++)
+		out[(*len)++] = name[i] == ';' ? ':' : name[i];
+	out[*len] = 0;
+	return out;
+}
+
 /* The folded form of a stack: frames outermost first, joined by ';'. Caller frees. */
 static char *fold(const struct stack_frame *fr, size_t n, int truncated)
 {
 	size_t len = 0, cap = 256;
 	char *out = xmalloc(cap);
 	out[0] = 0;
-	char name[1024];
-	if (n == 0 || truncated) {
-		const char *root = n == 0 ? "[no stack]" : "[truncated]";
-		len = strlen(root);
-		memcpy(out, root, len + 1);
-	}
-	for (size_t i = n; i-- > 0;) {
-		stack_frame_name(&fr[i], name, sizeof(name));
-		size_t k = strlen(name);
-		if (len + k + 2 > cap) {
-			cap = (len + k + 2) * 2;
-			out = xrealloc(out, cap);
-		}
-		if (len)
-			out[len++] = ';';
-		memcpy(out + len, name, k + 1);
-		len += k;
-	}
+	char buf[64];
+	if (n == 0 || truncated)
+		out = append_frame(out, &len, &cap, n == 0 ? "[no stack]" : "[truncated]");
+	for (size_t i = n; i-- > 0;)
+		out = append_frame(out, &len, &cap, stack_frame_name(&fr[i], buf, sizeof(buf)));
 	return out;
 }
 

@@ -299,13 +299,10 @@ const char *stack_frame_name(const struct stack_frame *fr, char *buf, size_t len
 {
 	const struct tprof_sym_frame *s = &fr->sym;
 	if (s->function)
-		snprintf(buf, len, "%s", s->function);
-	else if (s->module)
+		return s->function;
+	if (s->module)
 		snprintf(buf, len, "%s+0x%" PRIx64, s->module, s->offset);
 	else
 		snprintf(buf, len, "0x%" PRIx64, fr->addr);
-	for (char *p = buf; *p; p++)
-		if (*p == ';')
-			*p = ':';
 	return buf;
 }

@@ -110,8 +110,8 @@ void stack_print_text(FILE *f, const struct stack_frame *fr, size_t n, int trunc
  * null for unknown strings, line 0 when unknown, offset null without a module. */
 void stack_print_json(FILE *f, const struct stack_frame *fr, size_t n);
 
-/* A frame's name for folded stacks and summaries: the function, else MODULE+0xOFFSET, else the
- * address; never contains ';' (replaced by ':'). Written into buf (size len); returns buf. */
+/* A frame's name for folded stacks and summaries: the function, else MODULE+0xOFFSET (written into
+ * buf, of size len), else the address (likewise). Returns the function's own string or buf. */
 const char *stack_frame_name(const struct stack_frame *fr, char *buf, size_t len);
 
 #endif
