@@ -14,9 +14,9 @@
 #include "suppress.h"
 #include "util.h"
 
-#define USAGE                                                                                                \
-	"usage: tprof leaks [--json] [--top N] [--suppressions FILE]... [--no-default-suppressions] "        \
-	"FILE"
+#define USAGE                                                                                     \
+	"usage: tprof leaks [--json] [--top N] [--suppressions FILE]... [--no-default-suppressions] " \
+	"FILE\n       tprof leaks --print-default-suppressions"
 
 struct leak_rec {
 	uint32_t id;
@@ -138,36 +138,40 @@ int cmd_leaks(int argc, char **argv)
 		} else if (strcmp(argv[i], "--top") == 0) {
 			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &top) != 0) {
 				tprof_err("leaks: --top needs a number (0: all)");
-				goto fail;
+				goto done;
 			}
 		} else if (strcmp(argv[i], "--suppressions") == 0) {
 			if (i + 1 >= argc) {
 				tprof_err("leaks: --suppressions needs a file");
-				goto fail;
+				goto done;
 			}
 			if (supp_load(&supp, argv[++i], err, sizeof(err)) != 0) {
 				tprof_err("%s", err);
-				goto fail;
+				goto done;
 			}
 		} else if (strcmp(argv[i], "--no-default-suppressions") == 0) {
 			defaults = 0;
+		} else if (strcmp(argv[i], "--print-default-suppressions") == 0) {
+			fputs(supp_default_text, stdout); /* a file to start from: --suppressions reads it back */
+			rc = 0;
+			goto done;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			printf("%s\n", USAGE);
 			rc = 0;
-			goto fail;
+			goto done;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			tprof_err("leaks: unknown option '%s'", argv[i]);
-			goto fail;
+			goto done;
 		} else if (!file) {
 			file = argv[i];
 		} else {
 			tprof_err("leaks: one trace at a time");
-			goto fail;
+			goto done;
 		}
 	}
 	if (!file) {
 		tprof_err("%s", USAGE);
-		goto fail;
+		goto done;
 	}
 	if (defaults)
 		supp_add_default(&supp);
@@ -176,7 +180,7 @@ int cmd_leaks(int argc, char **argv)
 	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
 		tprof_err("%s", err);
 		rc = 2;
-		goto fail;
+		goto done;
 	}
 	struct heap_stats s;
 	struct stack_table tab;
@@ -230,7 +234,7 @@ out:
 	heap_release(&s);
 	stack_table_free(&tab);
 	tprof_trace_close(t);
-fail:
+done:
 	supp_free(&supp);
 	return rc;
 }

@@ -141,6 +141,11 @@ assert d["suppressed_blocks"] == sum(r["blocks"] for r in hidden)
 assert d["leaked_bytes"] == a["leaked_bytes"] == d["suppressed_bytes"] + d["reported_bytes"]
 assert d["reported_bytes"] == 208 and a["suppressed_bytes"] == 0
 assert [s["origin"].split(":")[0] for s in d["suppressions"]] == ["default"] * len(d["suppressions"])'
+	# the printed built-in list, read back as a file, suppresses the same
+	"$B/tprof" leaks --print-default-suppressions >default.supp
+	"$B/tprof" leaks --json --no-default-suppressions --suppressions default.supp t.trace >f.json
+	[ "$(jget f.json suppressed_bytes)" = "$(jget l.json suppressed_bytes)" ]
+	[ "$(jget f.json records)" = "$(jget l.json records)" ]
 }
 
 @test "leaks: a stripped binary shows module+offset inside the right functions, no guessed names" {
