@@ -79,7 +79,8 @@ static void print_steps(const struct ops_result *r, int json)
 {
 	struct ops_dist d;
 	uint64_t *v = xmalloc((r->nsteps + 1) * sizeof(uint64_t));
-	memcpy(v, r->step_ns, r->nsteps * sizeof(uint64_t));
+	if (r->nsteps)
+		memcpy(v, r->step_ns, r->nsteps * sizeof(uint64_t));
 	ops_dist(v, r->nsteps, &d);
 	free(v);
 	double flops_step = r->nsteps ? (double)r->step_flops / (double)r->nsteps : 0;

@@ -9,6 +9,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_roofline(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_allocs(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -252,7 +252,8 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 	struct tprof_trace *t = s->t;
 	struct ops_result *r = s->r;
 	sort_trace = t;
-	qsort(h->calls, h->ncalls, sizeof(size_t), by_start);
+	if (h->ncalls)
+		qsort(h->calls, h->ncalls, sizeof(size_t), by_start);
 	size_t *stack = xmalloc((h->ncalls + 1) * sizeof(size_t));
 	uint64_t *child = xcalloc(h->ncalls + 1, sizeof(uint64_t));
 	size_t *pos = xmalloc((h->ncalls + 1) * sizeof(size_t)); /* position in h->calls of stack entries */
@@ -415,7 +416,8 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 			free(r->rows[i].name);
 			free(r->rows[i].dur_ns);
 		}
-		memmove(r->rows, r->rows + range_rows, (r->nrows - range_rows) * sizeof(*r->rows));
+		if (r->nrows > range_rows)
+			memmove(r->rows, r->rows + range_rows, (r->nrows - range_rows) * sizeof(*r->rows));
 		r->nrows -= range_rows;
 	} else {
 		for (size_t i = 0; i < r->nrows; i++)
@@ -424,7 +426,8 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 	if (r->wall_ns < r->in_ops_ns) /* clock rounding between threads' first events and calls */
 		r->wall_ns = r->in_ops_ns;
 	for (size_t i = 0; i < r->nrows; i++)
-		qsort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);
+		if (r->rows[i].ndur)
+			qsort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);
 	free(sb);
 	free(s.ranges);
 	for (size_t i = 0; i < s.nthr; i++)

@@ -15,6 +15,7 @@ static const struct {
 	{"roofline", cmd_roofline, "roofline [--json] [--remeasure]       this machine's FLOP/s and bandwidth roofs"},
 	{"leaks", cmd_leaks, "leaks [--json] [--top N] FILE         blocks in use at exit, by stack"},
 	{"ops", cmd_ops, "ops [--json] [--by range] [...] FILE   per-op time shares, FLOPs, % of peak, steps"},
+	{"compare", cmd_compare, "compare [--json] A.trace B.trace ...  params, time and FLOPs per step, GFLOP/s"},
 	{"peak", cmd_peak, "peak [--json] [--top N] FILE          what was live at the peak, by stack"},
 	{"allocs", cmd_allocs, "allocs [--json] [--top N] FILE        allocation sites, temporaries, sizes"},
 	{"export", cmd_export, "export FILE --folded OUT [--metric M] folded stacks for flame graphs"},

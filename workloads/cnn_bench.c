@@ -116,6 +116,7 @@ int main(int argc, char **argv)
 	float loss = 0;
 	struct step_log slog = {.steps = steps, .log_every = log_every, .batch = B};
 	for (int s = 1; s <= steps; s++) {
+		tprof_step(); /* a step is a whole iteration, batch preparation included */
 		for (int b = 0; b < B; b++) { /* not timed */
 			labels[b] = (int)(rng_u32(&rng) % (uint32_t)ncls);
 			const float *t = templates + labels[b] * img;
@@ -123,7 +124,6 @@ int main(int argc, char **argv)
 				x[b * img + i] = t[i] + noise * (2.0f * rng_uniform(&rng) - 1.0f);
 		}
 		double t0 = now_ms(), f0 = bench_flops;
-		tprof_step();
 		tprof_range_push("forward");
 		// --- forward (ReLU in place: relu(z) > 0 exactly where z > 0, which is all relu_bwd needs)
 		for (int i = 0; i < NC; i++) {

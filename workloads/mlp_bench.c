@@ -66,6 +66,7 @@ int main(int argc, char **argv)
 	float loss = 0;
 	struct step_log slog = {.steps = steps, .log_every = log_every, .batch = B};
 	for (int s = 1; s <= steps; s++) {
+		tprof_step(); /* a step is a whole iteration, batch preparation included */
 		// --- synthetic batch (not timed, not counted)
 		for (size_t i = 0; i < (size_t)B * D; i++)
 			x[i] = 2.0f * rng_uniform(&rng) - 1.0f;
@@ -79,7 +80,6 @@ int main(int argc, char **argv)
 		}
 
 		double t0 = now_ms(), f0 = bench_flops;
-		tprof_step();
 		tprof_range_push("forward");
 		// --- per-step activations: h[l] (B, width[l]) is the input of linear layer l (h[0] = x)
 		float *h[MAX_LAYERS + 2], *dh[MAX_LAYERS + 2];

@@ -7,9 +7,16 @@ load helpers
 
 export TPROF_PEAK_GFLOPS=100
 CHECK="$TPROF_ROOT/tests/integration/ops_check.py"
+# Under SAN=1 libtnn.so is built with ASan, whose runtime must come first: it cannot run preloaded.
+no_asan_tnn() {
+	if ldd "$B/libtnn.so" | grep -q libasan; then
+		skip "libtnn.so is ASan-instrumented (SAN=1) and cannot run under LD_PRELOAD"
+	fi
+}
 GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --steps 6 --lr 3e-3 --period 12 --gen 4"
 
 @test "every op-table kernel is wrapped and its FLOPs equal the analytic formula" {
+	no_asan_tnn
 	bare=$("$B/progs/kernel_calls" 2>&1)
 	run traced "$B/progs/kernel_calls"
 	[ "$status" -eq 0 ]
@@ -21,6 +28,7 @@ GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --step
 }
 
 @test "transformer_bench: FLOPs match the formulas per shape and the shares add up" {
+	no_asan_tnn
 	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
 	"$B/tprof" ops --group-by shape --json t.trace >ops.json
 	run $PY "$CHECK" ops.json
@@ -29,6 +37,7 @@ GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --step
 }
 
 @test "cnn_bench and mlp_bench: FLOPs match the formulas per shape" {
+	no_asan_tnn
 	traced "$B/cnn_bench" --image 12 --channels 8,8 --classes 4 --batch 8 --steps 3 >/dev/null
 	"$B/tprof" ops --group-by shape --json t.trace >ops.json
 	$PY "$CHECK" ops.json
@@ -39,6 +48,7 @@ GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --step
 }
 
 @test "the step count of the annotated transformer_bench and skipping warm-up steps" {
+	no_asan_tnn
 	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
 	"$B/tprof" ops --json t.trace >a.json
 	[ "$(jget a.json steps.count)" -eq 6 ]
@@ -51,6 +61,7 @@ GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --step
 }
 
 @test "--by range: forward, backward, optimizer and layers, with heap bytes" {
+	no_asan_tnn
 	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
 	"$B/tprof" ops --by range --json t.trace >r.json
 	$PY - r.json <<'PY'
@@ -88,6 +99,7 @@ PY
 }
 
 @test "malformed KERNELS and NAMES blocks are rejected with a message" {
+	no_asan_tnn
 	traced "$B/progs/kernel_calls" >/dev/null
 	# rewrite the first KERNELS block's first op id to one no NAMES block defines, fixing the CRC
 	$PY - t.trace bad.trace <<'PY'
@@ -120,4 +132,24 @@ PY
 	run "$B/tprof" ops bad.trace
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"names op 127, which no NAMES block defined"* ]]
+}
+
+@test "compare: parameters and FLOPs per step of two runs side by side" {
+	no_asan_tnn
+	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
+	mv t.trace gpt.trace
+	traced "$B/mlp_bench" --input 32 --hidden 64,32 --classes 4 --batch 16 --steps 4 >mlp.out
+	"$B/tprof" compare --json gpt.trace t.trace >c.json
+	$PY - c.json "$(awk '$1 == "params" { print $2 }' mlp.out)" "$(awk '$1 == "flops_per_step" { print $2 }' mlp.out)" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+gpt, mlp = d["runs"]
+assert gpt["program"] == "transformer_bench" and gpt["steps"] == 6 and gpt["params"] > 0, gpt
+assert mlp["params"] == int(sys.argv[2]), (mlp, sys.argv[2])
+teacher = 2 * 16 * 4 * 32 # the labelling matmul of the untimed batch preparation, inside the step
+assert abs(mlp["flops_per_step"] - teacher - float(sys.argv[3])) <= 1e-3 * float(sys.argv[3]), (mlp, sys.argv[3])
+PY
+	run "$B/tprof" compare gpt.trace t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"transformer_bench"*"mlp_bench"* ]]
 }

@@ -1,0 +1,125 @@
+/* tprof compare: several runs side by side (the MLP vs CNN vs transformer view): parameters (from
+ * tprof_param("params", n)), steps, time per step, FLOPs per step, GFLOP/s over the steps, the share of
+ * the machine's FP32 peak, time in kernels and the heap peak. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "ops.h"
+#include "reader.h"
+#include "roofline.h"
+#include "util.h"
+
+struct run {
+	const char *path;
+	char program[64];
+	int64_t params;
+	struct ops_dist steps;
+	double flops_step, gflops, kernel_share;
+	uint64_t heap_peak;
+};
+
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: tprof compare [--json] [--skip-steps N] A.trace B.trace ...\n"
+		   "Parameters, time and FLOPs per step, GFLOP/s and %% of the FP32 peak, heap peak, side by side.\n");
+	return f == stdout ? 0 : 1;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	int json = 0;
+	struct ops_options o = {0};
+	struct run *runs = xcalloc((size_t)argc, sizeof(*runs));
+	size_t n = 0;
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			free(runs);
+			return usage(stdout);
+		} else if (!strcmp(argv[i], "--skip-steps") && i + 1 < argc)
+			o.skip_steps = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (argv[i][0] == '-') {
+			free(runs);
+			return usage(stderr);
+		} else
+			runs[n++].path = argv[i];
+	}
+	if (!n) {
+		free(runs);
+		return usage(stderr);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct run *w = &runs[i];
+		struct tprof_trace *t;
+		char err[512];
+		if (tprof_trace_open(w->path, &t, err, sizeof(err)) != 0) {
+			tprof_err("%s", err);
+			rc = 2;
+			goto out;
+		}
+		struct ops_result r;
+		if (ops_analyze(t, &o, &r) != 0) {
+			tprof_err("%s", t->err);
+			tprof_trace_close(t);
+			rc = 2;
+			goto out;
+		}
+		snprintf(w->program, sizeof(w->program), "%s", t->info.program);
+		w->params = -1;
+		for (size_t k = 0; k < r.nparams; k++)
+			if (!strcmp(r.param_name[k], "params"))
+				w->params = r.param_value[k];
+		ops_dist(r.step_ns, r.nsteps, &w->steps);
+		w->flops_step = r.nsteps ? (double)r.step_flops / (double)r.nsteps : 0;
+		w->gflops = r.steps_ns ? (double)r.step_flops / (double)r.steps_ns : 0;
+		w->kernel_share = r.wall_ns ? (double)r.in_ops_ns / (double)r.wall_ns : 0;
+		w->heap_peak = r.heap_peak;
+		ops_free(&r);
+		tprof_trace_close(t);
+	}
+	struct tprof_roofline rf;
+	tprof_roofline_get(&rf, TPROF_ROOFLINE_MEASURE);
+	if (json) {
+		printf("{\"peak_gflops\":%.6g,\"runs\":[", rf.fp32_gflops_all);
+		for (size_t i = 0; i < n; i++) {
+			struct run *w = &runs[i];
+			printf("%s{\"file\":", i ? "," : "");
+			tprof_json_str(stdout, w->path);
+			printf(",\"program\":");
+			tprof_json_str(stdout, w->program);
+			printf(",\"params\":%" PRId64 ",\"steps\":%zu,\"step_mean_ns\":%.0f,\"step_ci95_ns\":[%.0f,%.0f]"
+			       ",\"flops_per_step\":%.0f,\"gflops_per_s\":%.6g,\"kernel_share\":%.4f,\"heap_peak_bytes\":%" PRIu64 "}",
+			       w->params, w->steps.n, w->steps.mean, w->steps.ci_lo, w->steps.ci_hi, w->flops_step, w->gflops,
+			       w->kernel_share, w->heap_peak);
+		}
+		printf("]}\n");
+		goto out;
+	}
+	printf("%-20s %12s %6s %12s %22s %12s %9s %7s %9s %10s\n", "program", "params", "steps", "time/step",
+	       "95% CI of the mean", "FLOPs/step", "GFLOP/s", "%peak", "in kernels", "heap peak");
+	for (size_t i = 0; i < n; i++) {
+		struct run *w = &runs[i];
+		char a[32], b[32], c[32], d[32], ci[72], pk[16] = "-";
+		snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_ns((uint64_t)w->steps.ci_lo, b),
+			 tprof_fmt_ns((uint64_t)w->steps.ci_hi, c));
+		if (rf.fp32_gflops_all > 0)
+			snprintf(pk, sizeof(pk), "%.1f%%", 100.0 * w->gflops / rf.fp32_gflops_all);
+		char params[32] = "-";
+		if (w->params >= 0)
+			tprof_commas((uint64_t)w->params, params);
+		printf("%-20s %12s %6zu %12s %22s %12.4g %9.2f %7s %8.1f%% %10s\n", w->program, params, w->steps.n,
+		       tprof_fmt_ns((uint64_t)w->steps.mean, a), ci, w->flops_step, w->gflops, pk, 100.0 * w->kernel_share,
+		       tprof_fmt_bytes(w->heap_peak, d));
+	}
+	printf("\n%%peak: of the all-core FP32 FMA peak (%.1f GFLOP/s, %s); FLOPs/step: top-level kernel calls; "
+	       "in kernels: of the traced threads' wall time\n",
+	       rf.fp32_gflops_all, rf.source);
+out:
+	free(runs);
+	return rc;
+}
