@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "addrmap.h"
+#include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
 #include "reader.h"
@@ -132,45 +133,19 @@ static void print_sites_text(const char *title, const uint32_t *ids, size_t n, s
 
 int cmd_allocs(int argc, char **argv)
 {
-	int json = 0;
-	size_t top = DEFAULT_TOP;
-	const char *file = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strcmp(argv[i], "--top") == 0) {
-			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &top) != 0) {
-				tprof_err("allocs: --top needs a number (0: all)");
-				return 1;
-			}
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("%s\n", USAGE);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			tprof_err("allocs: unknown option '%s'", argv[i]);
-			return 1;
-		} else if (!file) {
-			file = argv[i];
-		} else {
-			tprof_err("allocs: one trace at a time");
-			return 1;
-		}
-	}
-	if (!file) {
-		tprof_err("%s", USAGE);
-		return 1;
-	}
-	char err[512];
-	struct tprof_trace *t;
-	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	struct cmd_opts o = { .name = "allocs", .usage = USAGE, .accept = CMD_JSON | CMD_TOP,
+			      .top = DEFAULT_TOP };
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	struct tprof_trace *t = cmd_open_trace(o.file);
+	if (!t)
 		return 2;
-	}
 	struct stack_table tab;
 	stack_table_init(&tab, t);
 	struct totals tot;
 	memset(&tot, 0, sizeof(tot));
-	int rc = 0;
+	rc = 0;
 	if (replay(t, &tab, &tot) < 0) {
 		rc = 2;
 		stack_table_free(&tab);
@@ -180,10 +155,10 @@ int cmd_allocs(int argc, char **argv)
 	size_t nsites;
 	uint32_t *by_allocs = stack_table_sorted(&tab, STACK_BY_BLOCKS, &nsites);
 	uint32_t *by_bytes = stack_table_sorted(&tab, STACK_BY_BYTES, &nsites);
-	size_t shown = top && top < nsites ? top : nsites;
+	size_t shown = o.top && o.top < nsites ? o.top : nsites;
 	struct stack_sym *ss = stack_sym_new(t);
 	char a[32], b[32], c[32];
-	if (json) {
+	if (o.json) {
 		printf("{\"allocations\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64
 		       ",\"sites\":%zu",
 		       tot.allocations, tot.bytes, tot.temporary, nsites);

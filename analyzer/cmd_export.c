@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
 #include "reader.h"
@@ -94,67 +95,70 @@ static void write_folded(FILE *f, struct stack_table *tab, struct stack_sym *ss,
 	free(ids);
 }
 
-int cmd_export(int argc, char **argv)
+struct export_opts {
+	const char *out; /* NULL until --folded */
+	enum metric m;
+};
+
+/* export's own options, for cmd_parse. */
+static int parse_export_opt(void *ctx, int argc, char **argv, int *i)
 {
-	const char *file = NULL, *out = NULL;
-	enum metric m = M_BYTES;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--folded") == 0) {
-			if (i + 1 >= argc) {
-				tprof_err("export: --folded needs a file name ('-': standard output)");
-				return 1;
-			}
-			out = argv[++i];
-		} else if (strcmp(argv[i], "--metric") == 0) {
-			const char *v = i + 1 < argc ? argv[++i] : "";
-			if (strcmp(v, "leaked") == 0)
-				m = M_LEAKED;
-			else if (strcmp(v, "peak") == 0)
-				m = M_PEAK;
-			else if (strcmp(v, "allocs") == 0)
-				m = M_ALLOCS;
-			else if (strcmp(v, "bytes") == 0)
-				m = M_BYTES;
-			else {
-				tprof_err("export: --metric is one of leaked, peak, allocs, bytes");
-				return 1;
-			}
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("%s\n", USAGE);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			tprof_err("export: unknown option '%s'", argv[i]);
-			return 1;
-		} else if (!file) {
-			file = argv[i];
-		} else {
-			tprof_err("export: one trace at a time");
+	struct export_opts *e = ctx;
+	if (strcmp(argv[*i], "--folded") == 0) {
+		if (*i + 1 >= argc) {
+			tprof_err("export: --folded needs a file name ('-': standard output)");
 			return 1;
 		}
+		e->out = argv[++*i];
+	} else if (strcmp(argv[*i], "--metric") == 0) {
+		const char *v = *i + 1 < argc ? argv[++*i] : "";
+		if (strcmp(v, "leaked") == 0)
+			e->m = M_LEAKED;
+		else if (strcmp(v, "peak") == 0)
+			e->m = M_PEAK;
+		else if (strcmp(v, "allocs") == 0)
+			e->m = M_ALLOCS;
+		else if (strcmp(v, "bytes") == 0)
+			e->m = M_BYTES;
+		else {
+			tprof_err("export: --metric is one of leaked, peak, allocs, bytes");
+			return 1;
+		}
+	} else {
+		return CMD_OTHER;
 	}
-	if (!file || !out) {
+	return CMD_RUN;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_opts e = { .out = NULL, .m = M_BYTES };
+	struct cmd_opts o = { .name = "export", .usage = USAGE, .extra = parse_export_opt, .ctx = &e };
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	if (!e.out) {
 		tprof_err("%s", USAGE);
 		return 1;
 	}
+	const char *file = o.file, *out = e.out;
+	enum metric m = e.m;
 	struct heap_stats peak;
 	memset(&peak, 0, sizeof(peak));
 	if (m == M_PEAK) {
-		int rc = stacks_find_peak(file, &peak);
+		rc = stacks_find_peak(file, &peak);
 		if (rc)
 			return rc;
 	}
-	char err[512];
-	struct tprof_trace *t;
-	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	struct tprof_trace *t = cmd_open_trace(file);
+	if (!t)
 		return 2;
-	}
 	struct heap_stats s;
 	struct stack_table tab;
 	stack_table_init(&tab, t);
 	struct stack_sym *ss = NULL;
 	FILE *f = NULL;
-	int rc = 0;
+	rc = 0;
 	if (m == M_PEAK && !peak.peak_bytes) {
 		heap_init(&s, 1); /* nothing was ever live */
 		stack_table_set_live(&tab, &s);

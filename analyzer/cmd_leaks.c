@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
 #include "reader.h"
@@ -18,37 +19,27 @@
 	"usage: tprof leaks [--json] [--top N] [--suppressions FILE]... [--no-default-suppressions] " \
 	"FILE\n       tprof leaks --print-default-suppressions"
 
-struct leak_rec {
-	uint32_t id;
-	const struct supp_rule *supp; /* NULL: reported */
-};
-
+/* rep: the ids of the nrep reported (not suppressed) records, largest first; the first shown of
+ * them are listed. */
 static void print_json(const struct tprof_trace *t, const struct heap_stats *s, struct stack_table *tab,
-		       struct stack_sym *ss, const struct leak_rec *recs, size_t nrec, size_t top,
+		       struct stack_sym *ss, const uint32_t *rep, size_t nrep, size_t shown,
 		       const struct suppressions *supp, uint64_t sup_bytes, uint64_t sup_blocks)
 {
-	size_t nrep = 0;
-	for (size_t i = 0; i < nrec; i++)
-		nrep += !recs[i].supp;
 	printf("{\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64, s->live_bytes, s->live_blocks);
 	printf(",\"suppressed_bytes\":%" PRIu64 ",\"suppressed_blocks\":%" PRIu64, sup_bytes, sup_blocks);
 	printf(",\"reported_bytes\":%" PRIu64 ",\"reported_blocks\":%" PRIu64, s->live_bytes - sup_bytes,
 	       s->live_blocks - sup_blocks);
 	printf(",\"records\":%zu,\"complete\":%s,\"lost_events\":%" PRIu64 ",\"leaks\":[", nrep,
 	       t->complete ? "true" : "false", t->lost_events);
-	size_t shown = 0;
-	for (size_t i = 0; i < nrec && (top == 0 || shown < top); i++) {
-		if (recs[i].supp)
-			continue;
-		const struct stack_cost *c = &tab->cost[recs[i].id];
+	for (size_t i = 0; i < shown; i++) {
+		const struct stack_cost *c = &tab->cost[rep[i]];
 		size_t n;
 		int trunc;
-		const struct stack_frame *fr = stack_frames(ss, recs[i].id, c->seq, &n, &trunc);
+		const struct stack_frame *fr = stack_frames(ss, rep[i], c->seq, &n, &trunc);
 		printf("%s{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"truncated\":%s,\"stack\":",
-		       shown ? "," : "", c->bytes, c->blocks, trunc ? "true" : "false");
+		       i ? "," : "", c->bytes, c->blocks, trunc ? "true" : "false");
 		stack_print_json(stdout, fr, n);
 		putchar('}');
-		shown++;
 	}
 	printf("],\"suppressions\":[");
 	int first = 1;
@@ -68,13 +59,10 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s, 
 }
 
 static void print_text(const struct tprof_trace *t, const struct heap_stats *s, struct stack_table *tab,
-		       struct stack_sym *ss, const struct leak_rec *recs, size_t nrec, size_t top,
+		       struct stack_sym *ss, const uint32_t *rep, size_t nrep, size_t shown,
 		       const struct suppressions *supp, uint64_t sup_bytes, uint64_t sup_blocks)
 {
 	char a[32], b[32];
-	size_t nrep = 0;
-	for (size_t i = 0; i < nrec; i++)
-		nrep += !recs[i].supp;
 	printf("tprof leaks: %s (%s, pid %" PRIu64 ")\n", t->path, t->info.program, t->info.pid);
 	if (!t->complete)
 		printf("\nThe trace is incomplete (the process was killed, or the file was cut short):\n"
@@ -82,20 +70,15 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	if (t->lost_events)
 		printf("\n%s events were lost (lossy mode): blocks whose free was lost show as leaks.\n",
 		       tprof_commas(t->lost_events, a));
-	size_t shown = 0, rank = 0;
-	for (size_t i = 0; i < nrec && (top == 0 || shown < top); i++) {
-		if (recs[i].supp)
-			continue;
-		const struct stack_cost *c = &tab->cost[recs[i].id];
+	for (size_t i = 0; i < shown; i++) {
+		const struct stack_cost *c = &tab->cost[rep[i]];
 		size_t n;
 		int trunc;
-		const struct stack_frame *fr = stack_frames(ss, recs[i].id, c->seq, &n, &trunc);
-		rank++;
+		const struct stack_frame *fr = stack_frames(ss, rep[i], c->seq, &n, &trunc);
 		printf("\n%s bytes in %s block%s still in use at exit: record %zu of %zu\n",
-		       tprof_commas(c->bytes, a), tprof_commas(c->blocks, b), c->blocks == 1 ? "" : "s", rank,
-		       nrep);
+		       tprof_commas(c->bytes, a), tprof_commas(c->blocks, b), c->blocks == 1 ? "" : "s",
+		       i + 1, nrep);
 		stack_print_text(stdout, fr, n, trunc, "    ");
-		shown++;
 	}
 	printf("\nin use at exit: %s bytes in %s block%s (all of them: tprof report's, valgrind's \"in use "
 	       "at exit\")\n",
@@ -123,62 +106,50 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	}
 }
 
+struct leaks_opts {
+	struct suppressions supp;
+	int defaults; /* 0 after --no-default-suppressions */
+};
+
+/* leaks' own options, for cmd_parse. */
+static int parse_leaks_opt(void *ctx, int argc, char **argv, int *i)
+{
+	struct leaks_opts *l = ctx;
+	char err[512];
+	if (strcmp(argv[*i], "--suppressions") == 0) {
+		if (*i + 1 >= argc) {
+			tprof_err("leaks: --suppressions needs a file");
+			return 1;
+		}
+		if (supp_load(&l->supp, argv[++*i], err, sizeof(err)) != 0) {
+			tprof_err("%s", err);
+			return 1;
+		}
+	} else if (strcmp(argv[*i], "--no-default-suppressions") == 0) {
+		l->defaults = 0;
+	} else if (strcmp(argv[*i], "--print-default-suppressions") == 0) {
+		fputs(supp_default_text, stdout); /* a file to start from: --suppressions reads it back */
+		return 0;
+	} else {
+		return CMD_OTHER;
+	}
+	return CMD_RUN;
+}
+
 int cmd_leaks(int argc, char **argv)
 {
-	int json = 0, defaults = 1;
-	size_t top = 0;
-	const char *file = NULL;
-	struct suppressions supp;
-	supp_init(&supp);
-	char err[512];
-	int rc = 1;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strcmp(argv[i], "--top") == 0) {
-			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &top) != 0) {
-				tprof_err("leaks: --top needs a number (0: all)");
-				goto done;
-			}
-		} else if (strcmp(argv[i], "--suppressions") == 0) {
-			if (i + 1 >= argc) {
-				tprof_err("leaks: --suppressions needs a file");
-				goto done;
-			}
-			if (supp_load(&supp, argv[++i], err, sizeof(err)) != 0) {
-				tprof_err("%s", err);
-				goto done;
-			}
-		} else if (strcmp(argv[i], "--no-default-suppressions") == 0) {
-			defaults = 0;
-		} else if (strcmp(argv[i], "--print-default-suppressions") == 0) {
-			fputs(supp_default_text, stdout); /* a file to start from: --suppressions reads it back */
-			rc = 0;
-			goto done;
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("%s\n", USAGE);
-			rc = 0;
-			goto done;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			tprof_err("leaks: unknown option '%s'", argv[i]);
-			goto done;
-		} else if (!file) {
-			file = argv[i];
-		} else {
-			tprof_err("leaks: one trace at a time");
-			goto done;
-		}
-	}
-	if (!file) {
-		tprof_err("%s", USAGE);
+	struct leaks_opts l = { .defaults = 1 };
+	supp_init(&l.supp);
+	struct cmd_opts o = { .name = "leaks", .usage = USAGE, .accept = CMD_JSON | CMD_TOP,
+			      .extra = parse_leaks_opt, .ctx = &l };
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
 		goto done;
-	}
-	if (defaults)
-		supp_add_default(&supp);
+	if (l.defaults)
+		supp_add_default(&l.supp);
 
-	struct tprof_trace *t;
-	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	struct tprof_trace *t = cmd_open_trace(o.file);
+	if (!t) {
 		rc = 2;
 		goto done;
 	}
@@ -186,8 +157,7 @@ int cmd_leaks(int argc, char **argv)
 	struct stack_table tab;
 	stack_table_init(&tab, t);
 	struct stack_sym *ss = NULL;
-	struct leak_rec *recs = NULL;
-	uint32_t *ids = NULL;
+	uint32_t *ids = NULL, *rep = NULL;
 	if (stacks_replay(t, UINT64_MAX, &s, &tab) < 0) {
 		tprof_err("%s", t->err);
 		rc = 2;
@@ -197,44 +167,48 @@ int cmd_leaks(int argc, char **argv)
 
 	size_t nrec;
 	ids = stack_table_sorted(&tab, STACK_BY_BYTES, &nrec);
-	recs = xcalloc(nrec ? nrec : 1, sizeof(*recs));
+	rep = xcalloc(nrec ? nrec : 1, sizeof(*rep));
 	ss = stack_sym_new(t);
+	struct suppressions *supp = &l.supp;
+	size_t nrep = 0;
 	uint64_t sup_bytes = 0, sup_blocks = 0;
 	int site_only = 1; /* then matching needs only the allocation sites symbolized */
-	for (size_t i = 0; i < supp.n; i++)
-		site_only &= supp.rules[i].site_only;
+	for (size_t i = 0; i < supp->n; i++)
+		site_only &= supp->rules[i].site_only;
 	for (size_t i = 0; i < nrec; i++) {
-		recs[i].id = ids[i];
-		if (!supp.n)
-			continue;
-		struct stack_cost *c = &tab.cost[ids[i]];
-		size_t n;
-		const struct stack_frame *fr = site_only ? stack_site_frames(ss, ids[i], c->seq, &n)
-							 : stack_frames(ss, ids[i], c->seq, &n, NULL);
-		struct supp_rule *r = supp_match(&supp, fr, n);
-		if (r) {
-			recs[i].supp = r;
-			r->bytes += c->bytes;
-			r->blocks += c->blocks;
-			r->stacks++;
-			sup_bytes += c->bytes;
-			sup_blocks += c->blocks;
+		struct supp_rule *r = NULL;
+		if (supp->n) {
+			struct stack_cost *c = &tab.cost[ids[i]];
+			size_t n;
+			const struct stack_frame *fr = site_only ? stack_site_frames(ss, ids[i], c->seq, &n)
+								 : stack_frames(ss, ids[i], c->seq, &n, NULL);
+			r = supp_match(supp, fr, n);
+			if (r) {
+				r->bytes += c->bytes;
+				r->blocks += c->blocks;
+				r->stacks++;
+				sup_bytes += c->bytes;
+				sup_blocks += c->blocks;
+			}
 		}
+		if (!r)
+			rep[nrep++] = ids[i];
 	}
-	if (json)
-		print_json(t, &s, &tab, ss, recs, nrec, top, &supp, sup_bytes, sup_blocks);
+	size_t shown = o.top && o.top < nrep ? o.top : nrep;
+	if (o.json)
+		print_json(t, &s, &tab, ss, rep, nrep, shown, supp, sup_bytes, sup_blocks);
 	else
-		print_text(t, &s, &tab, ss, recs, nrec, top, &supp, sup_bytes, sup_blocks);
+		print_text(t, &s, &tab, ss, rep, nrep, shown, supp, sup_bytes, sup_blocks);
 	stack_sym_warn(ss);
 	rc = 0;
 out:
 	free(ids);
-	free(recs);
+	free(rep);
 	stack_sym_free(ss);
 	heap_release(&s);
 	stack_table_free(&tab);
 	tprof_trace_close(t);
 done:
-	supp_free(&supp);
+	supp_free(&l.supp);
 	return rc;
 }

@@ -5,8 +5,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
 #include "reader.h"
@@ -17,45 +17,21 @@
 
 int cmd_peak(int argc, char **argv)
 {
-	int json = 0;
-	size_t top = 0;
-	const char *file = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strcmp(argv[i], "--top") == 0) {
-			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &top) != 0) {
-				tprof_err("peak: --top needs a number (0: all)");
-				return 1;
-			}
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("%s\n", USAGE);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			tprof_err("peak: unknown option '%s'", argv[i]);
-			return 1;
-		} else if (!file) {
-			file = argv[i];
-		} else {
-			tprof_err("peak: one trace at a time");
-			return 1;
-		}
-	}
-	if (!file) {
-		tprof_err("%s", USAGE);
-		return 1;
-	}
+	struct cmd_opts o = { .name = "peak", .usage = USAGE, .accept = CMD_JSON | CMD_TOP };
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	const char *file = o.file;
+	int json = o.json;
+	size_t top = o.top;
 	struct heap_stats peak;
-	int rc = stacks_find_peak(file, &peak);
+	rc = stacks_find_peak(file, &peak);
 	if (rc)
 		return rc;
 
-	char err[512];
-	struct tprof_trace *t;
-	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	struct tprof_trace *t = cmd_open_trace(file);
+	if (!t)
 		return 2;
-	}
 	struct heap_stats s;
 	struct stack_table tab;
 	stack_table_init(&tab, t);

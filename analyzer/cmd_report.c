@@ -3,8 +3,8 @@
  * lost events and whether the trace is complete. Text for people, --json for tools. */
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
 #include "reader.h"
@@ -123,42 +123,22 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 
 int cmd_report(int argc, char **argv)
 {
-	int json = 0;
-	const char *file = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("usage: tprof report [--json] FILE\n");
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			tprof_err("report: unknown option '%s'", argv[i]);
-			return 1;
-		} else if (!file)
-			file = argv[i];
-		else {
-			tprof_err("report: one trace at a time");
-			return 1;
-		}
-	}
-	if (!file) {
-		tprof_err("usage: tprof report [--json] FILE");
-		return 1;
-	}
-	char err[512];
-	struct tprof_trace *t;
-	if (tprof_trace_open(file, &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	struct cmd_opts o = { .name = "report", .usage = "usage: tprof report [--json] FILE",
+			      .accept = CMD_JSON };
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	struct tprof_trace *t = cmd_open_trace(o.file);
+	if (!t)
 		return 2;
-	}
 	struct heap_stats s;
-	int rc = 0;
+	rc = 0;
 	if (heap_analyze(t, &s) < 0) {
 		tprof_err("%s", t->err);
 		rc = 2;
 		goto out;
 	}
-	if (json)
+	if (o.json)
 		print_json(t, &s);
 	else
 		print_text(t, &s);
