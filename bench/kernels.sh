@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cost of kernel interposition: the extra time per wrapped kernel call (kernel_bench: a trivial tnn_add
-# on 16 floats from libkstub.so, no OpenMP, no allocation, N calls, bare vs under libtprof.so; target
+# on 16 floats from libktrivial.so, no OpenMP, no allocation, N calls, bare vs under libtprof.so; target
 # <= 25 ns), and transformer_bench under tprof vs
 # bare (target within 1 %). Best of several runs each, to shed the noise of a shared machine.
 set -u

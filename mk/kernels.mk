@@ -14,13 +14,13 @@ $(BUILD)/progs/libkcall_blas.so: tests/kernels/kcall_blas.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -fPIC -shared -o $@ $< -lblas
 
-# bench/kernels.sh's microbenchmark: a trivial tnn_add in libkstub.so, called from kernel_bench.
-KBENCH_FILES := $(BUILD)/progs/kernel_bench $(BUILD)/progs/libkstub.so
+# bench/kernels.sh's microbenchmark: a trivial tnn_add in libktrivial.so, called from kernel_bench.
+KBENCH_FILES := $(BUILD)/progs/kernel_bench $(BUILD)/progs/libktrivial.so
 all: $(KBENCH_FILES)
 
-$(BUILD)/progs/libkstub.so: tests/kernels/kstub.c
+$(BUILD)/progs/libktrivial.so: tests/kernels/ktrivial.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -g -O2 -Wall -Wextra -fPIC -shared -o $@ $<
 
-$(BUILD)/progs/kernel_bench: tests/kernels/kernel_bench.c $(BUILD)/progs/libkstub.so
-	$(CC) -std=gnu11 -g -O2 -Wall -Wextra -o $@ $< -L$(BUILD)/progs -lkstub -Wl,-rpath,'$$ORIGIN'
+$(BUILD)/progs/kernel_bench: tests/kernels/kernel_bench.c $(BUILD)/progs/libktrivial.so
+	$(CC) -std=gnu11 -g -O2 -Wall -Wextra -o $@ $< -L$(BUILD)/progs -lktrivial -Wl,-rpath,'$$ORIGIN'

@@ -1,4 +1,4 @@
-/* kernel_bench N: calls the trivial tnn_add of libkstub.so N times on 16 floats and prints the time
+/* kernel_bench N: calls the trivial tnn_add of libktrivial.so N times on 16 floats and prints the time
  * per call (bench/kernels.sh runs it bare and under libtprof.so). */
 #include <stdio.h>
 #include <stdlib.h>
