@@ -107,7 +107,7 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 	uint64_t seq = 0, tick = 0;
 	uint32_t stack = 0;
 	if (rec) {
-		stack = tprof_stack_capture();
+		stack = tprof_cfg.depth ? tprof_stack_capture() : 0;
 		seq = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst);
 		tick = tprof_now();
 	}

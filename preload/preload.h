@@ -156,7 +156,7 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 {
 	if (unlikely(!atomic_load_explicit(&tprof_recording, memory_order_relaxed)))
 		return;
-	uint32_t stack = with_stack ? tprof_stack_capture() : 0;
+	uint32_t stack = with_stack && tprof_cfg.depth ? tprof_stack_capture() : 0; /* no call when off */
 	struct tprof_thread *t = tprof_tls.thread;
 	if (unlikely(!t) && !(t = tprof_thread_attach()))
 		return;
