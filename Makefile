@@ -1,11 +1,11 @@
 # Top-level build for tprof. `make` builds the preload library, the analyzer, the bundled workloads and
-# the test programs into $(BUILD) (default build/). Knobs: SAN=1 builds with ASan+UBSan into build/san,
+# the test programs into $(BUILD) (default build/). Knobs: SAN=1 builds with ASan+UBSan into $(BUILD)/san,
 # DEBUG=1 builds -O0 -Werror. Targets: all, test, bench, demo, deps, clean.
 
 CC      ?= gcc
 BUILD   ?= build
 ifeq ($(SAN),1)
-BUILD   := build/san
+BUILD   := $(BUILD)/san
 endif
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wundef \

@@ -22,6 +22,7 @@ struct thr {
 		size_t row;
 		size_t inst; /* index into ranges */
 		uint64_t start_live, max_live;
+		size_t path_len; /* length of path before this range's name was appended */
 	} stack[64];
 	unsigned depth;
 	char path[1024];
@@ -117,7 +118,7 @@ static void range_push(struct state *s, const struct tprof_annot *a)
 	size_t row = row_for(r, h->path, 0, 32);
 	s->ranges = xrealloc(s->ranges, (s->nranges + 1) * sizeof(*s->ranges));
 	s->ranges[s->nranges] = (struct range_inst){a->tid, a->tick, UINT64_MAX, row, a->tick >= s->window};
-	h->stack[h->depth++] = (struct open_range){row, s->nranges, 0, 0};
+	h->stack[h->depth++] = (struct open_range){row, s->nranges, 0, 0, len};
 	s->nranges++;
 }
 
@@ -138,11 +139,7 @@ static void range_pop(struct state *s, uint32_t tid, uint64_t tick)
 		if (o->max_live - o->start_live > w->peak_growth)
 			w->peak_growth = o->max_live - o->start_live;
 	}
-	char *slash = strrchr(h->path, '/');
-	if (slash)
-		*slash = 0;
-	else
-		h->path[0] = 0;
+	h->path[o->path_len] = 0; /* names may contain '/': cut where this one was appended */
 }
 
 static void apply_annot(struct state *s, const struct tprof_annot *a, uint64_t live)

@@ -45,6 +45,13 @@ struct tprof_annot {
 	uint8_t kind;  /* enum tprof_annot_kind */
 };
 
+/* One sample of the process's resident set size, taken by the recorder's writer thread about every
+ * 10 ms (RSS blocks). */
+struct tprof_rss {
+	uint64_t tick;      /* raw clock; tprof_trace_ns() converts */
+	uint64_t rss_bytes; /* resident pages times the page size */
+};
+
 struct tprof_thread_info {
 	uint32_t tid;
 	char *name;
@@ -85,6 +92,9 @@ struct tprof_trace {
 	size_t nkshape;
 	struct tprof_annot *annots;
 	size_t nannots;
+	/* RSS samples in time order; none in traces recorded without them */
+	struct tprof_rss *rss;
+	size_t nrss;
 	/* NAMES: op ids and annotation name ids to names; NULL where undefined */
 	char **op_names, **op_shape_names; /* shape_names: comma-separated, e.g. "M,N,K" */
 	uint32_t nop_names;
