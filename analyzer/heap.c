@@ -6,14 +6,16 @@
 static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
 {
 	uint64_t old;
-	if (addrmap_put(&s->live, e->ptr, e->size, &old)) {
+	if (e->paired && !s->index_all) {
+		/* a later free of this thread gives it back (reader.h): no need to index it */
+	} else if (addrmap_put(&s->live, e->ptr, e->size, &old)) {
 		/* the recorder orders a free before any reuse of its address, so this is a gap in
 		 * the trace (lost events); count it and treat the old block as gone */
 		s->reused_live++;
 		s->live_bytes -= old;
 		s->live_blocks--;
 	}
-	if (s->with_stacks)
+	if (s->with_stacks && (!e->paired || s->index_all))
 		addrmap_put(&s->live_stack, e->ptr, e->stack, NULL);
 	c->taken_ptr = e->ptr;
 	s->allocations++;
@@ -73,7 +75,16 @@ void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_ch
 	switch (e->kind) {
 	case TPROF_EV_FREE:
 		s->calls[e->kind]++;
-		give_back(s, e->ptr, c);
+		if (e->paired && !s->index_all) {
+			c->freed_ptr = e->ptr;
+			c->freed_size = e->freed_size;
+			c->freed_stack = e->freed_stack;
+			s->frees++;
+			s->live_bytes -= e->freed_size;
+			s->live_blocks--;
+		} else {
+			give_back(s, e->ptr, c);
+		}
 		break;
 	case TPROF_EV_REALLOC:
 	case TPROF_EV_REALLOCARRAY:

@@ -20,9 +20,13 @@ struct heap_stats {
 	uint64_t reused_live;     /* allocations returning an address still live (never in order) */
 	uint64_t live_bytes, live_blocks;
 	uint64_t peak_bytes, peak_blocks, peak_seq, peak_tick;
-	struct addrmap live; /* address -> size of blocks live now (at the end: the leaks) */
+	struct addrmap live; /* address -> size of live blocks (see index_all; at the end: the leaks) */
 	struct addrmap live_stack; /* address -> stack id of live blocks; only with heap_init(s, 1) */
 	int with_stacks;
+	/* Index every live block. By default a block the reader paired with its free (reader.h) is
+	 * counted but not indexed, so live holds every live block only at the end of the trace;
+	 * set this after heap_init to stop a replay early and look at live (e.g. at the peak). */
+	int index_all;
 };
 
 /* What one event did to the live set, for analyses that follow the replay step by step. */

@@ -1,11 +1,13 @@
 /* Implementation of analyzer/reader.h. Pass one maps the file and walks its blocks, checking
  * framing, CRC-32C and the small fixed blocks (INFO, CLOCK, THREAD, LOST, END), and indexes each
- * thread's EVENTS blocks. Pass two decodes the EVENTS lazily, one cursor per thread, and merges the
- * threads by sequence number with a binary heap, so memory stays proportional to the threads. */
+ * thread's EVENTS blocks. Pass two decodes the EVENTS lazily, one cursor per thread holding one
+ * decoded block and one decoded ahead (by a decode thread, so decoding overlaps the analysis), and
+ * merges the threads by sequence number, so memory stays proportional to the threads. */
 #include "reader.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,21 +25,54 @@ struct block_ref {
 	uint32_t raw_len; /* ZEVENTS: length once decompressed; 0 for a plain EVENTS block */
 };
 
+/* The decoder hands events to the merge in chunks of about this many records, each in a slot of its
+ * cursor: small enough to stay in the cache between being decoded and being merged, large enough
+ * that handing them over (a lock when the decode thread runs) costs little per event. */
+#define CHUNK 2048
+#define NSLOTS 4
+
+/* One chunk of decoded events (a realloc as its two). */
+struct decoded {
+	struct tprof_event *ev;
+	size_t n, cap;
+	int status;   /* 1: events; 0: the thread has no more; -1: corrupt after the n events */
+	char err[512];
+};
+
+/* An allocation of the chunk being decoded that no later event has freed yet (see pair_event). */
+#define PEND_BITS 9
+struct pending {
+	uint64_t ptr;
+	uint64_t at; /* the cursor's event number + 1 */
+};
+
+/* One thread's stream of EVENTS blocks. The decoder (the decode thread, or the reader itself when
+ * there is none) fills slot[produced % NSLOTS]; the merge reads slot[consumed % NSLOTS]. Slots in
+ * [consumed, produced) are ready; produced, consumed and finished are under the decode lock, the
+ * decoding state is the decoder's alone. */
 struct cursor {
 	uint32_t tid;
 	size_t thread; /* index into t->threads */
 	struct block_ref *blocks;
-	size_t nblocks, cap, next_block;
-	struct tprof_rec *recs; /* the current block's records, decoded */
-	size_t nrecs, ri, cap_recs;
+	size_t nblocks, cap;
+	/* decoding */
+	size_t next_block;      /* the next block to begin */
+	const struct block_ref *blk; /* the block being decoded, NULL between blocks */
+	struct tprof_cursor s[TPROF_NSTREAMS];
+	uint64_t count, ri;     /* its records, and how many are decoded */
 	struct tprof_rec_state st;
-	int have; /* ev holds the cursor's next event */
-	struct tprof_event ev;
-	int have_tail; /* the second half of a realloc is pending */
-	struct tprof_event tail;
-	uint8_t *zbuf; /* decompressed payload of the current ZEVENTS block */
+	uint64_t a_seq, a_tick; /* the last measured record */
+	uint8_t *zbuf;          /* its decompressed payload */
 	size_t zcap;
-	const uint8_t *drop_from; /* mapped pages of consumed blocks, given back as we go */
+	uint64_t evno;          /* events decoded so far */
+	struct pending pend[1u << PEND_BITS];
+	int finished;           /* the decoder has filled the final slot (no more blocks, or corrupt) */
+	/* handing over */
+	struct decoded slot[NSLOTS];
+	size_t produced, consumed;
+	/* merging */
+	int holding;                             /* the merge is reading slot[consumed % NSLOTS] */
+	const struct tprof_event *next, *end;    /* the merge's position in that slot */
 };
 
 struct stack_def {
@@ -56,8 +91,13 @@ struct tprof_reader_priv {
 	size_t size;
 	struct cursor *cur;
 	size_t ncur;
-	uint8_t *zbuf; /* decompressed payloads, one per cursor (cursor.zbuf points in here) */
 	ZSTD_DCtx *dctx;
+	/* the decode thread, when there is one (see start_decoder) */
+	int threaded, stop;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t want;  /* the decoder waits for a free slot */
+	pthread_cond_t ready; /* the merge waits for a decoded block */
 	/* stacks: per file id, where its frames are; canon maps an id to the first with equal frames */
 	struct stack_def *stacks;
 	uint32_t nstacks, cap_stacks;
@@ -67,6 +107,7 @@ struct tprof_reader_priv {
 	uint64_t *next_seq; /* per cursor: the seq of its next event, UINT64_MAX when it has none */
 	size_t nheap;
 	int started;
+	uint64_t dropped_to; /* the pages of the mapping below this offset were given back */
 	uint64_t last_seq;
 	struct clock_pair *clocks;
 	size_t nclocks;
@@ -670,6 +711,8 @@ fail:
 	return -1;
 }
 
+static void stop_decoder(struct tprof_reader_priv *p);
+
 void tprof_trace_close(struct tprof_trace *t)
 {
 	if (!t)
@@ -677,10 +720,12 @@ void tprof_trace_close(struct tprof_trace *t)
 	struct tprof_reader_priv *p = t->priv;
 	if (p) {
 		munmap((void *)p->map, p->size);
+		stop_decoder(p);
 		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
 			free(p->cur[i].zbuf);
-			free(p->cur[i].recs);
+			for (int k = 0; k < NSLOTS; k++)
+				free(p->cur[i].slot[k].ev);
 		}
 		free(p->cur);
 		ZSTD_freeDCtx(p->dctx);
@@ -764,33 +809,59 @@ static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint6
 	return a_tick + (uint64_t)(d / (b_seq - a_seq));
 }
 
-/* Loads the cursor's next EVENTS block: decompresses it when needed, decodes all of its records
- * from their streams and gives unmeasured records their interpolated ticks. 1 loaded, 0 no more
- * blocks, -1 corrupt (t->err). */
-static int load_block(struct tprof_trace *t, struct cursor *c)
+static uint32_t pend_slot(uint64_t ptr)
 {
-	struct tprof_reader_priv *p = t->priv;
-	if (c->drop_from && c->next_block > 0) {
-		const struct block_ref *old = &c->blocks[c->next_block - 1];
-		drop_pages(p->map, p->map + old->off, p->map + old->off + old->len);
+	return (uint32_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - PEND_BITS));
+}
+
+/* Pairs event ev[i] (the last of a realloc's two) with the allocation it frees, when that allocation
+ * is in the same chunk (event number >= base) and nothing touched its address since: c->pend holds
+ * the latest allocation at each address (one per slot; a collision only loses a pairing). */
+static void pair_event(struct cursor *c, struct tprof_event *ev, size_t i, uint64_t base)
+{
+	struct tprof_event *e = &ev[i];
+	if (e->kind == TPROF_EV_FREE) {
+		struct pending *q = &c->pend[pend_slot(e->ptr)];
+		if (e->ptr && q->ptr == e->ptr && q->at > base) {
+			struct tprof_event *a = &ev[q->at - 1 - base];
+			a->paired = e->paired = 1;
+			e->freed_size = a->size;
+			e->freed_stack = a->stack;
+			q->at = 0;
+		}
+		return;
 	}
-	if (c->next_block == c->nblocks)
-		return 0;
-	struct block_ref *b = &c->blocks[c->next_block++];
-	c->drop_from = p->map + b->off;
+	if (tprof_kind_is_realloc(e->kind)) { /* its old block is released through the replay's index */
+		struct pending *q = &c->pend[pend_slot(e->old_ptr)];
+		if (q->ptr == e->old_ptr)
+			q->at = 0;
+	}
+	if (e->ptr) {
+		struct pending *q = &c->pend[pend_slot(e->ptr)];
+		q->ptr = e->ptr;
+		q->at = base + i + 1;
+	}
+}
+
+/* Starts decoding block b of cursor c: decompresses it when needed and sets up its streams and
+ * state. 0, or -1 with the message in out->err. */
+static int begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct cursor *c, const struct block_ref *b,
+		       struct decoded *out)
+{
+	const struct tprof_reader_priv *p = t->priv;
 	const uint8_t *data = p->map + b->off;
 	size_t len = b->len;
 	if (b->raw_len) {
-		if (!p->dctx)
-			p->dctx = ZSTD_createDCtx();
+		if (!*dctx)
+			*dctx = ZSTD_createDCtx();
 		if (c->zcap < b->raw_len) {
 			free(c->zbuf);
 			c->zcap = b->raw_len;
 			c->zbuf = xmalloc(c->zcap);
 		}
-		size_t got = p->dctx ? ZSTD_decompressDCtx(p->dctx, c->zbuf, b->raw_len, data, len) : (size_t)-1;
+		size_t got = *dctx ? ZSTD_decompressDCtx(*dctx, c->zbuf, b->raw_len, data, len) : (size_t)-1;
 		if (ZSTD_isError(got) || got != b->raw_len) {
-			set_err(t->err, sizeof(t->err), t->path, b->off,
+			set_err(out->err, sizeof(out->err), t->path, b->off,
 				"corrupt: compressed EVENTS block of thread %u does not decompress to its %u bytes",
 				c->tid, b->raw_len);
 			return -1;
@@ -798,130 +869,313 @@ static int load_block(struct tprof_trace *t, struct cursor *c)
 		data = c->zbuf;
 		len = b->raw_len;
 	}
-	struct tprof_cursor in = {data, data + len}, s[TPROF_NSTREAMS];
-	uint64_t tid, count, seq0, tick0;
+	struct tprof_cursor in = {data, data + len};
+	uint64_t tid, seq0, tick0;
 	const char *what = "malformed EVENTS block header";
-	size_t ri = 0;
-	if (tprof_get_varint(&in, &tid) || tid != c->tid || tprof_get_varint(&in, &count) || count == 0 ||
-	    count > len || tprof_get_varint(&in, &seq0) || tprof_get_varint(&in, &tick0))
+	if (tprof_get_varint(&in, &tid) || tid != c->tid || tprof_get_varint(&in, &c->count) || c->count == 0 ||
+	    c->count > len || tprof_get_varint(&in, &seq0) || tprof_get_varint(&in, &tick0))
 		goto bad;
 	for (int k = 0; k < TPROF_NSTREAMS; k++) {
 		uint64_t sl;
 		if (tprof_get_varint(&in, &sl))
 			goto bad;
-		s[k].end = (const uint8_t *)(uintptr_t)sl; /* lengths first, positions below */
+		c->s[k].end = (const uint8_t *)(uintptr_t)sl; /* lengths first, positions below */
 	}
 	for (int k = 0; k < TPROF_NSTREAMS; k++) {
-		uint64_t sl = (uint64_t)(uintptr_t)s[k].end;
+		uint64_t sl = (uint64_t)(uintptr_t)c->s[k].end;
 		if (sl > (uint64_t)(in.end - in.p))
 			goto bad;
-		s[k].p = in.p;
-		s[k].end = in.p + sl;
+		c->s[k].p = in.p;
+		c->s[k].end = in.p + sl;
 		in.p += sl;
 	}
 	if (in.p != in.end) {
 		what = "bytes left over after the streams";
 		goto bad;
 	}
-	if (count > c->cap_recs) {
-		free(c->recs);
-		c->cap_recs = count;
-		c->recs = xmalloc(count * sizeof(*c->recs));
-	}
 	tprof_rec_state_init(&c->st, seq0, tick0);
-	what = "malformed event record";
-	for (ri = 0; ri < count; ri++)
-		if (tprof_rec_decode(s, &c->st, &c->recs[ri]))
-			goto bad;
-	for (int k = 0; k < TPROF_NSTREAMS; k++)
-		if (s[k].p != s[k].end) {
-			what = "bytes left over after the last record";
-			goto bad;
-		}
-	/* unmeasured runs end at a measured record of the same block */
-	uint64_t a_seq = seq0, a_tick = tick0;
-	for (ri = 0; ri < count; ri++) {
-		struct tprof_rec *r = &c->recs[ri];
-		if (!r->no_tick) {
-			a_seq = tprof_kind_is_realloc(r->kind) ? r->seq2 : r->seq;
-			a_tick = tprof_kind_is_realloc(r->kind) ? r->tick2 : r->tick;
-			continue;
-		}
-		size_t j = ri;
-		while (j < count && c->recs[j].no_tick)
-			j++;
-		if (j == count) {
-			what = "records without a time at the end of the block";
-			goto bad;
-		}
-		uint64_t b_seq = c->recs[j].seq, b_tick = c->recs[j].tick;
-		if (b_seq > a_seq && b_tick > a_tick && b_tick - a_tick < (1ull << 31) && b_seq - a_seq < (1ull << 31)) {
-			/* the usual run: one division, then fixed point (the result may differ from the
-			 * exact line by one tick) */
-			uint64_t slope = ((b_tick - a_tick) << 32) / (b_seq - a_seq);
-			for (; ri < j; ri++) {
-				uint64_t sq = c->recs[ri].seq;
-				c->recs[ri].tick = sq <= a_seq ? a_tick : sq >= b_seq ? b_tick
-						   : a_tick + (((sq - a_seq) * slope) >> 32);
-			}
-		} else {
-			for (; ri < j; ri++)
-				c->recs[ri].tick = interpolate(c->recs[ri].seq, a_seq, a_tick, b_seq, b_tick);
-		}
-		ri--;
-	}
-	c->nrecs = count;
+	c->a_seq = seq0;
+	c->a_tick = tick0;
 	c->ri = 0;
-	return 1;
+	c->blk = b;
+	return 0;
 bad:
-	set_err(t->err, sizeof(t->err), t->path, b->off, "corrupt: %s (record %zu) in an EVENTS block of thread %u",
-		what, ri, c->tid);
+	set_err(out->err, sizeof(out->err), t->path, b->off, "corrupt: %s (record 0) in an EVENTS block of thread %u",
+		what, c->tid);
 	return -1;
 }
 
-/* Decodes the cursor's next event into c->ev; 1 when there is one, 0 at the end of its stream,
- * -1 on a malformed record (message in t->err). */
-static int cursor_advance(struct tprof_trace *t, struct cursor *c)
+/* Gives the unmeasured events [from, to) their ticks on the line between the measured records
+ * (a_seq, a_tick) before them and (b_seq, b_tick) after them. */
+static void fill_ticks(struct tprof_event *ev, size_t from, size_t to, uint64_t a_seq, uint64_t a_tick,
+		       uint64_t b_seq, uint64_t b_tick)
+{
+	if (b_seq > a_seq && b_tick > a_tick && b_tick - a_tick < (1ull << 31) && b_seq - a_seq < (1ull << 31)) {
+		/* the usual run: one division, then fixed point (the result may differ from the exact
+		 * line by one tick) */
+		uint64_t slope = ((b_tick - a_tick) << 32) / (b_seq - a_seq);
+		for (size_t i = from; i < to; i++) {
+			uint64_t sq = ev[i].seq;
+			ev[i].tick = sq <= a_seq ? a_tick : sq >= b_seq ? b_tick : a_tick + (((sq - a_seq) * slope) >> 32);
+		}
+	} else {
+		for (size_t i = from; i < to; i++)
+			ev[i].tick = interpolate(ev[i].seq, a_seq, a_tick, b_seq, b_tick);
+	}
+}
+
+/* Decodes the next records of c's block into out: at least CHUNK of them (or the rest of the
+ * block), and on to the end of a run of unmeasured records, which get their interpolated ticks
+ * when the measured record that ends the run arrives (runs end inside their block). Each record
+ * becomes an event with its canonical stack id, a realloc two. Reads only what tprof_trace_open
+ * built (the map, the stacks) besides c's own decoding state, so the decode thread may run it
+ * while the merge goes on. On a corrupt record out->status is -1 with the message in out->err,
+ * and out->n counts the complete events before it. */
+static void decode_chunk(const struct tprof_trace *t, struct cursor *c, struct decoded *out)
+{
+	const struct tprof_reader_priv *p = t->priv;
+	const struct block_ref *b = c->blk;
+	const char *what = NULL;
+	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
+	uint64_t base = c->evno;
+	while (c->ri < c->count && (n < CHUNK || run != SIZE_MAX)) {
+		if (n + 2 > out->cap) {
+			out->cap = out->cap ? 2 * out->cap : CHUNK + 64;
+			out->ev = xrealloc(out->ev, out->cap * sizeof(*out->ev));
+		}
+		struct tprof_event *ev = out->ev;
+		struct tprof_rec r;
+		if (tprof_rec_decode(c->s, &c->st, &r)) {
+			what = "malformed event record";
+			goto bad;
+		}
+		c->ri++;
+		uint32_t stack = 0;
+		if (r.stack) {
+			if (r.stack >= p->nstacks || !p->stacks[r.stack].depth) {
+				out->n = run == SIZE_MAX ? n : run;
+				set_err(out->err, sizeof(out->err), t->path, b->off,
+					"corrupt: an event of thread %u refers to stack %u, which is not defined",
+					c->tid, r.stack);
+				goto fail;
+			}
+			stack = p->stacks[r.stack].canon;
+		}
+		struct tprof_event *e = &ev[n++];
+		*e = (struct tprof_event){.seq = r.seq, .tick = r.tick, .size = r.size, .ptr = r.ptr,
+					  .tid = c->tid, .stack = stack, .kind = (uint8_t)r.kind};
+		if (r.no_tick) {
+			if (run == SIZE_MAX)
+				run = n - 1;
+		} else {
+			if (run != SIZE_MAX) {
+				fill_ticks(ev, run, n - 1, c->a_seq, c->a_tick, r.seq, r.tick);
+				run = SIZE_MAX;
+			}
+			c->a_seq = r.seq;
+			c->a_tick = r.tick;
+			if (tprof_kind_is_realloc(r.kind)) {
+				e->old_ptr = r.old_ptr;
+				e[1] = e[0];
+				e[1].phase = 1;
+				e[1].seq = c->a_seq = r.seq2;
+				e[1].tick = c->a_tick = r.tick2;
+				n++;
+			}
+		}
+		pair_event(c, ev, n - 1, base);
+	}
+	if (c->ri == c->count) {
+		for (int k = 0; k < TPROF_NSTREAMS; k++)
+			if (c->s[k].p != c->s[k].end) {
+				what = "bytes left over after the last record";
+				goto bad;
+			}
+		if (run != SIZE_MAX) {
+			what = "records without a time at the end of the block";
+			goto bad;
+		}
+		c->blk = NULL;
+	}
+	c->evno += n;
+	out->n = n;
+	out->status = 1;
+	return;
+bad:
+	out->n = run == SIZE_MAX ? n : run;
+	set_err(out->err, sizeof(out->err), t->path, b->off, "corrupt: %s (record %llu) in an EVENTS block of thread %u",
+		what, (unsigned long long)c->ri, c->tid);
+fail:
+	/* a pair may span the events kept and the ones dropped: keep none */
+	for (size_t i = 0; i < out->n; i++)
+		out->ev[i].paired = 0;
+	c->evno += out->n;
+	out->status = -1;
+}
+
+/* Gives back the mapped pages below every cursor's next undecoded block, once there are a few MiB
+ * of them: the reader's memory does not grow with the length of the trace, and the mapping is not
+ * trimmed (a TLB shootdown when the decode thread runs) block by block. */
+static void drop_consumed(struct tprof_reader_priv *p)
+{
+	uint64_t low = p->size;
+	for (size_t i = 0; i < p->ncur; i++) {
+		const struct cursor *c = &p->cur[i];
+		if (c->blk && !c->blk->raw_len) /* an uncompressed block is decoded in place */
+			low = c->blk->off < low ? c->blk->off : low;
+		else if (c->next_block < c->nblocks && c->blocks[c->next_block].off < low)
+			low = c->blocks[c->next_block].off;
+	}
+	if (low >= p->dropped_to + (4u << 20) || (low == p->size && low > p->dropped_to)) {
+		drop_pages(p->map, p->map + p->dropped_to, p->map + low);
+		p->dropped_to = low;
+	}
+}
+
+/* Fills the cursor's next slot: its next chunk of events, or the end of them. */
+static void produce(const struct tprof_trace *t, struct cursor *c)
 {
 	struct tprof_reader_priv *p = t->priv;
-	if (c->have_tail) {
-		c->ev = c->tail;
-		c->have_tail = 0;
-		return 1;
-	}
-	while (c->ri == c->nrecs) {
-		int r = load_block(t, c);
-		if (r <= 0)
-			return r;
-	}
-	const struct tprof_rec *r = &c->recs[c->ri++];
-	struct tprof_event *e = &c->ev;
-	*e = (struct tprof_event){.seq = r->seq, .tick = r->tick, .size = r->size, .ptr = r->ptr,
-				  .tid = c->tid, .kind = (uint8_t)r->kind};
-	if (r->stack) {
-		if (r->stack >= p->nstacks || !p->stacks[r->stack].depth) {
-			set_err(t->err, sizeof(t->err), t->path, (uint64_t)(c->drop_from - p->map),
-				"corrupt: an event of thread %u refers to stack %u, which is not defined",
-				c->tid, r->stack);
-			return -1;
+	struct decoded *out = &c->slot[c->produced % NSLOTS];
+	out->n = 0;
+	if (!c->blk) {
+		if (c->next_block == c->nblocks) {
+			out->status = 0;
+			return;
 		}
-		e->stack = p->stacks[r->stack].canon;
+		if (begin_block(t, &p->dctx, c, &c->blocks[c->next_block++], out) < 0) {
+			out->status = -1;
+			return;
+		}
+		drop_consumed(p);
 	}
-	if (tprof_kind_is_realloc(r->kind)) {
-		e->old_ptr = r->old_ptr;
-		c->tail = *e;
-		c->tail.phase = 1;
-		c->tail.seq = r->seq2;
-		c->tail.tick = r->tick2;
-		c->have_tail = 1;
+	decode_chunk(t, c, out);
+}
+
+/* The decode thread: decodes chunks ahead of the merge, first for cursors whose reader is waiting
+ * (no slot ready), then round-robin for any cursor with a free slot. */
+static void *decoder_main(void *arg)
+{
+	struct tprof_trace *t = arg;
+	struct tprof_reader_priv *p = t->priv;
+	size_t rr = 0;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		struct cursor *pick = NULL;
+		for (size_t k = 0; k < p->ncur && !pick; k++) {
+			struct cursor *c = &p->cur[(rr + k) % p->ncur];
+			if (!c->finished && c->produced == c->consumed)
+				pick = c;
+		}
+		for (size_t k = 0; k < p->ncur && !pick; k++) {
+			struct cursor *c = &p->cur[(rr + k) % p->ncur];
+			if (!c->finished && c->produced - c->consumed < NSLOTS)
+				pick = c;
+		}
+		if (!pick) {
+			pthread_cond_wait(&p->want, &p->lock);
+			continue;
+		}
+		rr = (size_t)(pick - p->cur) + 1;
+		pthread_mutex_unlock(&p->lock);
+		produce(t, pick); /* the slot is the decoder's until produced moves */
+		pthread_mutex_lock(&p->lock);
+		if (pick->slot[pick->produced % NSLOTS].status <= 0)
+			pick->finished = 1;
+		__atomic_store_n(&pick->produced, pick->produced + 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&p->ready);
 	}
-	t->threads[c->thread].events++;
-	return 1;
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Decoding runs on its own thread, overlapped with the merge and the caller's analysis, when the
+ * trace has more than a few blocks. TPROF_DECODE_THREAD=0 keeps it on the caller's thread, =1 starts
+ * the thread whatever the size (so the tests cover both). */
+static void start_decoder(struct tprof_trace *t)
+{
+	struct tprof_reader_priv *p = t->priv;
+	size_t blocks = 0;
+	for (size_t i = 0; i < p->ncur; i++)
+		blocks += p->cur[i].nblocks;
+	const char *env = getenv("TPROF_DECODE_THREAD"); /* 0: never, 1: always (tests) */
+	if (env && strcmp(env, "0") == 0)
+		return;
+	if (blocks < 3 && !(env && strcmp(env, "1") == 0))
+		return;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->want, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	if (pthread_create(&p->thread, NULL, decoder_main, t) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->want);
+		pthread_cond_destroy(&p->ready);
+		return;
+	}
+	p->threaded = 1;
+}
+
+static void stop_decoder(struct tprof_reader_priv *p)
+{
+	if (!p->threaded)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->want);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->want);
+	pthread_cond_destroy(&p->ready);
+	p->threaded = 0;
+}
+
+/* Moves the cursor to its next decoded block: 1 when c->next..c->end holds events, 0 at the end of
+ * the thread's events, -1 on a corrupt block (t->err; every event before the fault was delivered). */
+static int cursor_fill(struct tprof_trace *t, struct cursor *c)
+{
+	struct tprof_reader_priv *p = t->priv;
+	if (p->threaded)
+		pthread_mutex_lock(&p->lock);
+	if (c->holding && c->slot[c->consumed % NSLOTS].status == 1) {
+		c->consumed++;
+		c->holding = 0;
+		if (p->threaded)
+			pthread_cond_signal(&p->want);
+	}
+	if (p->threaded) {
+		/* the decoder is usually about to finish the chunk: wait a moment before sleeping,
+		 * which would cost a wake-up per chunk */
+		for (int spin = 0; c->produced == c->consumed && spin < 4000; spin++) {
+			pthread_mutex_unlock(&p->lock);
+			for (int k = 0; k < 16 && __atomic_load_n(&c->produced, __ATOMIC_ACQUIRE) == c->consumed; k++)
+				__builtin_ia32_pause();
+			pthread_mutex_lock(&p->lock);
+		}
+		while (c->produced == c->consumed)
+			pthread_cond_wait(&p->ready, &p->lock);
+		pthread_mutex_unlock(&p->lock);
+	} else if (c->produced == c->consumed) {
+		produce(t, c);
+		c->produced++;
+	}
+	struct decoded *s = &c->slot[c->consumed % NSLOTS];
+	if (s->status == 0)
+		return 0;
+	if (!c->holding) {
+		c->holding = 1;
+		c->next = s->ev;
+		c->end = s->ev + s->n;
+		if (c->next < c->end)
+			return 1;
+	}
+	snprintf(t->err, sizeof(t->err), "%s", s->err);
+	return -1;
 }
 
 static int heap_less(struct tprof_reader_priv *p, size_t a, size_t b)
 {
-	return p->cur[p->heap[a]].ev.seq < p->cur[p->heap[b]].ev.seq;
+	return p->next_seq[p->heap[a]] < p->next_seq[p->heap[b]];
 }
 
 static void heap_swap(struct tprof_reader_priv *p, size_t a, size_t b)
@@ -958,18 +1212,28 @@ static void heap_up(struct tprof_reader_priv *p, size_t i)
  * the cursors' next sequence numbers; with many, by the binary heap. */
 #define LINEAR_MERGE_MAX 16
 
+/* After cursor ci handed out an event: the sequence number of its next one, UINT64_MAX when it has
+ * none, and 0 when its next block is corrupt, so that the next call stops there and reports it. */
+static void cursor_step(struct tprof_trace *t, size_t ci)
+{
+	struct tprof_reader_priv *p = t->priv;
+	struct cursor *c = &p->cur[ci];
+	int r = 1;
+	if (c->next == c->end)
+		r = cursor_fill(t, c);
+	p->next_seq[ci] = r < 0 ? 0 : r ? c->next->seq : UINT64_MAX;
+}
+
 int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 {
 	struct tprof_reader_priv *p = t->priv;
 	int linear = p->ncur <= LINEAR_MERGE_MAX;
 	if (!p->started) {
 		p->started = 1;
+		start_decoder(t);
 		for (size_t i = 0; i < p->ncur; i++) {
-			int r = cursor_advance(t, &p->cur[i]);
-			if (r < 0)
-				return -1;
-			p->next_seq[i] = r ? p->cur[i].ev.seq : UINT64_MAX;
-			if (r && !linear) {
+			cursor_step(t, i);
+			if (p->next_seq[i] != UINT64_MAX && !linear) {
 				p->heap[p->nheap++] = i;
 				heap_up(p, p->nheap - 1);
 			}
@@ -992,7 +1256,9 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 		ci = p->heap[0];
 	}
 	struct cursor *c = &p->cur[ci];
-	*ev = c->ev;
+	if (c->next == c->end) /* an earlier call stopped at this cursor's corrupt block */
+		return cursor_fill(t, c) < 0 ? -1 : 0;
+	*ev = *c->next++;
 	if (ev->seq <= p->last_seq && p->last_seq) {
 		snprintf(t->err, sizeof(t->err),
 			 "%s: corrupt: event sequence number %llu of thread %u repeats or goes back "
@@ -1001,12 +1267,10 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 		return -1;
 	}
 	p->last_seq = ev->seq;
-	int r = cursor_advance(t, c);
-	if (r < 0)
-		return -1;
-	p->next_seq[ci] = r ? c->ev.seq : UINT64_MAX;
+	t->threads[c->thread].events++;
+	cursor_step(t, ci);
 	if (!linear) {
-		if (!r)
+		if (p->next_seq[ci] == UINT64_MAX)
 			p->heap[0] = p->heap[--p->nheap];
 		heap_down(p, 0);
 	}

@@ -19,10 +19,17 @@ struct tprof_event {
 	uint64_t size;    /* requested bytes; 0 for free */
 	uint64_t ptr;     /* block returned (allocations), or freed (free) */
 	uint64_t old_ptr; /* realloc: the block passed in */
+	uint64_t freed_size; /* free with paired set: the size of the block it gives back */
 	uint32_t tid;
 	uint32_t stack;   /* allocations: stack id (tprof_trace_stack), 0 when none was taken */
+	uint32_t freed_stack; /* free with paired set: the stack id of the block it gives back */
 	uint8_t kind;  /* enum tprof_event_kind */
 	uint8_t phase; /* realloc only, see above */
+	/* Pairs found by the reader within one thread's block of events: on an allocation (or the new
+	 * half of a realloc), 1 when a later free of the same thread gives this block back with
+	 * nothing in between taking or releasing it; on that free, 1 too, with freed_size and
+	 * freed_stack filled. A replay need not index paired blocks by address (heap.c). */
+	uint8_t paired;
 };
 
 /* One kernel call (KERNELS blocks), read eagerly at open: kernels are far rarer than heap events. */

@@ -80,6 +80,7 @@ uint32_t *stack_table_sorted(const struct stack_table *tab, enum stack_order ord
 int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s, struct stack_table *tab)
 {
 	heap_init(s, 1);
+	s->index_all = stop_seq != UINT64_MAX; /* the live set is read where the replay stops */
 	struct tprof_event e;
 	struct heap_change c;
 	int r;

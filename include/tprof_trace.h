@@ -189,6 +189,11 @@ static inline int tprof_get_varint(struct tprof_cursor *c, uint64_t *out)
 		*out = *c->p++;
 		return 0;
 	}
+	if (c->end - c->p >= 2 && c->p[1] < 0x80) { /* then two (sizes, distances) */
+		*out = (uint64_t)(c->p[0] & 0x7f) | (uint64_t)c->p[1] << 7;
+		c->p += 2;
+		return 0;
+	}
 	uint64_t v = 0;
 	for (int shift = 0; shift < 64; shift += 7) {
 		if (c->p >= c->end)
