@@ -24,3 +24,10 @@ $(BUILD)/progs/libktrivial.so: tests/kernels/ktrivial.c
 
 $(BUILD)/progs/kernel_bench: tests/kernels/kernel_bench.c $(BUILD)/progs/libktrivial.so
 	$(CC) -std=gnu11 -g -O2 -Wall -Wextra -o $@ $< -L$(BUILD)/progs -lktrivial -Wl,-rpath,'$$ORIGIN'
+
+# Shapes in both ring layouts (a 64-bit value; more than four values): tests/integration/ops.bats.
+all: $(BUILD)/progs/kernel_wide
+$(BUILD)/progs/kernel_wide: tests/kernels/kernel_wide.c include/tnn.h $(BUILD)/libtnn.so
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -D_GNU_SOURCE -Iinclude -o $@ $< -L$(BUILD) -ltnn \
+		-Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)

@@ -106,8 +106,7 @@ void tprof_kernels_forget(void)
 #define TP_RECORD(NAME, SVALS)                                                                           \
 	if (rec) {                                                                                       \
 		const int64_t s[] = {TP_UNPAREN SVALS};                                                   \
-		struct tprof_op_cost cost_ = tprof_cost_##NAME(s);                                       \
-		tprof_record_kernel(TPROF_OP_##NAME, t0, t1, s, sizeof(s) / sizeof(s[0]), cost_.flops, cost_.bytes); \
+		tprof_record_kernel(TPROF_OP_##NAME, t0, t1, s, sizeof(s) / sizeof(s[0]));               \
 	}
 
 #define TP_WRAP_V(RET, NAME, PARAMS, ARGS, SVALS)                                                        \

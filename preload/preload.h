@@ -226,10 +226,11 @@ uint32_t tprof_name_intern(const char *name);
 int tprof_name_get(uint32_t id, char *buf);
 #define TPROF_NAME_IDS 4096u
 
-/* Records one kernel call: enter and exit ticks, op, its shape and cost, in 1 + ceil(nshape / 7)
- * ring entries (3 values per entry when a shape value does not fit 32 bits). */
-static inline void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1, const int64_t *s, unsigned ns,
-				       uint64_t flops, uint64_t bytes)
+/* Records one kernel call: enter and exit ticks, op and its shape, in 1 + ceil((nshape - 4) / 7) ring
+ * entries (the first 2 and then 3 values per entry when a shape value does not fit 32 bits). The
+ * writer derives FLOPs and bytes from the shape with the op table: the caller's thread only stores. */
+static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1,
+								     const int64_t *s, unsigned ns)
 {
 	struct tprof_thread *t = tprof_tls.thread;
 	if (unlikely(!t) && !(t = tprof_thread_attach()))
@@ -237,7 +238,8 @@ static inline void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1, co
 	int wide = 0;
 	for (unsigned i = 0; i < ns; i++)
 		wide |= s[i] != (int64_t)(int32_t)s[i];
-	unsigned per = wide ? 3 : 7, extra = (ns + per - 1) / per, n = 1 + extra;
+	unsigned first = wide ? 2 : 4, per = wide ? 3 : 7;
+	unsigned extra = ns > first ? (ns - first + per - 1) / per : 0, n = 1 + extra;
 	struct tprof_ring *r = t->ring;
 	if (unlikely(!tprof_ring_reserve(r, n))) {
 		tprof_ring_full(t, n);
@@ -247,27 +249,32 @@ static inline void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1, co
 	uint64_t dur = t1 > t0 ? t1 - t0 : 0;
 	if (dur > TPROF_RING_KDUR_MAX)
 		dur = TPROF_RING_KDUR_MAX;
+	/* scalars, not a staging array: a wide load of narrow stores would stall store forwarding */
+	uint64_t s0 = ns > 0 ? (uint64_t)s[0] : 0, s1 = ns > 1 ? (uint64_t)s[1] : 0;
+	uint64_t s2 = ns > 2 ? (uint64_t)s[2] : 0, s3 = ns > 3 ? (uint64_t)s[3] : 0;
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	e->tick = t0;
 	e->seq_kind = dur << TPROF_RING_KDUR_SHIFT | (uint64_t)wide << 18 | (uint64_t)ns << 14 | (uint64_t)op << 4 |
 		      TPROF_RING_KCALL;
-	e->size = flops;
-	e->ptr = bytes;
+	e->size = wide ? s0 : (uint32_t)s0 | s1 << 32;
+	e->ptr = wide ? s1 : (uint32_t)s2 | s3 << 32;
 	for (unsigned k = 0; k < extra; k++) {
 		struct tprof_ev *x = tprof_ring_slot(r, 1 + k);
-		uint64_t w[7] = {0, 0, 0, 0, 0, 0, 0};
-		for (unsigned i = 0; i < per && k * per + i < ns; i++)
-			w[i] = wide ? (uint64_t)s[k * per + i] : (uint32_t)s[k * per + i];
+		uint64_t v[7] = {0, 0, 0, 0, 0, 0, 0};
+		for (unsigned i = 0; i < per && first + k * per + i < ns; i++) {
+			int64_t sv = s[first + k * per + i];
+			v[i] = wide ? (uint64_t)sv : (uint32_t)sv;
+		}
 		if (wide) {
 			x->seq_kind = TPROF_RING_KSHAPE;
-			x->tick = w[0];
-			x->size = w[1];
-			x->ptr = w[2];
+			x->tick = v[0];
+			x->size = v[1];
+			x->ptr = v[2];
 		} else {
-			x->seq_kind = w[0] << 32 | TPROF_RING_KSHAPE;
-			x->tick = w[1] | w[2] << 32;
-			x->size = w[3] | w[4] << 32;
-			x->ptr = w[5] | w[6] << 32;
+			x->seq_kind = v[0] << 32 | TPROF_RING_KSHAPE;
+			x->tick = v[1] | v[2] << 32;
+			x->size = v[3] | v[4] << 32;
+			x->ptr = v[5] | v[6] << 32;
 		}
 	}
 	tprof_ring_publish(r, n);

@@ -22,9 +22,10 @@ struct tprof_ev {
 /* Kinds of kernel calls and annotations (preload.h packs them; the writer turns them into KERNELS
  * records). A call is one KCALL entry and the KSHAPE entries its shape needs, published together:
  *   KCALL:  tick = enter tick; seq_kind = duration << 19 | wide << 18 | nshape << 14 | op << 4 | 11;
- *           size = FLOPs; ptr = bytes;
- *   KSHAPE: 7 shape values as 32-bit words (seq_kind bits 32..63, then tick, size, ptr low and high
- *           halves), or with `wide` 3 values as 64-bit words (tick, size, ptr).
+ *           size, ptr = the first 4 shape values as 32-bit words (size low and high halves, then
+ *           ptr's), or with `wide` the first 2 as 64-bit words; the writer computes FLOPs and bytes;
+ *   KSHAPE: the next 7 shape values as 32-bit words (seq_kind bits 32..63, then tick, size, ptr low
+ *           and high halves), or with `wide` 3 values as 64-bit words (tick, size, ptr).
  *   ANNOT:  seq_kind = tprof_ev_pack(seq, name id, 13); tick; size = annotation kind; ptr = value. */
 #define TPROF_RING_KCALL 11u
 #define TPROF_RING_KSHAPE 12u

@@ -405,10 +405,20 @@ static uint32_t encode_kernel(struct tprof_ring *r, uint32_t at, uint32_t avail,
 		return 1; /* a stray shape entry: never produced */
 	unsigned op = (unsigned)(e->seq_kind >> 4) & 0x3ff, ns = (unsigned)(e->seq_kind >> 14) & 0xf;
 	int wide = (e->seq_kind >> 18) & 1;
-	unsigned per = wide ? 3 : 7, extra = (ns + per - 1) / per;
+	unsigned first = wide ? 2 : 4, per = wide ? 3 : 7;
+	unsigned extra = ns > first ? (ns - first + per - 1) / per : 0;
 	if (1 + extra > avail)
 		return avail; /* cannot happen: entries are published together */
-	int64_t s[16];
+	int64_t s[16 + 7];
+	if (wide) {
+		s[0] = (int64_t)e->size;
+		s[1] = (int64_t)e->ptr;
+	} else {
+		s[0] = (int32_t)(uint32_t)e->size;
+		s[1] = (int32_t)(uint32_t)(e->size >> 32);
+		s[2] = (int32_t)(uint32_t)e->ptr;
+		s[3] = (int32_t)(uint32_t)(e->ptr >> 32);
+	}
 	for (unsigned k = 0; k < extra; k++) {
 		const struct tprof_ev *x = tprof_ring_at(r, at + 1 + k);
 		uint64_t w[7] = {x->seq_kind >> 32, x->tick, x->size, x->ptr, 0, 0, 0};
@@ -424,16 +434,17 @@ static uint32_t encode_kernel(struct tprof_ring *r, uint32_t at, uint32_t avail,
 			w[1] = x->size;
 			w[2] = x->ptr;
 		}
-		for (unsigned i = 0; i < per && k * per + i < ns; i++)
-			s[k * per + i] = wide ? (int64_t)w[i] : (int64_t)(int32_t)(uint32_t)w[i];
+		for (unsigned i = 0; i < per && first + k * per + i < ns; i++)
+			s[first + k * per + i] = wide ? (int64_t)w[i] : (int64_t)(int32_t)(uint32_t)w[i];
 	}
+	struct tprof_op_cost cost = tprof_op_cost(op, s, ns);
 	*p++ = TPROF_KREC_CALL;
 	p = tprof_put_varint(p, op);
 	p = tprof_put_svarint(p, (int64_t)(e->tick - kprev_tick));
 	kprev_tick = e->tick;
 	p = tprof_put_varint(p, e->seq_kind >> TPROF_RING_KDUR_SHIFT);
-	p = tprof_put_varint(p, e->size);
-	p = tprof_put_varint(p, e->ptr);
+	p = tprof_put_varint(p, cost.flops);
+	p = tprof_put_varint(p, cost.bytes);
 	p = tprof_put_varint(p, ns);
 	for (unsigned i = 0; i < ns; i++)
 		p = tprof_put_svarint(p, s[i]);

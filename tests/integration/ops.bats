@@ -27,6 +27,17 @@ GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --step
 	[ "$status" -eq 0 ]
 }
 
+@test "shapes with a 64-bit value or more than four values are recorded exactly" {
+	no_asan_tnn
+	traced "$B/progs/kernel_wide"
+	"$B/tprof" ops --group-by shape --json t.trace >ops.json
+	run $PY -c '
+import json
+print(sorted(o["name"] for o in json.load(open("ops.json"))["ops"]))'
+	echo "$output"
+	[ "$output" = "['tnn_adamw(n=-1099511627776)', 'tnn_im2col(C=0,H=5,W=6,KH=7,KW=8,stride=9,pad=-10)', 'tnn_relu_fwd(n=-8589934599)']" ]
+}
+
 @test "transformer_bench: FLOPs match the formulas per shape and the shares add up" {
 	no_asan_tnn
 	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
