@@ -65,13 +65,41 @@ static const char *bound_of(const struct tprof_roofline *rf, const struct ops_ro
 	return (double)w->flops / (double)w->bytes < ridge ? "memory" : "compute";
 }
 
+/* Under a range row: the ops whose calls ran inside it, by self time (the largest few, the rest
+ * summed), each with its share of the range's kernel time. */
+#define RANGE_OPS_SHOWN 4
+static void print_range_ops(const struct ops_row *w)
+{
+	uint64_t rest_ns = 0, rest_calls = 0;
+	size_t rest = 0;
+	char a[32];
+	for (size_t j = 0; j < w->nsub; j++) {
+		const struct ops_sub *u = &w->sub[j];
+		if (j >= RANGE_OPS_SHOWN) {
+			rest++;
+			rest_ns += u->self_ns;
+			rest_calls += u->calls;
+			continue;
+		}
+		printf("    %-32s %7" PRIu64 " %10s %10s %5.1f%%\n", u->name, u->calls, "", tprof_fmt_ns(u->self_ns, a),
+		       w->kernel_ns ? 100.0 * (double)u->self_ns / (double)w->kernel_ns : 0);
+	}
+	if (rest) {
+		char label[48];
+		snprintf(label, sizeof(label), "(%zu other ops)", rest);
+		printf("    %-32s %7" PRIu64 " %10s %10s %5.1f%%\n", label, rest_calls, "", tprof_fmt_ns(rest_ns, a),
+		       w->kernel_ns ? 100.0 * (double)rest_ns / (double)w->kernel_ns : 0);
+	}
+}
+
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: tprof ops [--json] [--sort self|total|calls|flops|gflops|name] [--top N]\n"
 		   "                 [--group-by shape] [--by range] [--skip-steps N] FILE\n"
 		   "Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"
 		   "(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"
-		   "range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it.\n");
+		   "range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it, and under it\n"
+		   "the ops that ran inside, with their share of its kernel time.\n");
 	return f == stdout ? 0 : 1;
 }
 
@@ -208,9 +236,18 @@ int cmd_ops(int argc, char **argv)
 			       w->calls, w->self_ns, w->total_ns, w->flops, w->macs, w->bytes, gflops_of(w), pct, w->fp_bits,
 			       w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(&rf, w), d.p50, d.p95, d.p99,
 			       d.ci_lo, d.ci_hi);
-			if (o.by_range)
-				printf(",\"alloc_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"peak_live_growth\":%" PRIu64,
-				       w->alloc_bytes, w->allocs, w->peak_growth);
+			if (o.by_range) {
+				printf(",\"alloc_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"peak_live_growth\":%" PRIu64
+				       ",\"kernel_ns\":%" PRIu64 ",\"by_op\":[",
+				       w->alloc_bytes, w->allocs, w->peak_growth, w->kernel_ns);
+				for (size_t j = 0; j < w->nsub; j++) {
+					printf("%s{\"name\":", j ? "," : "");
+					tprof_json_str(stdout, w->sub[j].name);
+					printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"flops\":%" PRIu64 "}",
+					       w->sub[j].calls, w->sub[j].self_ns, w->sub[j].flops);
+				}
+				printf("]");
+			}
 			printf("}");
 		}
 		printf("],");
@@ -262,6 +299,7 @@ int cmd_ops(int argc, char **argv)
 			       w->total_ns ? 100.0 * (double)w->kernel_ns / (double)w->total_ns : 0,
 			       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), (double)w->flops / 1e9, gflops_of(w),
 			       tprof_fmt_bytes(w->alloc_bytes, s4), tprof_fmt_bytes(w->peak_growth, s5), w->allocs);
+			print_range_ops(w);
 			continue;
 		}
 		double peak = peak_for(&rf, w->fp_bits);

@@ -80,6 +80,29 @@ static size_t row_for(struct ops_result *r, const char *name, unsigned op, int f
 	return r->nrows++;
 }
 
+/* Charges one call of op name to range row w's breakdown. */
+static void add_sub(struct ops_row *w, const char *name, uint64_t self_ns, uint64_t flops)
+{
+	size_t i = 0;
+	while (i < w->nsub && strcmp(w->sub[i].name, name) != 0)
+		i++;
+	if (i == w->nsub) {
+		w->sub = xrealloc(w->sub, (w->nsub + 1) * sizeof(*w->sub));
+		w->sub[w->nsub++] = (struct ops_sub){xstrndup(name, strlen(name)), 0, 0, 0};
+	}
+	w->sub[i].calls++;
+	w->sub[i].self_ns += self_ns;
+	w->sub[i].flops += flops;
+}
+
+static int by_sub_self(const void *a, const void *b)
+{
+	const struct ops_sub *x = a, *y = b;
+	if (x->self_ns != y->self_ns)
+		return x->self_ns < y->self_ns ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
 static void add_dur(struct ops_row *w, uint64_t ns)
 {
 	if (w->ndur == w->cap_dur) {
@@ -297,22 +320,22 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 				rdepth--;
 		}
 		if (o->by_range) {
+			const char *opname = k->op < t->nop_names && t->op_names[k->op] ? t->op_names[k->op] : "?";
+			uint64_t top_flops = top[i] ? k->flops : 0;
 			for (size_t q = 0; q < rdepth; q++) {
 				struct ops_row *w = &r->rows[s->ranges[rstack[q]].row];
 				w->kernel_ns += self[i];
-				if (top[i]) {
-					w->flops += k->flops;
-					w->bytes += k->bytes;
-				}
+				w->flops += top_flops;
+				w->bytes += top[i] ? k->bytes : 0;
+				add_sub(w, opname, self[i], top_flops);
 			}
 			if (!rdepth) {
 				size_t ix = row_for(r, "(no range)", 0, 32);
 				struct ops_row *w = &r->rows[ix];
 				w->kernel_ns += self[i];
-				if (top[i]) {
-					w->flops += k->flops;
-					w->bytes += k->bytes;
-				}
+				w->flops += top_flops;
+				w->bytes += top[i] ? k->bytes : 0;
+				add_sub(w, opname, self[i], top_flops);
 			}
 			continue;
 		}
@@ -417,8 +440,11 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 			memmove(r->rows, r->rows + range_rows, (r->nrows - range_rows) * sizeof(*r->rows));
 		r->nrows -= range_rows;
 	} else {
-		for (size_t i = 0; i < r->nrows; i++)
+		for (size_t i = 0; i < r->nrows; i++) {
 			r->rows[i].self_ns = r->rows[i].kernel_ns;
+			if (r->rows[i].nsub)
+				qsort(r->rows[i].sub, r->rows[i].nsub, sizeof(*r->rows[i].sub), by_sub_self);
+		}
 	}
 	if (r->wall_ns < r->in_ops_ns) /* clock rounding between threads' first events and calls */
 		r->wall_ns = r->in_ops_ns;
@@ -438,6 +464,9 @@ void ops_free(struct ops_result *r)
 	for (size_t i = 0; i < r->nrows; i++) {
 		free(r->rows[i].name);
 		free(r->rows[i].dur_ns);
+		for (size_t j = 0; j < r->rows[i].nsub; j++)
+			free(r->rows[i].sub[j].name);
+		free(r->rows[i].sub);
 	}
 	free(r->rows);
 	free(r->step_ns);

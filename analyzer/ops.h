@@ -17,6 +17,14 @@
 
 #include "reader.h"
 
+/* One op's share of a range's kernel time (range rows' breakdown). */
+struct ops_sub {
+	char *name;       /* the op's name */
+	uint64_t calls;
+	uint64_t self_ns; /* self time of its calls inside the range */
+	uint64_t flops;   /* FLOPs of its calls inside the range that are not nested in another call */
+};
+
 /* One row of the op table: one op (or one op and shape, or one range). */
 struct ops_row {
 	char *name;
@@ -32,6 +40,9 @@ struct ops_row {
 	uint64_t alloc_bytes;   /* bytes allocated inside (requested) */
 	uint64_t allocs;
 	uint64_t peak_growth;   /* largest growth of live heap bytes within one instance of the range */
+	struct ops_sub *sub;    /* the ops run inside, by self time, largest first; their self times add
+				 * up to kernel_ns */
+	size_t nsub;
 };
 
 /* Summary statistics of a sample of durations. */

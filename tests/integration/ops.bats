@@ -84,7 +84,17 @@ for k in ("forward", "backward", "optimizer", "forward/layer0", "backward/layer1
     assert rows[k]["calls"] == 6, (k, rows[k]["calls"])
 assert rows["optimizer"]["flops"] > 0
 assert rows["backward"]["alloc_bytes"] > 0 # per-step scratch
+# the per-op breakdown of each range adds up to its kernel time, and names what ran there
+for name, r in rows.items():
+    assert sum(o["self_ns"] for o in r["by_op"]) == r["kernel_ns"], name
+    assert sum(o["flops"] for o in r["by_op"]) == r["flops"], name
+assert "tnn_adamw" in [o["name"] for o in rows["optimizer"]["by_op"]]
+assert "tnn_attention_fwd" in [o["name"] for o in rows["forward/layer0"]["by_op"]]
+assert "tnn_attention_fwd" not in [o["name"] for o in rows["backward/layer1"]["by_op"]]
 PY
+	# the text table shows them under their range
+	run "$B/tprof" ops --by range t.trace
+	[[ "$output" == *"optimizer"*"tnn_adamw"* ]]
 }
 
 @test "NumPy's matrix product through an RTLD_LOCAL BLAS: one dgemm of 2*512*128*256 FLOPs" {
