@@ -1,12 +1,17 @@
-/* tprof export: a trace's heap costs as folded stacks, the input of flamegraph.pl and speedscope:
- * one line per distinct symbolized stack, "outer;...;inner VALUE", outermost frame first, named by
- * function (inlined functions are frames of their own, module+0xOFFSET where the function is
- * unknown). Stacks cut at the recorder's depth limit start with "[truncated]", allocations without
- * a stack are "[no stack]". Stacks that symbolize the same are merged. The metrics:
+/* tprof export: a trace in the formats other tools read.
+ *
+ * --folded: its heap costs as folded stacks, the input of flamegraph.pl and speedscope: one line per
+ * distinct symbolized stack, "outer;...;inner VALUE", outermost frame first, named by function
+ * (inlined functions are frames of their own, module+0xOFFSET where the function is unknown). Stacks
+ * cut at the recorder's depth limit start with "[truncated]", allocations without a stack are
+ * "[no stack]". Stacks that symbolize the same are merged. The metrics:
  *   leaked  bytes still in use at exit (no suppressions applied: all of tprof report's leaked_bytes)
  *   peak    bytes live at the peak
  *   allocs  number of allocations
- *   bytes   bytes allocated (the default) */
+ *   bytes   bytes allocated (the default)
+ *
+ * --chrome: its timeline as Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing
+ * (analyzer/chrome.c, docs/EXPORT.md). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,13 +19,17 @@
 #include <string.h>
 
 #include "cmdline.h"
+#include "chrome.h"
 #include "cmds.h"
 #include "heap.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
 
-#define USAGE "usage: tprof export FILE --folded OUT [--metric leaked|peak|allocs|bytes]"
+#define USAGE                                                                                              \
+	"usage: tprof export FILE --folded OUT [--metric leaked|peak|allocs|bytes]\n"                     \
+	"       tprof export FILE --chrome OUT.json [--min-dur NS] [--steps A-B|A|A-]\n"                  \
+	"OUT '-': standard output. --steps: steps A to B (0-based, both included), step A, or A to the end"
 
 enum metric { M_LEAKED, M_PEAK, M_ALLOCS, M_BYTES };
 
@@ -96,22 +105,47 @@ static void write_folded(FILE *f, struct stack_table *tab, struct stack_sym *ss,
 }
 
 struct export_opts {
-	const char *out; /* NULL until --folded */
+	const char *out;   /* NULL until --folded or --chrome */
+	int chrome;        /* --chrome rather than --folded */
+	int metric_given, chrome_only_given;
 	enum metric m;
+	struct chrome_options c;
 };
+
+/* A number of nanoseconds: digits only. */
+static int parse_ns(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || errno)
+		return -1;
+	*out = v;
+	return 0;
+}
 
 /* export's own options, for cmd_parse. */
 static int parse_export_opt(void *ctx, int argc, char **argv, int *i)
 {
 	struct export_opts *e = ctx;
-	if (strcmp(argv[*i], "--folded") == 0) {
+	const char *a = argv[*i];
+	if (strcmp(a, "--folded") == 0 || strcmp(a, "--chrome") == 0) {
+		int chrome = a[2] == 'c';
 		if (*i + 1 >= argc) {
-			tprof_err("export: --folded needs a file name ('-': standard output)");
+			tprof_err("export: %s needs a file name ('-': standard output)", a);
+			return 1;
+		}
+		if (e->out && e->chrome != chrome) {
+			tprof_err("export: one of --folded or --chrome at a time");
 			return 1;
 		}
 		e->out = argv[++*i];
-	} else if (strcmp(argv[*i], "--metric") == 0) {
+		e->chrome = chrome;
+	} else if (strcmp(a, "--metric") == 0) {
 		const char *v = *i + 1 < argc ? argv[++*i] : "";
+		e->metric_given = 1;
 		if (strcmp(v, "leaked") == 0)
 			e->m = M_LEAKED;
 		else if (strcmp(v, "peak") == 0)
@@ -124,10 +158,68 @@ static int parse_export_opt(void *ctx, int argc, char **argv, int *i)
 			tprof_err("export: --metric is one of leaked, peak, allocs, bytes");
 			return 1;
 		}
+	} else if (strcmp(a, "--min-dur") == 0) {
+		e->chrome_only_given = 1;
+		if (parse_ns(*i + 1 < argc ? argv[++*i] : NULL, &e->c.min_dur_ns) != 0) {
+			tprof_err("export: --min-dur needs a number of nanoseconds");
+			return 1;
+		}
+	} else if (strcmp(a, "--steps") == 0) {
+		e->chrome_only_given = 1;
+		if (chrome_parse_steps(*i + 1 < argc ? argv[++*i] : NULL, &e->c) != 0) {
+			tprof_err("export: --steps takes A-B (steps A to B, both included, from 0), A, or A- (to the end)");
+			return 1;
+		}
 	} else {
 		return CMD_OTHER;
 	}
 	return CMD_RUN;
+}
+
+/* Closes f (flushes standard output); 0, or 1 after saying why the output could not be written. */
+static int finish_output(FILE *f, const char *out)
+{
+	int bad = ferror(f);
+	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)
+		bad = 1;
+	if (bad) {
+		tprof_err("export: %s: %s", out, errno ? strerror(errno) : "write error");
+		return 1;
+	}
+	return 0;
+}
+
+static FILE *open_output(const char *out)
+{
+	FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+	if (!f)
+		tprof_err("export: %s: %s", out, strerror(errno));
+	return f;
+}
+
+static int export_chrome(const char *file, const char *out, const struct chrome_options *c)
+{
+	struct tprof_trace *t = cmd_open_trace(file);
+	if (!t)
+		return 2;
+	struct chrome_doc *d;
+	int rc = chrome_build(t, c, &d);
+	if (rc != 0) {
+		tprof_err("export: %s", t->err);
+		tprof_trace_close(t);
+		return rc == -1 ? 1 : 2;
+	}
+	FILE *f = open_output(out);
+	if (f) {
+		errno = 0;
+		chrome_write(d, f);
+		rc = finish_output(f, out);
+	} else {
+		rc = 1;
+	}
+	chrome_free(d);
+	tprof_trace_close(t);
+	return rc;
 }
 
 int cmd_export(int argc, char **argv)
@@ -141,6 +233,12 @@ int cmd_export(int argc, char **argv)
 		tprof_err("%s", USAGE);
 		return 1;
 	}
+	if (e.chrome ? e.metric_given : e.chrome_only_given) {
+		tprof_err("export: %s", e.chrome ? "--metric is for --folded" : "--min-dur and --steps are for --chrome");
+		return 1;
+	}
+	if (e.chrome)
+		return export_chrome(o.file, e.out, &e.c);
 	const char *file = o.file, *out = e.out;
 	enum metric m = e.m;
 	struct heap_stats peak;
@@ -169,19 +267,16 @@ int cmd_export(int argc, char **argv)
 	} else if (m == M_PEAK || m == M_LEAKED) {
 		stack_table_set_live(&tab, &s);
 	}
-	f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+	f = open_output(out);
 	if (!f) {
-		tprof_err("export: %s: %s", out, strerror(errno));
 		rc = 1;
 		goto out;
 	}
 	ss = stack_sym_new(t);
+	errno = 0;
 	write_folded(f, &tab, ss, m);
 	stack_sym_warn(ss);
-	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) {
-		tprof_err("export: %s: %s", out, strerror(errno));
-		rc = 1;
-	}
+	rc = finish_output(f, out);
 out:
 	stack_sym_free(ss);
 	heap_release(&s);

@@ -18,7 +18,7 @@ static const struct {
 	{"compare", cmd_compare, "compare [--json] A.trace B.trace ...  params, time and FLOPs per step, GFLOP/s"},
 	{"peak", cmd_peak, "peak [--json] [--top N] FILE          what was live at the peak, by stack"},
 	{"allocs", cmd_allocs, "allocs [--json] [--top N] FILE        allocation sites, temporaries, sizes"},
-	{"export", cmd_export, "export FILE --folded OUT [--metric M] folded stacks for flame graphs"},
+	{"export", cmd_export, "export FILE --folded|--chrome OUT     flame-graph stacks, Perfetto timeline"},
 };
 
 static void usage(FILE *f)
