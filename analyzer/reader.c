@@ -1268,7 +1268,10 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 	}
 	p->last_seq = ev->seq;
 	t->threads[c->thread].events++;
-	cursor_step(t, ci);
+	if (c->next != c->end)
+		p->next_seq[ci] = c->next->seq;
+	else
+		cursor_step(t, ci);
 	if (!linear) {
 		if (p->next_seq[ci] == UINT64_MAX)
 			p->heap[0] = p->heap[--p->nheap];
