@@ -154,8 +154,8 @@ static void write_clock(void)
 
 /* Resident set size samples: every TPROF_RSS_INTERVAL_MS the writer reads the process's resident
  * set size and stages the sample here, delta-coded; the staged samples go out as one RSS block when
- * there are TPROF_RSS_BLOCK_MAX of them, with every CLOCK block (a killed process loses at most a
- * second of them) and at every flush. */
+ * there are TPROF_RSS_BLOCK_MAX of them, with every CLOCK block (so a killed process loses at most a
+ * second's worth) and at every flush. */
 static uint8_t rss_buf[TPROF_RSS_BLOCK_MAX * 20];
 static size_t rss_len;
 static uint32_t rss_count;
@@ -216,7 +216,9 @@ static uint64_t read_rss(void)
  * none rather than a wrong one. */
 static void rss_sample(void)
 {
+	int saved = errno; /* also runs in the constructor and in a fork child, before the program goes on */
 	uint64_t bytes = read_rss();
+	errno = saved;
 	if (!bytes)
 		return;
 	uint64_t tick = tprof_now();
