@@ -154,11 +154,14 @@ static void write_clock(void)
 
 /* Resident set size samples: every TPROF_RSS_INTERVAL_MS the writer reads the process's resident
  * set size and stages the sample here, delta-coded; the staged samples go out as one RSS block when
- * there are TPROF_RSS_BLOCK_MAX of them, with every CLOCK block (so a killed process loses at most a
- * second's worth) and at every flush. */
+ * there are TPROF_RSS_BLOCK_MAX of them, when the oldest has waited RSS_STAGE_NS, and at every
+ * flush. A process killed by SIGKILL (the OOM killer's signal, when memory matters most) thus loses
+ * little more than the blocks the writer had not yet written, at a few bytes per sample. */
+#define RSS_STAGE_NS 100000000u
 static uint8_t rss_buf[TPROF_RSS_BLOCK_MAX * 20];
 static size_t rss_len;
 static uint32_t rss_count;
+static uint64_t rss_staged_ns; /* when the oldest staged sample was taken */
 static uint64_t rss_last_tick, rss_last_bytes; /* the tick spans blocks: samples never go back */
 static uint64_t rss_page;
 
@@ -228,6 +231,7 @@ static void rss_sample(void)
 		rss_flush();
 	uint8_t *p = rss_buf + rss_len;
 	if (rss_count == 0) { /* a block decodes on its own */
+		rss_staged_ns = mono_ns();
 		p = tprof_put_varint(p, tick);
 		p = tprof_put_varint(p, bytes);
 	} else {
@@ -804,8 +808,9 @@ static void *writer_main(void *arg)
 			if (rss_due <= now)
 				rss_due = now + rss_every; /* late (a long drain): keep the spacing, skip the missed */
 		}
-		if (now - last_clock >= 1000000000u) {
+		if (rss_count && now - rss_staged_ns >= RSS_STAGE_NS)
 			rss_flush();
+		if (now - last_clock >= 1000000000u) {
 			write_clock();
 			last_clock = now;
 		}
