@@ -549,8 +549,8 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		uint32_t len = tprof_load_u32(map + off + 1), crc = tprof_load_u32(map + off + 5);
 		if (type < TPROF_BLK_INFO || type > tprof_block_type_max(version)) {
 			if (type <= TPROF_BLK_RSS)
-				set_err(err, errlen, path, off, "corrupt: block type %u does not exist in format version %u",
-					type, version);
+				set_err(err, errlen, path, off,
+					"corrupt: block type %u does not exist in format version %u", type, version);
 			else
 				set_err(err, errlen, path, off, "corrupt: unknown block type %u", type);
 			goto fail;

@@ -786,7 +786,8 @@ static void *writer_main(void *arg)
 	(void)arg;
 	tprof_tls.guard = 1; /* for good: the writer's own allocations are not the program's */
 	uint64_t last_clock = mono_ns(), last_reap = last_clock;
-	uint64_t rss_every = (uint64_t)tprof_cfg.rss_interval_ms * 1000000u, rss_due = last_clock + rss_every;
+	uint64_t rss_every = (uint64_t)tprof_cfg.rss_interval_ms * 1000000u;
+	uint64_t rss_due = last_clock + rss_every; /* the sample at start was taken in tprof_writer_start */
 	for (;;) {
 		uint32_t req = atomic_load(&flush_req);
 		atomic_fetch_add_explicit(&tprof_epoch, 1, memory_order_relaxed);
