@@ -1,6 +1,6 @@
 /* tprof dump: every event of a trace in global order, one line each (sequence number, time, thread,
- * call, size, addresses, stack id), then the modules and the raw stacks, for debugging a trace or
- * feeding another tool. */
+ * call, size, addresses, stack id), then the modules, the raw stacks and the RSS samples ("# rss
+ * TIME_NS BYTES"), for debugging a trace or feeding another tool. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,6 +60,8 @@ int cmd_dump(int argc, char **argv)
 			printf(" 0x%" PRIx64, f[k]);
 		putchar('\n');
 	}
+	for (size_t i = 0; i < t->nrss; i++)
+		printf("# rss %" PRIu64 " %" PRIu64 "\n", tprof_trace_ns(t, t->rss[i].tick), t->rss[i].rss_bytes);
 	printf("# complete: %s, lost: %" PRIu64 "\n", t->complete ? "yes" : "no", t->lost_events);
 	tprof_trace_close(t);
 	return r < 0 ? 2 : 0;

@@ -1,6 +1,7 @@
 /* tprof report: the summary of one trace. Heap totals counted the way valgrind memcheck's HEAP
- * SUMMARY counts them, the exact peak, what was in use at exit, per-function call counts, threads,
- * lost events and whether the trace is complete. Text for people, --json for tools. */
+ * SUMMARY counts them, the exact peak, what was in use at exit, the peak of the sampled resident set
+ * size, per-function call counts, threads, lost events and whether the trace is complete. Text for
+ * people, --json for tools. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -38,6 +39,16 @@ static uint64_t duration_ns(const struct tprof_trace *t)
 	return d;
 }
 
+/* The largest RSS sample (the first of equals), or NULL when the trace has none. */
+static const struct tprof_rss *peak_rss(const struct tprof_trace *t)
+{
+	const struct tprof_rss *best = NULL;
+	for (size_t i = 0; i < t->nrss; i++)
+		if (!best || t->rss[i].rss_bytes > best->rss_bytes)
+			best = &t->rss[i];
+	return best;
+}
+
 static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 {
 	const struct tprof_trace_info *in = &t->info;
@@ -62,6 +73,13 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 	       s->allocations, s->frees, s->bytes_allocated);
 	printf(",\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64,
 	       s->peak_bytes, s->peak_blocks, s->peak_bytes ? tprof_trace_ns(t, s->peak_tick) : 0);
+	const struct tprof_rss *r = peak_rss(t);
+	if (r)
+		printf(",\"peak_rss_bytes\":%" PRIu64 ",\"peak_rss_time_ns\":%" PRIu64, r->rss_bytes,
+		       tprof_trace_ns(t, r->tick));
+	else
+		printf(",\"peak_rss_bytes\":null,\"peak_rss_time_ns\":null");
+	printf(",\"rss_samples\":%zu", t->nrss);
 	printf(",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64, s->live_bytes, s->live_blocks);
 	printf(",\"unmatched_frees\":%" PRIu64 ",\"failed_allocations\":%" PRIu64, s->unmatched_frees,
 	       s->failed);
@@ -104,6 +122,11 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 	       tprof_fmt_ns(s->peak_bytes ? tprof_trace_ns(t, s->peak_tick) : 0, (char[32]){0}));
 	printf("  in use at exit %s bytes in %s blocks\n", tprof_commas(s->live_bytes, a),
 	       tprof_commas(s->live_blocks, b));
+	const struct tprof_rss *r = peak_rss(t);
+	if (r)
+		printf("  peak RSS       %s bytes (%s), at %s, of %s samples\n", tprof_commas(r->rss_bytes, a),
+		       tprof_fmt_bytes(r->rss_bytes, b), tprof_fmt_ns(tprof_trace_ns(t, r->tick), c),
+		       tprof_commas(t->nrss, (char[32]){0}));
 	if (s->unmatched_frees || s->failed || s->reused_live)
 		printf("  anomalies      %" PRIu64 " frees of unknown blocks, %" PRIu64
 		       " failed allocations, %" PRIu64 " reused live addresses\n",

@@ -1,8 +1,8 @@
 /* Implementation of analyzer/reader.h. Pass one maps the file and walks its blocks, checking
- * framing, CRC-32C and the small fixed blocks (INFO, CLOCK, THREAD, LOST, END), and indexes each
- * thread's EVENTS blocks. Pass two decodes the EVENTS lazily, one cursor per thread holding one
- * decoded block and one decoded ahead (by a decode thread, so decoding overlaps the analysis), and
- * merges the threads by sequence number, so memory stays proportional to the threads. */
+ * framing, CRC-32C and the small fixed blocks (INFO, CLOCK, THREAD, LOST, END), reading the rare
+ * ones whole (STACKS, MODULE, NAMES, KERNELS, RSS), and indexes each thread's EVENTS blocks. Pass
+ * two decodes the EVENTS lazily, in chunks a decode thread fills ahead of the merge, and merges the
+ * threads by sequence number, so memory stays proportional to the threads. */
 #include "reader.h"
 
 #include <errno.h>
@@ -411,6 +411,53 @@ static int parse_kernels(struct tprof_trace *t, struct tprof_cursor *c, const ch
 	return 0;
 }
 
+/* An RSS block: samples in time order, each block continuing where the previous one ended. */
+static int parse_rss(struct tprof_trace *t, struct tprof_cursor *c, const char **why)
+{
+	static char msg[160];
+	uint64_t count, tick = 0, bytes = 0;
+	if (tprof_get_varint(c, &count) || count == 0 || count > (uint64_t)(c->end - c->p) / 2) {
+		*why = "RSS block with a bad sample count";
+		return -1;
+	}
+	uint64_t prev = t->nrss ? t->rss[t->nrss - 1].tick : 0;
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t dt = 0;
+		int64_t d = 0;
+		int cut = i == 0 ? tprof_get_varint(c, &tick) || tprof_get_varint(c, &bytes)
+				 : tprof_get_varint(c, &dt) || tprof_get_svarint(c, &d);
+		if (cut) {
+			snprintf(msg, sizeof(msg), "RSS sample %llu of %llu cut short", (unsigned long long)i,
+				 (unsigned long long)count);
+			*why = msg;
+			return -1;
+		}
+		if (tick + dt < tick || (d < 0 ? (uint64_t)-(d + 1) >= bytes : bytes + (uint64_t)d < bytes)) {
+			snprintf(msg, sizeof(msg), "RSS sample %llu has a time or size out of range",
+				 (unsigned long long)i);
+			*why = msg;
+			return -1;
+		}
+		tick += dt;
+		bytes += (uint64_t)d;
+		if (tick < prev) {
+			snprintf(msg, sizeof(msg), "RSS sample %llu is earlier than the sample before it",
+				 (unsigned long long)i);
+			*why = msg;
+			return -1;
+		}
+		prev = tick;
+		if ((t->nrss & (t->nrss - 1)) == 0)
+			t->rss = xrealloc(t->rss, (t->nrss ? 2 * t->nrss : 1) * sizeof(*t->rss));
+		t->rss[t->nrss++] = (struct tprof_rss){tick, bytes};
+	}
+	if (c->p != c->end) {
+		*why = "RSS block longer than its samples";
+		return -1;
+	}
+	return 0;
+}
+
 static int annot_by_seq(const void *a, const void *b)
 {
 	const struct tprof_annot *x = a, *y = b;
@@ -502,10 +549,10 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 	uint16_t version = tprof_load_u16(map + 8), hlen = tprof_load_u16(map + 10);
-	if (version < TPROF_VERSION && version > 0) {
+	if (version < TPROF_VERSION_OLDEST && version > 0) {
 		set_err(err, errlen, path, 8,
-			"trace format version %u is older than this tprof reads (%d); record it again",
-			version, TPROF_VERSION);
+			"trace format version %u is older than this tprof reads (%d to %d); record it again",
+			version, TPROF_VERSION_OLDEST, TPROF_VERSION);
 		goto fail;
 	}
 	if (version > TPROF_VERSION) {
@@ -540,8 +587,12 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		}
 		uint8_t type = map[off];
 		uint32_t len = tprof_load_u32(map + off + 1), crc = tprof_load_u32(map + off + 5);
-		if (type < TPROF_BLK_INFO || type > TPROF_BLK_NAMES) {
-			set_err(err, errlen, path, off, "corrupt: unknown block type %u", type);
+		if (type < TPROF_BLK_INFO || type > tprof_block_type_max(version)) {
+			if (type <= TPROF_BLK_RSS)
+				set_err(err, errlen, path, off,
+					"corrupt: block type %u does not exist in format version %u", type, version);
+			else
+				set_err(err, errlen, path, off, "corrupt: unknown block type %u", type);
 			goto fail;
 		}
 		if (len > TPROF_BLOCK_MAX_PAYLOAD) {
@@ -629,6 +680,9 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			break;
 		case TPROF_BLK_KERNELS:
 			bad = parse_kernels(t, &c, &why);
+			break;
+		case TPROF_BLK_RSS:
+			bad = parse_rss(t, &c, &why);
 			break;
 		case TPROF_BLK_MODULE:
 			bad = parse_module(t, &c);
@@ -751,6 +805,7 @@ void tprof_trace_close(struct tprof_trace *t)
 	free(t->kcalls);
 	free(t->kshape);
 	free(t->annots);
+	free(t->rss);
 	for (uint32_t i = 0; i < t->nop_names; i++) {
 		free(t->op_names[i]);
 		free(t->op_shape_names[i]);

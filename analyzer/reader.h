@@ -52,8 +52,8 @@ struct tprof_annot {
 	uint8_t kind;  /* enum tprof_annot_kind */
 };
 
-/* One sample of the process's resident set size, taken by the recorder's writer thread about every
- * 10 ms (RSS blocks). */
+/* One sample of the process's resident set size, taken by the recorder's writer thread every
+ * TPROF_RSS_INTERVAL_MS (10 ms by default), at start and at the end (RSS blocks), read at open. */
 struct tprof_rss {
 	uint64_t tick;      /* raw clock; tprof_trace_ns() converts */
 	uint64_t rss_bytes; /* resident pages times the page size */

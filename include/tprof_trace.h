@@ -1,4 +1,4 @@
-/* The tprof trace format, version 2: the contract between the recorder (libtprof.so) and the reader
+/* The tprof trace format, version 3: the contract between the recorder (libtprof.so) and the reader
  * (the tprof analyzer). Constants, block and record kinds, and the byte-level codec (little-endian
  * fixed fields, LEB128 varints, zigzag signed varints, CRC-32C) that both sides share. Every layout
  * here is documented byte by byte in docs/FORMAT.md; change both together and bump the version when
@@ -11,7 +11,8 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 2           /* readers reject files of any other version */
+#define TPROF_VERSION 3           /* readers reject newer files */
+#define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
 /* Every block: u8 type, u32 payload length, u32 CRC-32C of (type byte + payload), payload. */
@@ -32,7 +33,22 @@ enum tprof_block_type {
 	TPROF_BLK_ZEVENTS = 11,   /* an EVENTS payload compressed with zstd */
 	TPROF_BLK_KERNELS = 12,   /* a run of one thread's kernel calls and annotations */
 	TPROF_BLK_NAMES = 13,     /* op and annotation names, each defined before its first use */
+	TPROF_BLK_RSS = 14,       /* resident set size samples (version 3) */
 };
+
+/* The last block type a file of the given version may hold. */
+static inline unsigned tprof_block_type_max(unsigned version)
+{
+	return version >= 3 ? TPROF_BLK_RSS : TPROF_BLK_NAMES;
+}
+
+/* ---- resident set size samples (RSS blocks, docs/FORMAT.md) ----
+ *
+ * RSS payload: varint count (>= 1), then count samples in time order: the first as varint tick and
+ * varint bytes, each later one as varint tick - previous tick and svarint bytes - previous bytes.
+ * Each block decodes on its own; a block's first tick is not earlier than the previous block's
+ * last. bytes is the resident set size (resident pages times the page size). */
+#define TPROF_RSS_BLOCK_MAX 64 /* samples per block the recorder writes (readers take any count) */
 
 /* ---- kernel calls and annotations (KERNELS and NAMES blocks, docs/FORMAT.md) ----
  *

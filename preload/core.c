@@ -24,6 +24,7 @@ struct tprof_config tprof_cfg = {
 	.stamp_every = TPROF_STAMP_EVERY,
 	.depth = TPROF_DEPTH_DEFAULT,
 	.compress = 1,
+	.rss_interval_ms = 10,
 };
 _Atomic int tprof_ready;
 _Atomic int tprof_recording;
@@ -99,6 +100,11 @@ static void read_config(void)
 	if (d && *d) {
 		unsigned long n = strtoul(d, NULL, 10);
 		tprof_cfg.depth = n > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : (unsigned)n;
+	}
+	const char *ri = getenv("TPROF_RSS_INTERVAL_MS");
+	if (ri && *ri >= '0' && *ri <= '9') {
+		unsigned long n = strtoul(ri, NULL, 10);
+		tprof_cfg.rss_interval_ms = n > 3600000 ? 3600000 : (uint32_t)n; /* at most an hour */
 	}
 	const char *r = getenv("TPROF_RING_ENTRIES");
 	if (r) {

@@ -83,6 +83,7 @@ struct tprof_config {
 	const char *output;    /* TPROF_OUTPUT, may contain %p */
 	unsigned depth;        /* TPROF_DEPTH: frames per stack, 0 = no stacks */
 	int compress;          /* TPROF_COMPRESS (default 1): zstd-compress event blocks */
+	uint32_t rss_interval_ms; /* TPROF_RSS_INTERVAL_MS (default 10): RSS sampling period, 0 = off */
 };
 
 extern struct tprof_real tprof_real;

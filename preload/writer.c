@@ -152,6 +152,98 @@ static void write_clock(void)
 	(void)s;
 }
 
+/* Resident set size samples: every TPROF_RSS_INTERVAL_MS the writer reads the process's resident
+ * set size and stages the sample here, delta-coded; the staged samples go out as one RSS block when
+ * there are TPROF_RSS_BLOCK_MAX of them, when the oldest has waited RSS_STAGE_NS, and at every
+ * flush. A process killed by SIGKILL (the OOM killer's signal, when memory matters most) thus loses
+ * little more than the blocks the writer had not yet written, at a few bytes per sample. */
+#define RSS_STAGE_NS 100000000u
+static uint8_t rss_buf[TPROF_RSS_BLOCK_MAX * 20];
+static size_t rss_len;
+static uint32_t rss_count;
+static uint64_t rss_staged_ns; /* when the oldest staged sample was taken */
+static uint64_t rss_last_tick, rss_last_bytes; /* the tick spans blocks: samples never go back */
+static uint64_t rss_page;
+
+static void rss_flush(void)
+{
+	if (!rss_count)
+		return;
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, rss_count);
+	memcpy(p, rss_buf, rss_len);
+	block_end(TPROF_BLK_RSS, p + rss_len);
+	rss_len = 0;
+	rss_count = 0;
+}
+
+/* The resident set size in bytes (statm's second field, in pages), or 0 when it cannot be read.
+ * The program may close descriptors at any moment (daemons close them all, then open their own
+ * files), so the number we opened may stop being ours: the file is read with pread, which never
+ * takes a pipe's or socket's data nor moves a file's offset, and closed only if it is still the
+ * file we opened. */
+static uint64_t read_rss(void)
+{
+	char buf[128];
+	/* the thread's own view: /proc/self reads zeros once the main thread has exited */
+	int fd = open("/proc/thread-self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat a, b;
+	if (fstat(fd, &a) != 0)
+		return 0;
+	ssize_t n;
+	do
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return 0;
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = buf;
+	while (*p >= '0' && *p <= '9') /* size */
+		p++;
+	if (*p++ != ' ')
+		return 0;
+	uint64_t pages = 0;
+	for (int k = 0; *p >= '0' && *p <= '9' && k < 16; p++, k++)
+		pages = pages * 10 + (uint64_t)(*p - '0');
+	return pages * rss_page;
+}
+
+/* Takes one sample; a failed read (or a resident size of 0, which no running process has) takes
+ * none rather than a wrong one. */
+static void rss_sample(void)
+{
+	int saved = errno; /* also runs in the constructor and in a fork child, before the program goes on */
+	uint64_t bytes = read_rss();
+	errno = saved;
+	if (!bytes)
+		return;
+	uint64_t tick = tprof_now();
+	if (tick < rss_last_tick)
+		tick = rss_last_tick; /* the TSC of another core may be a few ticks behind */
+	if (rss_count == TPROF_RSS_BLOCK_MAX)
+		rss_flush();
+	uint8_t *p = rss_buf + rss_len;
+	if (rss_count == 0) { /* a block decodes on its own */
+		rss_staged_ns = mono_ns();
+		p = tprof_put_varint(p, tick);
+		p = tprof_put_varint(p, bytes);
+	} else {
+		p = tprof_put_varint(p, tick - rss_last_tick);
+		p = tprof_put_svarint(p, (int64_t)(bytes - rss_last_bytes));
+	}
+	rss_len = (size_t)(p - rss_buf);
+	rss_count++;
+	rss_last_tick = tick;
+	rss_last_bytes = bytes;
+}
+
 static void write_header_and_info(void)
 {
 	uint8_t *h = out_buf + out_len;
@@ -705,6 +797,8 @@ static void *writer_main(void *arg)
 	(void)arg;
 	tprof_tls.guard = 1; /* for good: the writer's own allocations are not the program's */
 	uint64_t last_clock = mono_ns(), last_reap = last_clock;
+	uint64_t rss_every = (uint64_t)tprof_cfg.rss_interval_ms * 1000000u;
+	uint64_t rss_due = last_clock + rss_every; /* the sample at start was taken in tprof_writer_start */
 	for (;;) {
 		uint32_t req = atomic_load(&flush_req);
 		atomic_fetch_add_explicit(&tprof_epoch, 1, memory_order_relaxed);
@@ -720,6 +814,14 @@ static void *writer_main(void *arg)
 			reap_dead_threads();
 			last_reap = now;
 		}
+		if (rss_every && now >= rss_due) {
+			rss_sample();
+			rss_due += rss_every;
+			if (rss_due <= now)
+				rss_due = now + rss_every; /* late (a long drain): keep the spacing, skip the missed */
+		}
+		if (rss_count && now - rss_staged_ns >= RSS_STAGE_NS)
+			rss_flush();
 		if (now - last_clock >= 1000000000u) {
 			write_clock();
 			last_clock = now;
@@ -736,6 +838,9 @@ static void *writer_main(void *arg)
 			}
 			drain_all();
 			modules_update(0);
+			if (rss_every)
+				rss_sample(); /* the last sample of the trace (or of the image, before exec) */
+			rss_flush();
 			write_clock();
 			write_end(req_reason, req_value);
 			out_flush();
@@ -758,6 +863,13 @@ static void *writer_main(void *arg)
 		uint32_t cap = tprof_cfg.ring_entries;
 		if (busiest < (cap >> 1)) {
 			long nap = busiest >= (cap >> 4) ? 100000 : busiest ? 1000000 : 10000000;
+			if (rss_every) { /* wake for the next sample; the batching of busy threads is unchanged */
+				uint64_t t = mono_ns();
+				if (rss_due <= t)
+					nap = 0;
+				else if (rss_due - t < (uint64_t)nap)
+					nap = (long)(rss_due - t);
+			}
 			if (n == 0)
 				out_flush();
 			uint32_t k = atomic_load(&kick_word);
@@ -926,6 +1038,11 @@ int tprof_writer_start(void)
 	memset(name_written, 0, sizeof(name_written)); /* a new trace defines all again */
 	klen = kcount = 0;
 	kprev_tick = 0;
+	rss_len = rss_count = 0; /* after fork: the parent's staged samples are not the child's */
+	rss_last_tick = rss_last_bytes = 0;
+	rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (tprof_cfg.rss_interval_ms)
+		rss_sample(); /* at start, before the program runs on: the writer thread may start late */
 	modules_update(1);
 	out_flush();
 	sigset_t all, old;

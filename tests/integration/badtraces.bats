@@ -5,6 +5,8 @@
 
 load helpers
 
+RSS_BLOCKS="$TPROF_ROOT/tests/integration/rss_blocks.py"
+
 setup_file() {
 	export FIXTURE=$(mktemp -d)
 	TPROF_QUIET=1 TPROF_OUTPUT="$FIXTURE/good.trace" LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
@@ -107,4 +109,44 @@ for i in range(300):
         print("mutation", i, "exit", r.returncode, r.stderr)
         sys.exit(1)
 PY
+}
+
+@test "a malformed RSS block is rejected with its offset, even with a good checksum" {
+	$PY "$RSS_BLOCKS" cases "$FIXTURE/good.trace" >cases.txt
+	[ "$(wc -l <cases.txt)" -eq 6 ]
+	while read -r f off msg; do
+		run "$B/tprof" report "$f"
+		echo "$f: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"$f: byte $off: corrupt: $msg"* ]]
+	done <cases.txt
+}
+
+@test "RSS samples cut in two blocks read as the same series" {
+	$PY "$RSS_BLOCKS" split "$FIXTURE/good.trace" split.trace
+	[ "$(stat -c %s split.trace)" -gt "$(stat -c %s "$FIXTURE/good.trace")" ]
+	"$B/tprof" dump "$FIXTURE/good.trace" | grep '^# rss ' >a.txt
+	"$B/tprof" dump split.trace | grep '^# rss ' >b.txt
+	[ "$(wc -l <a.txt)" -ge 2 ]
+	cmp a.txt b.txt
+}
+
+@test "format versions: 1 is refused as older, 2 reads unless it holds RSS blocks" {
+	cp "$FIXTURE/good.trace" v1.trace
+	printf '\x01\x00' | dd of=v1.trace bs=1 seek=8 conv=notrunc 2>/dev/null
+	run "$B/tprof" report v1.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 3)"* ]]
+	TPROF_RSS_INTERVAL_MS=0 TPROF_OUTPUT=plain.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	printf '\x02\x00' | dd of=plain.trace bs=1 seek=8 conv=notrunc 2>/dev/null
+	"$B/tprof" report --json plain.trace >r.json
+	"$B/tprof" report --json "$FIXTURE/good.trace" >g.json
+	[ "$(jget r.json allocations)" = "$(jget g.json allocations)" ]
+	[ "$(jget r.json peak_rss_bytes)" = None ]
+	cp "$FIXTURE/good.trace" v2.trace
+	printf '\x02\x00' | dd of=v2.trace bs=1 seek=8 conv=notrunc 2>/dev/null
+	off=$($PY "$RSS_BLOCKS" offset v2.trace)
+	run "$B/tprof" report v2.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"v2.trace: byte $off: corrupt: block type 14 does not exist in format version 2"* ]]
 }
