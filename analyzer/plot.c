@@ -117,6 +117,9 @@ void plot_series_init(struct plot_series *s, uint64_t span, size_t nbuckets)
 
 void plot_series_add(struct plot_series *s, uint64_t t, uint64_t v)
 {
+	if (s->count && t < s->last_t)
+		t = s->last_t; /* clocks of concurrent threads: keep the curve going forwards */
+	s->last_t = t;
 	size_t i = 0;
 	if (s->span && t >= s->span)
 		i = s->nbuckets - 1;

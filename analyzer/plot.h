@@ -40,12 +40,15 @@ struct plot_series {
 	size_t nbuckets;
 	struct plot_bucket *b;
 	uint64_t count;  /* values added */
+	uint64_t last_t; /* time of the last value added */
 	uint64_t max_v, max_t; /* the largest value and the first time it was reached */
 };
 
 /* nbuckets > 0; span 0 puts everything in one bucket. */
 void plot_series_init(struct plot_series *s, uint64_t span, size_t nbuckets);
-/* Adds the value v at time t, in the order the values happened. */
+/* Adds the value v at time t, in the order the values happened. A time before the previous one (the
+ * clocks of concurrent threads disagree by a little) is taken as the previous one, so that the kept
+ * points always go forwards in time. */
 void plot_series_add(struct plot_series *s, uint64_t t, uint64_t v);
 /* The kept points in time order (ties in the order they were added), each once; the first point at
  * which the series reached its maximum (max_t, max_v) is always among them. Returns their count and
