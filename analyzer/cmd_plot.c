@@ -271,7 +271,7 @@ static int plot_memory(struct ctx *c)
 	const char *unit = top >= (1ull << 30) ? "GiB" : top >= (1ull << 20) ? "MiB" : top >= 1024 ? "KiB" : "bytes";
 	int shift = top >= (1ull << 30) ? 30 : top >= (1ull << 20) ? 20 : top >= 1024 ? 10 : 0;
 	time_unit(f, c->span);
-	fprintf(f, "unit = 2**%d; uname = \"%s\"\n", shift, unit);
+	fprintf(f, "unit = 2.0**%d; uname = \"%s\"\n", shift, unit);
 	fprintf(f, "span = %s; peak_t = %s; peak_bytes = %" PRIu64 "\n", secs(c->span, a), secs(peak_ns, b),
 		hs.peak_bytes);
 	fprintf(f, "ytop = (%" PRIu64 " > 0 ? %" PRIu64 " / unit : 1) * 1.18\n", top, top);
