@@ -392,7 +392,8 @@ static int plot_timeline(struct ctx *c)
 	for (size_t i = 0; i < t->nannots; i++)
 		if (t->annots[i].kind == TPROF_ANNOT_PUSH)
 			lane_note(&lanes, &nl, t->annots[i].tid, ns_of(c, t->annots[i].tick));
-	qsort(lanes, nl, sizeof(*lanes), lane_by_first);
+	if (nl)
+		qsort(lanes, nl, sizeof(*lanes), lane_by_first);
 	/* byid maps a tid to its lane number (kept in .first) */
 	byid = xmalloc((nl + 1) * sizeof(*byid));
 	for (size_t i = 0; i < nl; i++)
@@ -476,7 +477,8 @@ static int plot_timeline(struct ctx *c)
 	free(stk);
 	free(depth);
 	free(deeper);
-	qsort(in, nin, sizeof(*in), inst_cmp);
+	if (nin)
+		qsort(in, nin, sizeof(*in), inst_cmp);
 
 	char path[PATH_MAX], a[32], b[32];
 	int rc = PLOT_FAILED;
@@ -1165,7 +1167,8 @@ int cmd_plot(int argc, char **argv)
 		tprof_trace_close(c.t);
 		return 2;
 	}
-	qsort(c.r.rows, c.r.nrows, sizeof(*c.r.rows), row_by_self);
+	if (c.r.nrows) /* rows is NULL when there are none */
+		qsort(c.r.rows, c.r.nrows, sizeof(*c.r.rows), row_by_self);
 	c.op_class = xcalloc(c.t->nop_names + 1, sizeof(uint32_t));
 	for (uint32_t id = 0; id < c.t->nop_names; id++) {
 		c.op_class[id] = NCLASS;

@@ -19,7 +19,7 @@ static const struct {
 	{"peak", cmd_peak, "peak [--json] [--top N] FILE          what was live at the peak, by stack"},
 	{"allocs", cmd_allocs, "allocs [--json] [--top N] FILE        allocation sites, temporaries, sizes"},
 	{"export", cmd_export, "export FILE --folded OUT [--metric M] folded stacks for flame graphs"},
-	{"plot", cmd_plot, "plot [-o DIR] [--format png|svg] FILE  memory, timeline, ops and roofline pictures"},
+	{"plot", cmd_plot, "plot [-o DIR] [--format svg] FILE     memory, timeline, ops and roofline pictures"},
 };
 
 static void usage(FILE *f)
