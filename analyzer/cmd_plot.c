@@ -293,9 +293,10 @@ static int plot_memory(struct ctx *c)
 	/* The peak's label on the side with room for it. */
 	int right = c->span && peak_ns > c->span / 10 * 7;
 	char commas[32];
-	fprintf(f, "set label 1 sprintf(\"peak %%.1f %%s (%s bytes) at %%.3f %%s\", peak_bytes / unit, uname, "
-		   "peak_t * tscale, tunit) at peak_t * tscale, peak_bytes / unit %s offset %s,0.9 front\n",
-		tprof_commas(hs.peak_bytes, commas), right ? "right" : "left", right ? "-1.2" : "1.2");
+	if (hs.peak_bytes)
+		fprintf(f, "set label 1 sprintf(\"peak %%.1f %%s (%s bytes) at %%.3f %%s\", peak_bytes / unit, uname, "
+			   "peak_t * tscale, tunit) at peak_t * tscale, peak_bytes / unit %s offset %s,0.9 front\n",
+			tprof_commas(hs.peak_bytes, commas), right ? "right" : "left", right ? "-1.2" : "1.2");
 	/* Live bytes change in steps: draw steps, not slopes between the kept points. */
 	fprintf(f, "plot 'memory.dat' index 1 using ($1 * tscale):($2 / unit) with fillsteps lc rgb \"#d5dfeb\" notitle, \\\n"
 		   "     '' index 1 using ($1 * tscale):($2 / unit) with steps lc 1 lw 1.5 title \"live heap (requested bytes)\"");
