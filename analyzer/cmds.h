@@ -1,5 +1,6 @@
 /* The analyzer's subcommands: one cmd_<verb>.c each, dispatched from the table in tprof.c.
- * Each returns the process exit status: 0 success, 1 usage error, 2 unreadable or invalid trace. */
+ * Each returns the process exit status: 0 success, 1 usage error, 2 unreadable or invalid trace;
+ * plot: 3 when the pictures could not be made (gnuplot missing or failing, output not writable). */
 #ifndef TPROF_CMDS_H
 #define TPROF_CMDS_H
 
@@ -13,5 +14,6 @@ int cmd_compare(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_allocs(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

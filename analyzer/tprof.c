@@ -19,6 +19,7 @@ static const struct {
 	{"peak", cmd_peak, "peak [--json] [--top N] FILE          what was live at the peak, by stack"},
 	{"allocs", cmd_allocs, "allocs [--json] [--top N] FILE        allocation sites, temporaries, sizes"},
 	{"export", cmd_export, "export FILE --folded|--chrome OUT     flame-graph stacks, Perfetto timeline"},
+	{"plot", cmd_plot, "plot [-o DIR] [--format svg] FILE     memory, timeline, ops and roofline pictures"},
 };
 
 static void usage(FILE *f)
@@ -27,7 +28,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %s\n", commands[i].help);
 	fprintf(f, "\nRun 'tprof <command> --help' for its options. Exit status: 0 ok, 1 usage, "
-		   "2 invalid trace.\n");
+		   "2 invalid trace,\n3 plot could not draw (gnuplot missing or failing).\n");
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job (`make demo`): profile the bundled transformer benchmark under libtprof.so and print
-# the report. Falls back to a test program when the workloads are not built.
+# The main job (`make demo`): profile the bundled transformer benchmark under libtprof.so, print the
+# report, and draw its four pictures (tprof plot) into the same directory. Falls back to a test program
+# when the workloads are not built.
 set -eu
 BUILD=${BUILD:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,3 +18,6 @@ echo "== tprof record -o $trace -- ${prog[*]}"
 "$root/$BUILD/tprof" record -o "$trace" -- "${prog[@]}"
 echo
 "$root/$BUILD/tprof" report "$trace"
+echo
+echo "== tprof plot -o $out $trace"
+"$root/$BUILD/tprof" plot -o "$out" "$trace"

@@ -1,0 +1,236 @@
+#!/usr/bin/env bats
+# tprof plot: the four pictures (PNG signature and size, or well-formed SVG) with their .gp and .dat
+# beside them; the memory curve keeps the exact peak of tprof peak; long kernel-call lanes are merged
+# to the picture's resolution; names built to break gnuplot (tests/kernels/hostile_names.c) are only
+# ever shown, never run; gnuplot missing or failing and bad traces give clear errors and no pictures.
+
+load helpers
+
+export TPROF_PEAK_GFLOPS=100 # so that a missing roofline cache does not make tprof measure
+CANARY=/tmp/tprof_hostile_canary
+GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --steps 6 --lr 3e-3 --period 12 --gen 4"
+
+# record PROG ARGS...: runs PROG under libtprof.so writing t.trace. Under SAN=1 libtnn.so (and the
+# workloads) are ASan-instrumented, and ASan's runtime must be loaded first: its malloc then hides
+# the heap calls from libtprof.so, but kernel calls and annotations are still recorded.
+record() {
+	local pre="$B/libtprof.so"
+	if ldd "$B/libtnn.so" | grep -q libasan; then
+		pre="$(gcc -print-file-name=libasan.so) $pre"
+	fi
+	ASAN_OPTIONS=detect_leaks=0 TPROF_OUTPUT=t.trace LD_PRELOAD="$pre" "$@" >/dev/null
+}
+
+# check_pictures DIR EXT: the four pictures, each with its .gp and .dat, of the documented size
+# (the timeline's height follows its number of lanes, the lines of block 1 of timeline.dat).
+check_pictures() {
+	$PY - "$1" "$2" <<'PY'
+import os, re, struct, sys, xml.dom.minidom
+d, ext = sys.argv[1], sys.argv[2]
+dat = open(os.path.join(d, "timeline.dat")).read()
+lanes = [l for l in re.split(r"\n\n\n", dat)[1].splitlines() if l and not l.startswith("#")]
+h = min(max(300 + 140 * len(lanes), 580), 2400)
+want = {"memory": (1400, 720), "timeline": (1400, h), "ops": (1400, 720), "roofline": (1400, 900)}
+for name, (w, h) in want.items():
+    for e in ("gp", "dat"):
+        p = os.path.join(d, name + "." + e)
+        assert os.path.getsize(p) > 0, p
+    p = os.path.join(d, name + "." + ext)
+    data = open(p, "rb").read()
+    assert len(data) > 1000, (p, len(data))
+    if ext == "png":
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", p
+        assert data[12:16] == b"IHDR", p
+        size = struct.unpack(">II", data[16:24])
+    else:
+        svg = xml.dom.minidom.parseString(data).documentElement
+        assert svg.tagName == "svg", p
+        size = (int(svg.getAttribute("width")), int(svg.getAttribute("height")))
+    assert size == (w, h), (p, size, (w, h))
+PY
+}
+
+# dat FILE N: the data lines of block N (gnuplot's index N) of a .dat file
+dat() {
+	$PY -c 'import re, sys
+b = re.split(r"\n\n\n", open(sys.argv[1]).read())[int(sys.argv[2])]
+print("\n".join(l for l in b.splitlines() if l and not l.startswith("#")))' "$1" "$2"
+}
+
+@test "four PNG pictures of a transformer run, each beside its script and data; file names printed" {
+	record "$B/transformer_bench" $GPT_SMALL
+	run "$B/tprof" plot -o out t.trace
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'out/memory.png\nout/timeline.png\nout/ops.png\nout/roofline.png')" ] # no warnings
+	check_pictures out png
+	# the ops picture's bars are tprof ops's self-time shares
+	"$B/tprof" ops --json t.trace >ops.json
+	$PY - ops.json out/ops.dat <<'PY'
+import json, re, shlex, sys
+ops = json.load(open(sys.argv[1]))
+rows = sorted(ops["ops"], key=lambda r: (-r["self_ns"], r["name"]))
+bars = [l for l in re.split(r"\n\n\n", open(sys.argv[2]).read())[1].splitlines() if l and not l.startswith("#")]
+for r, bar in zip(rows, bars[:11]):
+    f = shlex.split(bar)
+    assert f[4] == r["name"], (f, r["name"])
+    assert abs(float(f[1]) - 100.0 * r["self_ns"] / ops["wall_ns"]) < 1e-4, (f, r)
+outside = shlex.split(bars[-1])
+assert outside[4] == "(outside kernels)", outside
+assert abs(float(outside[1]) - 100.0 * ops["outside_ns"] / ops["wall_ns"]) < 1e-4
+PY
+	# re-running a script from its directory makes its picture again
+	rm out/ops.png
+	(cd out && gnuplot ops.gp)
+	[ -s out/ops.png ]
+}
+
+@test "--format svg: four well-formed SVG files of the same sizes, no PNG" {
+	record "$B/transformer_bench" $GPT_SMALL
+	run "$B/tprof" plot --format svg -o svgout t.trace
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'svgout/memory.svg\nsvgout/timeline.svg\nsvgout/ops.svg\nsvgout/roofline.svg')" ]
+	check_pictures svgout svg
+	[ -z "$(ls svgout/*.png 2>/dev/null)" ]
+	# the default directory is the current one
+	mkdir here && cd here && "$B/tprof" plot --format svg ../t.trace >/dev/null
+	[ -s roofline.svg ] && [ -s roofline.gp ] && [ -s roofline.dat ]
+}
+
+@test "the memory curve is downsampled but keeps the exact peak of tprof peak, when it was first reached" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/storm" 2 100000 >/dev/null
+	"$B/tprof" peak --json t.trace >peak.json
+	"$B/tprof" plot -o out t.trace >/dev/null
+	dat out/memory.dat 1 >curve.txt
+	dat out/memory.dat 2 >peak.txt
+	$PY - peak.json curve.txt peak.txt <<'PY'
+import json, sys
+peak = json.load(open(sys.argv[1]))
+curve = [l.split() for l in open(sys.argv[2])]
+def ns(s):
+    whole, frac = s.split(".")
+    return int(whole) * 10**9 + int(frac)
+top = max(int(v) for t, v in curve)
+assert top == peak["peak_bytes"], (top, peak["peak_bytes"])
+assert len(curve) <= 4 * (1400 - 90 - 40) + 1, len(curve) # 400000 events, a few points per pixel
+t, v = open(sys.argv[3]).read().split()
+# two threads: an event the clocks put before the one before it is drawn at that one's time
+assert int(v) == peak["peak_bytes"] and 0 <= ns(t) - peak["peak_time_ns"] < 200000, (t, v, peak)
+assert [t, v] in curve
+times = [ns(t) for t, v in curve]
+assert times == sorted(times)
+PY
+	# a peak reached twice (stacks_peak): the first time is the one kept
+	rm t.trace
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/stacks_peak"
+	"$B/tprof" peak --json t.trace >peak.json
+	"$B/tprof" plot -o out2 t.trace >/dev/null
+	[ "$(jget peak.json peak_bytes)" -eq 6300 ]
+	[ "$(dat out2/memory.dat 2 | cut -d' ' -f2)" -eq 6300 ]
+	[ "$(dat out2/memory.dat 1 | cut -d' ' -f2 | sort -n | tail -1)" -eq 6300 ]
+	t=$(dat out2/memory.dat 2 | cut -d' ' -f1)
+	[ "$(dat out2/memory.dat 1 | grep -c ' 6300$')" -eq 2 ] # reached twice
+	[ "$(dat out2/memory.dat 1 | grep ' 6300$' | head -1 | cut -d' ' -f1)" = "$t" ]
+	[ "$($PY -c 'import sys; print(round(float(sys.argv[1]) * 1e9))' "$t")" -eq "$(jget peak.json peak_time_ns)" ]
+}
+
+@test "100000 kernel calls in one lane are merged to the timeline's resolution" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/kernel_bench" 100000 >/dev/null
+	"$B/tprof" plot -o out t.trace >/dev/null
+	check_pictures out png
+	boxes=$(dat out/timeline.dat 2 | tail -n +2 | wc -l) # after the column header
+	echo "boxes $boxes"
+	[ "$boxes" -ge 1 ] && [ "$boxes" -le $((2 * (1400 - 150 - 40))) ]
+	[ "$(dat out/timeline.dat 2 | head -1)" = '"tnn_add"' ]
+}
+
+@test "hostile names: gnuplot only shows them, never runs them, in PNG and SVG" {
+	rm -f "$CANARY"
+	record "$B/progs/hostile_names"
+	run "$B/tprof" plot -o png t.trace
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | wc -l)" -eq 4 ] # the four names, no gnuplot message
+	check_pictures png png
+	run "$B/tprof" plot --format svg -o svg t.trace
+	[ "$status" -eq 0 ]
+	check_pictures svg svg
+	[ ! -e "$CANARY" ]
+	# no string of the trace is in a script: they are all in the data
+	! grep -l -e hostile -e system -e 'touch ' png/*.gp svg/*.gp
+	grep -qF '"\042; system(\042touch /tmp/tprof_hostile_canary\042); print \042"' png/timeline.dat
+	grep -qF '"`touch /tmp/tprof_hostile_canary`"' png/timeline.dat
+	# every range name, drawn from the data by gnuplot, comes out as the same text
+	block=$(grep -o '^# index [0-9]*: ranges' png/timeline.dat | grep -o '[0-9][0-9]*')
+	cat >names.gp <<EOF
+set terminal svg size 1200,2400 noenhanced
+set output 'names.svg'
+set yrange [-1:*]
+plot 'png/timeline.dat' index $block using (0):0:5 with labels notitle
+EOF
+	gnuplot names.gp
+	[ ! -e "$CANARY" ]
+	$PY - names.svg <<'PY'
+import sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+texts = set("".join(n.data for n in t.childNodes if n.nodeType == n.TEXT_NODE) for t in doc.getElementsByTagName("text"))
+want = ['quote" back\\slash', 'line\\nbreak\\r\\ttab',
+        "'; system('touch /tmp/tprof_hostile_canary'); print '",
+        '"; system("touch /tmp/tprof_hostile_canary"); print "',
+        "`touch /tmp/tprof_hostile_canary`", "\\x01\\x1f ctl \\x7f", "bad utf8 \ufffd\ufffd \ufffd",
+        'comma,semi;"csv"', "</script><b>html</b>", "@x{1} $y %z ^w _v"]
+missing = [w for w in want if w not in texts]
+assert not missing, (missing, sorted(texts))
+PY
+}
+
+@test "gnuplot missing: a message naming gnuplot-nox, exit status 3, nothing written" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	run env PATH=/nonexistent "$B/tprof" plot -o out t.trace
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"gnuplot"*"not found"*"gnuplot-nox"* ]]
+	[ ! -e out ]
+}
+
+@test "gnuplot failing: its messages shown, exit status 3, no half-made picture" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	mkdir fake
+	printf '#!/bin/sh\necho "stub gnuplot: cannot draw $1" >&2\n: >memory.png\nexit 1\n' >fake/gnuplot
+	chmod +x fake/gnuplot
+	run env PATH="$PWD/fake:$PATH" "$B/tprof" plot -o out t.trace
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"gnuplot failed on out/memory.gp (exit status 1)"* ]]
+	[[ "$output" == *"stub gnuplot: cannot draw memory.gp"* ]]
+	[ ! -e out/memory.png ]
+	[ ! -e out/timeline.png ]
+}
+
+@test "bad input: an invalid trace exits 2 without writing, bad options exit 1" {
+	printf 'not a trace at all, just text\n' >bad.trace
+	run "$B/tprof" plot -o out bad.trace
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bad.trace"* ]]
+	[ ! -e out ]
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	head -c 200 t.trace >cut.trace
+	run "$B/tprof" plot -o out cut.trace
+	[ "$status" -eq 2 ]
+	[ ! -e out ]
+	run "$B/tprof" plot --format jpeg t.trace
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--format takes png or svg"* ]]
+	run "$B/tprof" plot -o
+	[ "$status" -eq 1 ]
+	run "$B/tprof" plot
+	[ "$status" -eq 1 ]
+	run "$B/tprof" plot --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"usage: tprof plot"* ]]
+	touch afile
+	run "$B/tprof" plot -o afile t.trace
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"afile is not a directory"* ]]
+}
