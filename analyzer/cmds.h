@@ -13,5 +13,6 @@ int cmd_compare(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_allocs(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

@@ -163,5 +163,5 @@ assert abs(d["ridge_fp32"] - 1234.5 / d["stream_gbs_all"]) <= 1e-3 * d["ridge_fp
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"unknown option '--frobnicate'"* ]]
 	run "$B/tprof" --help
-	[[ "$output" == *"roofline [--json] [--remeasure]"* ]]
+	[[ "$output" == *"roofline [--json|--csv] [--remeasure]"* ]]
 }
