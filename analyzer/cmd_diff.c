@@ -68,14 +68,14 @@ static void site_of(struct stack_sym *ss, uint32_t id, uint64_t seq, struct site
 	s->truncated = trunc;
 	s->nframes = n ? n : 1;
 	s->frames = xcalloc(s->nframes, sizeof(char *));
-	size_t len = 1;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		s->frames[i] = stack_frame_label(&fr[i]);
-		len += strlen(s->frames[i]) + 1;
-	}
 	if (!n)
 		s->frames[0] = xstrdup("(no stack recorded)");
-	s->key = xmalloc(len + 4);
+	size_t len = sizeof("\n...");
+	for (size_t i = 0; i < s->nframes; i++)
+		len += strlen(s->frames[i]) + 1;
+	s->key = xmalloc(len);
 	s->key[0] = 0;
 	char *k = s->key;
 	for (size_t i = 0; i < s->nframes; i++)

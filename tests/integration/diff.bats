@@ -120,6 +120,21 @@ assert len(rows) == 1 and rows[0]["status"] == "changed" and rows[0]["bytes_delt
 PY
 }
 
+@test "runs recorded without stacks: one site for all allocations, with the exact totals" {
+	TPROF_DEPTH=0 TPROF_OUTPUT=before.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/diff_run"
+	TPROF_DEPTH=0 TPROF_OUTPUT=after.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/diff_run" after
+	"$B/tprof" diff --json before.trace after.trace >d.json
+	$PY - d.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sites_total"] == 1, d["sites"]
+s = d["sites"][0]
+assert s["site"] == "(no stack recorded)" and s["stack"] == [s["site"]] and s["status"] == "changed", s
+assert s["bytes_delta"] == 20000 + 2500 + 777 and s["allocations_delta"] == 1, s
+assert s["leaked_bytes_delta"] == 777 and s["leaked_blocks_delta"] == 1, s
+PY
+}
+
 @test "a trace diffed with itself: no change anywhere" {
 	two_runs
 	"$B/tprof" diff --json --top 0 after.trace after.trace >d.json
