@@ -306,7 +306,8 @@ int cmd_ops(int argc, char **argv)
 		char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], s8[32], s9[48];
 		if (o.by_range) {
 			tprof_text_str(stdout, w->name, -36);
-			printf(" %7" PRIu64 " %10s %10s %5.1f%% %10s %8.3f %8.2f %10s %10s %10" PRIu64 "\n", w->calls, tprof_fmt_ns(w->total_ns, s1), tprof_fmt_ns(w->kernel_ns, s2),
+			printf(" %7" PRIu64 " %10s %10s %5.1f%% %10s %8.3f %8.2f %10s %10s %10" PRIu64 "\n", w->calls,
+			       tprof_fmt_ns(w->total_ns, s1), tprof_fmt_ns(w->kernel_ns, s2),
 			       w->total_ns ? 100.0 * (double)w->kernel_ns / (double)w->total_ns : 0,
 			       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), (double)w->flops / 1e9, gflops_of(w),
 			       tprof_fmt_bytes(w->alloc_bytes, s4), tprof_fmt_bytes(w->peak_growth, s5), w->allocs);
