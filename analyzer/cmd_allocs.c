@@ -1,6 +1,7 @@
 /* tprof allocs: where a program allocates. Allocation sites (stacks) by number of allocations and by
  * bytes allocated, how many of each site's allocations were temporary, and a histogram of requested
- * sizes in power-of-two buckets.
+ * sizes in power-of-two buckets. --csv prints the sites by number of allocations, --csv=by_bytes
+ * the sites by bytes, --csv=histogram the size histogram.
  *
  * Temporary, as heaptrack defines it: an allocation freed before the next allocation of the same
  * thread, i.e. the thread's most recent allocation, freed by that thread (the old block of a
@@ -19,7 +20,7 @@
 #include "stacks.h"
 #include "util.h"
 
-#define USAGE "usage: tprof allocs [--json] [--top N] FILE"
+#define USAGE "usage: tprof allocs [--json | --csv[=by_allocations|by_bytes|histogram]] [--top N] FILE"
 #define DEFAULT_TOP 10
 #define NBUCKETS 65 /* 0, then [2^k, 2^(k+1) - 1] for k = 0..63 */
 
@@ -113,6 +114,21 @@ static void print_sites_json(const char *name, const uint32_t *ids, size_t n, st
 	putchar(']');
 }
 
+static void print_sites_csv(const uint32_t *ids, size_t n, struct stack_table *tab, struct stack_sym *ss)
+{
+	printf("allocations,bytes,temporary,truncated," STACK_CSV_HEADER TPROF_CSV_EOL);
+	for (size_t i = 0; i < n; i++) {
+		const struct stack_cost *sc = &tab->cost[ids[i]];
+		size_t nf;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &nf, &trunc);
+		printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,", sc->blocks, sc->bytes, sc->temporary,
+		       trunc ? "true" : "false");
+		stack_print_csv(stdout, fr, nf);
+		printf(TPROF_CSV_EOL);
+	}
+}
+
 static void print_sites_text(const char *title, const uint32_t *ids, size_t n, size_t nsites,
 			     struct stack_table *tab, struct stack_sym *ss)
 {
@@ -133,8 +149,9 @@ static void print_sites_text(const char *title, const uint32_t *ids, size_t n, s
 
 int cmd_allocs(int argc, char **argv)
 {
-	struct cmd_opts o = { .name = "allocs", .usage = USAGE, .accept = CMD_JSON | CMD_TOP,
-			      .top = DEFAULT_TOP };
+	static const char *const tables[] = {"by_allocations", "by_bytes", "histogram", NULL};
+	struct cmd_opts o = { .name = "allocs", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP,
+			      .top = DEFAULT_TOP, .csv_tables = tables };
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
@@ -176,8 +193,20 @@ int cmd_allocs(int argc, char **argv)
 			first = 0;
 		}
 		printf("]}\n");
+	} else if (o.csv == 1 || o.csv == 2) {
+		print_sites_csv(o.csv == 1 ? by_allocs : by_bytes, shown, &tab, ss);
+	} else if (o.csv == 3) {
+		printf("min,max,allocations,bytes" TPROF_CSV_EOL);
+		for (unsigned k = 0; k < NBUCKETS; k++)
+			if (tot.hist_allocs[k])
+				printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 TPROF_CSV_EOL, bucket_min(k),
+				       bucket_max(k), tot.hist_allocs[k], tot.hist_bytes[k]);
 	} else {
-		printf("tprof allocs: %s (%s, pid %" PRIu64 ")\n\n", t->path, t->info.program, t->info.pid);
+		printf("tprof allocs: ");
+		tprof_text_str(stdout, t->path, 0);
+		printf(" (");
+		tprof_text_str(stdout, t->info.program, 0);
+		printf(", pid %" PRIu64 ")\n\n", t->info.pid);
 		printf("%s allocations, %s bytes allocated, from %zu site%s\n",
 		       tprof_commas(tot.allocations, a), tprof_commas(tot.bytes, b), nsites,
 		       nsites == 1 ? "" : "s");

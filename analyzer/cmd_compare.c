@@ -1,64 +1,65 @@
 /* tprof compare: several runs side by side (the MLP vs CNN vs transformer view): parameters (from
  * tprof_param("params", n)), steps, time per step, FLOPs per step, GFLOP/s over the steps, the share of
- * the machine's FP32 peak, time in kernels and the heap peak. */
+ * the machine's FP32 peak, time in kernels and the heap peak. Text, --json, or --csv (one row per run). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "ops.h"
 #include "reader.h"
 #include "roofline.h"
+#include "stacks.h"
 #include "util.h"
 
 struct run {
 	const char *path;
-	char program[64];
+	char *program;
 	int64_t params;
 	struct ops_dist steps;
 	double flops_step, gflops, kernel_share;
 	uint64_t heap_peak;
 };
 
-static int usage(FILE *f)
+#define USAGE                                                                        \
+	"usage: tprof compare [--json | --csv] [--skip-steps N] A.trace B.trace ...\n"     \
+	"Parameters, time and FLOPs per step, GFLOP/s and % of the FP32 peak, heap peak, side by side."
+
+/* compare's own option, for cmd_parse. */
+static int parse_compare_opt(void *ctx, int argc, char **argv, int *i)
 {
-	fprintf(f, "usage: tprof compare [--json] [--skip-steps N] A.trace B.trace ...\n"
-		   "Parameters, time and FLOPs per step, GFLOP/s and %% of the FP32 peak, heap peak, side by side.\n");
-	return f == stdout ? 0 : 1;
+	struct ops_options *o = ctx;
+	size_t n;
+	if (strcmp(argv[*i], "--skip-steps") != 0)
+		return CMD_OTHER;
+	if (stacks_parse_top(*i + 1 < argc ? argv[++*i] : NULL, &n) != 0 || n > UINT32_MAX) {
+		tprof_err("compare: --skip-steps needs a number of steps");
+		return 1;
+	}
+	o->skip_steps = (unsigned)n;
+	return CMD_RUN;
 }
 
 int cmd_compare(int argc, char **argv)
 {
-	int json = 0;
 	struct ops_options o = {0};
-	struct run *runs = xcalloc((size_t)argc, sizeof(*runs));
-	size_t n = 0;
-	int rc = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			free(runs);
-			return usage(stdout);
-		} else if (!strcmp(argv[i], "--skip-steps") && i + 1 < argc)
-			o.skip_steps = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (argv[i][0] == '-') {
-			free(runs);
-			return usage(stderr);
-		} else
-			runs[n++].path = argv[i];
-	}
-	if (!n) {
-		free(runs);
-		return usage(stderr);
-	}
+	struct cmd_opts co = { .name = "compare", .usage = USAGE, .accept = CMD_JSON | CMD_CSV,
+			       .takes = CMD_FILES_SOME, .extra = parse_compare_opt, .ctx = &o };
+	int rc = cmd_parse(&co, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	int json = co.json;
+	size_t n = co.nfiles;
+	struct run *runs = xcalloc(n, sizeof(*runs));
+	for (size_t i = 0; i < n; i++)
+		runs[i].path = co.files[i];
+	rc = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct run *w = &runs[i];
-		struct tprof_trace *t;
-		char err[512];
-		if (tprof_trace_open(w->path, &t, err, sizeof(err)) != 0) {
-			tprof_err("%s", err);
+		struct tprof_trace *t = cmd_open_trace(w->path);
+		if (!t) {
 			rc = 2;
 			goto out;
 		}
@@ -69,7 +70,7 @@ int cmd_compare(int argc, char **argv)
 			rc = 2;
 			goto out;
 		}
-		snprintf(w->program, sizeof(w->program), "%s", t->info.program);
+		w->program = xstrndup(t->info.program, strlen(t->info.program));
 		w->params = -1;
 		for (size_t k = 0; k < r.nparams; k++)
 			if (!strcmp(r.param_name[k], "params"))
@@ -100,6 +101,20 @@ int cmd_compare(int argc, char **argv)
 		printf("]}\n");
 		goto out;
 	}
+	if (co.csv) {
+		printf("file,program,params,steps,step_mean_ns,step_ci95_lo_ns,step_ci95_hi_ns,flops_per_step,gflops_per_s,"
+		       "kernel_share,heap_peak_bytes" TPROF_CSV_EOL);
+		for (size_t i = 0; i < n; i++) {
+			struct run *w = &runs[i];
+			tprof_csv_str(stdout, w->path);
+			putchar(',');
+			tprof_csv_str(stdout, w->program);
+			printf(",%" PRId64 ",%zu,%.0f,%.0f,%.0f,%.0f,%.6g,%.4f,%" PRIu64 TPROF_CSV_EOL, w->params,
+			       w->steps.n, w->steps.mean, w->steps.ci_lo, w->steps.ci_hi, w->flops_step, w->gflops,
+			       w->kernel_share, w->heap_peak);
+		}
+		goto out;
+	}
 	printf("%-20s %12s %6s %12s %22s %12s %9s %7s %9s %10s\n", "program", "params", "steps", "time/step",
 	       "95% CI of the mean", "FLOPs/step", "GFLOP/s", "%peak", "in kernels", "heap peak");
 	for (size_t i = 0; i < n; i++) {
@@ -112,7 +127,8 @@ int cmd_compare(int argc, char **argv)
 		char params[32] = "-";
 		if (w->params >= 0)
 			tprof_commas((uint64_t)w->params, params);
-		printf("%-20s %12s %6zu %12s %22s %12.4g %9.2f %7s %8.1f%% %10s\n", w->program, params, w->steps.n,
+		tprof_text_str(stdout, w->program, -20);
+		printf(" %12s %6zu %12s %22s %12.4g %9.2f %7s %8.1f%% %10s\n", params, w->steps.n,
 		       tprof_fmt_ns((uint64_t)w->steps.mean, a), ci, w->flops_step, w->gflops, pk, 100.0 * w->kernel_share,
 		       tprof_fmt_bytes(w->heap_peak, d));
 	}
@@ -120,6 +136,8 @@ int cmd_compare(int argc, char **argv)
 	       "in kernels: of the traced threads' wall time\n",
 	       rf.fp32_gflops_all, rf.source);
 out:
+	for (size_t i = 0; i < n; i++)
+		free(runs[i].program);
 	free(runs);
 	return rc;
 }

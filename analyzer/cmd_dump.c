@@ -47,7 +47,9 @@ int cmd_dump(int argc, char **argv)
 		printf(" build-id ");
 		for (size_t k = 0; k < m->build_id_len; k++)
 			printf("%02x", m->build_id[k]);
-		printf(" %s\n", m->path[0] ? m->path : "(main program)");
+		putchar(' ');
+		tprof_text_str(stdout, m->path[0] ? m->path : "(main program)", 0); /* one line per module */
+		putchar('\n');
 	}
 	for (uint32_t id = 1; id < t->nstacks; id++) {
 		uint32_t depth;

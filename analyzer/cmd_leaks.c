@@ -1,7 +1,7 @@
 /* tprof leaks: the blocks still in use at exit (the same set as tprof report's "in use at exit" and
  * valgrind memcheck's, all leak kinds together), grouped by allocation stack, largest first, with
  * symbolized frames; records matched by a suppression are counted but not listed. Text reads like
- * valgrind's loss records; --json is for tools and tests. */
+ * valgrind's loss records; --json is for tools and tests; --csv lists the records. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +16,8 @@
 #include "util.h"
 
 #define USAGE                                                                                     \
-	"usage: tprof leaks [--json] [--top N] [--suppressions FILE]... [--no-default-suppressions] " \
-	"FILE\n       tprof leaks --print-default-suppressions"
+	"usage: tprof leaks [--json | --csv] [--top N] [--suppressions FILE]... "              \
+	"[--no-default-suppressions] FILE\n       tprof leaks --print-default-suppressions"
 
 /* rep: the ids of the nrep reported (not suppressed) records, largest first; the first shown of
  * them are listed. */
@@ -58,12 +58,31 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s, 
 	printf("]}\n");
 }
 
+/* One row per record listed in the JSON's "leaks". */
+static void print_csv(struct stack_table *tab, struct stack_sym *ss, const uint32_t *rep, size_t shown)
+{
+	printf("bytes,blocks,truncated," STACK_CSV_HEADER TPROF_CSV_EOL);
+	for (size_t i = 0; i < shown; i++) {
+		const struct stack_cost *c = &tab->cost[rep[i]];
+		size_t n;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, rep[i], c->seq, &n, &trunc);
+		printf("%" PRIu64 ",%" PRIu64 ",%s,", c->bytes, c->blocks, trunc ? "true" : "false");
+		stack_print_csv(stdout, fr, n);
+		printf(TPROF_CSV_EOL);
+	}
+}
+
 static void print_text(const struct tprof_trace *t, const struct heap_stats *s, struct stack_table *tab,
 		       struct stack_sym *ss, const uint32_t *rep, size_t nrep, size_t shown,
 		       const struct suppressions *supp, uint64_t sup_bytes, uint64_t sup_blocks)
 {
 	char a[32], b[32];
-	printf("tprof leaks: %s (%s, pid %" PRIu64 ")\n", t->path, t->info.program, t->info.pid);
+	printf("tprof leaks: ");
+	tprof_text_str(stdout, t->path, 0);
+	printf(" (");
+	tprof_text_str(stdout, t->info.program, 0);
+	printf(", pid %" PRIu64 ")\n", t->info.pid);
 	if (!t->complete)
 		printf("\nThe trace is incomplete (the process was killed, or the file was cut short):\n"
 		       "these are the blocks live where it ends, not at exit.\n");
@@ -101,8 +120,12 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 		if (!any)
 			printf("\nsuppressions used:\n");
 		any = 1;
-		printf("    %s bytes in %s block%s: %s (%s)\n", tprof_commas(r->bytes, a),
-		       tprof_commas(r->blocks, b), r->blocks == 1 ? "" : "s", r->text, r->origin);
+		printf("    %s bytes in %s block%s: ", tprof_commas(r->bytes, a), tprof_commas(r->blocks, b),
+		       r->blocks == 1 ? "" : "s");
+		tprof_text_str(stdout, r->text, 0);
+		printf(" (");
+		tprof_text_str(stdout, r->origin, 0);
+		printf(")\n");
 	}
 }
 
@@ -140,7 +163,7 @@ int cmd_leaks(int argc, char **argv)
 {
 	struct leaks_opts l = { .defaults = 1 };
 	supp_init(&l.supp);
-	struct cmd_opts o = { .name = "leaks", .usage = USAGE, .accept = CMD_JSON | CMD_TOP,
+	struct cmd_opts o = { .name = "leaks", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP,
 			      .extra = parse_leaks_opt, .ctx = &l };
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
@@ -197,6 +220,8 @@ int cmd_leaks(int argc, char **argv)
 	size_t shown = o.top && o.top < nrep ? o.top : nrep;
 	if (o.json)
 		print_json(t, &s, &tab, ss, rep, nrep, shown, supp, sup_bytes, sup_blocks);
+	else if (o.csv)
+		print_csv(&tab, ss, rep, shown);
 	else
 		print_text(t, &s, &tab, ss, rep, nrep, shown, supp, sup_bytes, sup_blocks);
 	stack_sym_warn(ss);

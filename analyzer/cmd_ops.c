@@ -2,16 +2,19 @@
  * and shape, or annotated range) the calls, self and total time with their shares of the traced
  * threads' wall time, the per-call distribution (p50/p95/p99, 95 % CI of the mean), FLOPs, GFLOP/s and
  * its share of this machine's peak, bytes, arithmetic intensity and the roof that bounds it; then
- * the step statistics. Text for people, --json for tools. */
+ * the step statistics. Text for people, --json for tools, --csv for spreadsheets (the op table;
+ * --csv=steps the step statistics). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "ops.h"
 #include "reader.h"
 #include "roofline.h"
+#include "stacks.h"
 #include "util.h"
 
 enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_FLOPS, SORT_NAME, SORT_GFLOPS };
@@ -81,7 +84,9 @@ static void print_range_ops(const struct ops_row *w)
 			rest_calls += u->calls;
 			continue;
 		}
-		printf("    %-32s %7" PRIu64 " %10s %10s %5.1f%%\n", u->name, u->calls, "", tprof_fmt_ns(u->self_ns, a),
+		printf("    ");
+		tprof_text_str(stdout, u->name, -32);
+		printf(" %7" PRIu64 " %10s %10s %5.1f%%\n", u->calls, "", tprof_fmt_ns(u->self_ns, a),
 		       w->kernel_ns ? 100.0 * (double)u->self_ns / (double)w->kernel_ns : 0);
 	}
 	if (rest) {
@@ -92,18 +97,68 @@ static void print_range_ops(const struct ops_row *w)
 	}
 }
 
-static int usage(FILE *f)
+#define USAGE                                                                                         \
+	"usage: tprof ops [--json | --csv[=ops|steps]] [--sort self|total|calls|flops|gflops|name] [--top N]\n" \
+	"                 [--group-by shape] [--by range] [--skip-steps N] FILE\n"                               \
+	"Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"        \
+	"(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"          \
+	"range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it, and under it\n" \
+	"the ops that ran inside, with their share of its kernel time."
+
+static const struct {
+	const char *name;
+	enum sort_key key;
+} sort_keys[] = {{"self", SORT_SELF},   {"total", SORT_TOTAL}, {"calls", SORT_CALLS},
+		 {"flops", SORT_FLOPS}, {"name", SORT_NAME},   {"gflops", SORT_GFLOPS}};
+
+/* ops' own options, for cmd_parse. */
+static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 {
-	fprintf(f, "usage: tprof ops [--json] [--sort self|total|calls|flops|gflops|name] [--top N]\n"
-		   "                 [--group-by shape] [--by range] [--skip-steps N] FILE\n"
-		   "Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"
-		   "(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"
-		   "range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it, and under it\n"
-		   "the ops that ran inside, with their share of its kernel time.\n");
-	return f == stdout ? 0 : 1;
+	struct ops_options *o = ctx;
+	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	if (strcmp(a, "--sort") && strcmp(a, "--group-by") && strcmp(a, "--by") && strcmp(a, "--skip-steps"))
+		return CMD_OTHER;
+	if (!v) {
+		tprof_err("ops: %s needs a value", a);
+		return 1;
+	}
+	++*i;
+	if (!strcmp(a, "--sort")) {
+		for (size_t k = 0; k < sizeof(sort_keys) / sizeof(sort_keys[0]); k++)
+			if (!strcmp(v, sort_keys[k].name)) {
+				sort_by = sort_keys[k].key;
+				return CMD_RUN;
+			}
+		tprof_err("ops: unknown sort key '%s'", v);
+		return 1;
+	}
+	if (!strcmp(a, "--group-by")) {
+		if (strcmp(v, "shape") != 0) {
+			tprof_err("ops: --group-by takes 'shape'");
+			return 1;
+		}
+		o->group_shape = 1;
+		return CMD_RUN;
+	}
+	if (!strcmp(a, "--by")) {
+		if (strcmp(v, "range") != 0) {
+			tprof_err("ops: --by takes 'range'");
+			return 1;
+		}
+		o->by_range = 1;
+		return CMD_RUN;
+	}
+	size_t n;
+	if (stacks_parse_top(v, &n) != 0 || n > UINT32_MAX) {
+		tprof_err("ops: --skip-steps needs a number of steps");
+		return 1;
+	}
+	o->skip_steps = (unsigned)n;
+	return CMD_RUN;
 }
 
-static void print_steps(const struct ops_result *r, int json)
+/* mode: 0 text, 1 JSON, 2 CSV. */
+static void print_steps(const struct ops_result *r, int mode)
 {
 	struct ops_dist d;
 	uint64_t *v = xmalloc((r->nsteps + 1) * sizeof(uint64_t));
@@ -112,10 +167,16 @@ static void print_steps(const struct ops_result *r, int json)
 	ops_dist(v, r->nsteps, &d);
 	free(v);
 	double flops_step = r->nsteps ? (double)r->step_flops / (double)r->nsteps : 0;
-	if (json) {
+	if (mode == 1) {
 		printf("\"steps\":{\"count\":%zu,\"skipped\":%zu,\"mean_ns\":%.0f,\"std_ns\":%.0f,\"p50_ns\":%" PRIu64
 		       ",\"p95_ns\":%" PRIu64 ",\"ci95_ns\":[%.0f,%.0f],\"flops_per_step\":%.0f}",
 		       d.n, r->steps_skipped, d.mean, d.sd, d.p50, d.p95, d.ci_lo, d.ci_hi, flops_step);
+		return;
+	}
+	if (mode == 2) {
+		printf("count,skipped,mean_ns,std_ns,p50_ns,p95_ns,ci95_lo_ns,ci95_hi_ns,flops_per_step" TPROF_CSV_EOL);
+		printf("%zu,%zu,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%.0f,%.0f,%.0f" TPROF_CSV_EOL, d.n, r->steps_skipped,
+		       d.mean, d.sd, d.p50, d.p95, d.ci_lo, d.ci_hi, flops_step);
 		return;
 	}
 	if (!r->steps_total) {
@@ -133,70 +194,48 @@ static void print_steps(const struct ops_result *r, int json)
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
 }
 
+/* The op table's CSV: the JSON rows' fields, ci95_ns as ci95_lo_ns and ci95_hi_ns, null empty. */
+static void print_csv(const struct ops_result *r, size_t n, const struct tprof_roofline *rf, int by_range)
+{
+	printf("name,calls,self_ns,total_ns,flops,macs,bytes,gflops_per_s,percent_of_peak,fp_bits,intensity,bound,"
+	       "p50_ns,p95_ns,p99_ns,ci95_lo_ns,ci95_hi_ns%s" TPROF_CSV_EOL,
+	       by_range ? ",alloc_bytes,allocs,peak_live_growth" : "");
+	for (size_t i = 0; i < n; i++) {
+		struct ops_row *w = &r->rows[i];
+		struct ops_dist d;
+		ops_dist(w->dur_ns, w->ndur, &d);
+		double peak = peak_for(rf, w->fp_bits);
+		char pct[32] = "";
+		if (peak > 0)
+			snprintf(pct, sizeof(pct), "%.6g", 100.0 * gflops_of(w) / peak);
+		tprof_csv_str(stdout, w->name);
+		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6g,%s,%d,%.6g,%s,%" PRIu64
+		       ",%" PRIu64 ",%" PRIu64 ",%.0f,%.0f",
+		       w->calls, w->self_ns, w->total_ns, w->flops, w->macs, w->bytes, gflops_of(w), pct, w->fp_bits,
+		       w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(rf, w), d.p50, d.p95, d.p99, d.ci_lo,
+		       d.ci_hi);
+		if (by_range)
+			printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->alloc_bytes, w->allocs, w->peak_growth);
+		printf(TPROF_CSV_EOL);
+	}
+}
+
 int cmd_ops(int argc, char **argv)
 {
-	int json = 0;
-	long top = 0;
+	static const char *const tables[] = {"ops", "steps", NULL};
 	struct ops_options o = {0};
-	const char *path = NULL;
+	struct cmd_opts co = { .name = "ops", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP,
+			       .csv_tables = tables, .extra = parse_ops_opt, .ctx = &o };
 	sort_by = SORT_SELF;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			return usage(stdout);
-		} else if (!strcmp(a, "--sort") && i + 1 < argc) {
-			const char *k = argv[++i];
-			if (!strcmp(k, "self"))
-				sort_by = SORT_SELF;
-			else if (!strcmp(k, "total"))
-				sort_by = SORT_TOTAL;
-			else if (!strcmp(k, "calls"))
-				sort_by = SORT_CALLS;
-			else if (!strcmp(k, "flops"))
-				sort_by = SORT_FLOPS;
-			else if (!strcmp(k, "gflops"))
-				sort_by = SORT_GFLOPS;
-			else if (!strcmp(k, "name"))
-				sort_by = SORT_NAME;
-			else {
-				tprof_err("ops: unknown sort key '%s'", k);
-				return usage(stderr);
-			}
-		} else if (!strcmp(a, "--top") && i + 1 < argc) {
-			top = strtol(argv[++i], NULL, 10);
-		} else if (!strcmp(a, "--group-by") && i + 1 < argc) {
-			if (strcmp(argv[++i], "shape") != 0) {
-				tprof_err("ops: --group-by takes 'shape'");
-				return usage(stderr);
-			}
-			o.group_shape = 1;
-		} else if (!strcmp(a, "--by") && i + 1 < argc) {
-			if (strcmp(argv[++i], "range") != 0) {
-				tprof_err("ops: --by takes 'range'");
-				return usage(stderr);
-			}
-			o.by_range = 1;
-		} else if (!strcmp(a, "--skip-steps") && i + 1 < argc) {
-			o.skip_steps = (unsigned)strtoul(argv[++i], NULL, 10);
-		} else if (a[0] == '-' && a[1]) {
-			tprof_err("ops: unknown option '%s'", a);
-			return usage(stderr);
-		} else if (!path) {
-			path = a;
-		} else {
-			return usage(stderr);
-		}
-	}
-	if (!path)
-		return usage(stderr);
-	struct tprof_trace *t;
-	char err[512];
-	if (tprof_trace_open(path, &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	int rc = cmd_parse(&co, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	const char *path = co.file;
+	int json = co.json;
+	size_t top = co.top;
+	struct tprof_trace *t = cmd_open_trace(path);
+	if (!t)
 		return 2;
-	}
 	struct ops_result r;
 	if (ops_analyze(t, &o, &r) != 0) {
 		tprof_err("%s", t->err);
@@ -207,8 +246,17 @@ int cmd_ops(int argc, char **argv)
 	tprof_roofline_get(&rf, TPROF_ROOFLINE_MEASURE);
 	sort_by = o.by_range && sort_by == SORT_SELF ? SORT_TOTAL : sort_by;
 	qsort(r.rows, r.nrows, sizeof(*r.rows), row_cmp);
-	size_t n = top > 0 && (size_t)top < r.nrows ? (size_t)top : r.nrows;
+	size_t n = top > 0 && top < r.nrows ? top : r.nrows;
 	double wall = r.wall_ns ? (double)r.wall_ns : 1;
+
+	if (co.csv == 1) {
+		print_csv(&r, n, &rf, o.by_range);
+		goto out;
+	}
+	if (co.csv == 2) {
+		print_steps(&r, 2);
+		goto out;
+	}
 
 	if (json) {
 		printf("{\"file\":");
@@ -257,7 +305,9 @@ int cmd_ops(int argc, char **argv)
 	}
 
 	char a[32], b[32], c[32];
-	printf("tprof ops: %s\n\n", path);
+	printf("tprof ops: ");
+	tprof_text_str(stdout, path, 0);
+	printf("\n\n");
 	printf("  traced wall time %s over %zu thread%s with kernel calls (first to last event of each%s)\n",
 	       tprof_fmt_ns(r.wall_ns, a), r.threads, r.threads == 1 ? "" : "s",
 	       o.skip_steps ? ", from the first kept step" : "");
@@ -294,8 +344,9 @@ int cmd_ops(int argc, char **argv)
 		ops_dist(w->dur_ns, w->ndur, &d);
 		char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], s8[32], s9[48];
 		if (o.by_range) {
-			printf("%-36s %7" PRIu64 " %10s %10s %5.1f%% %10s %8.3f %8.2f %10s %10s %10" PRIu64 "\n", w->name,
-			       w->calls, tprof_fmt_ns(w->total_ns, s1), tprof_fmt_ns(w->kernel_ns, s2),
+			tprof_text_str(stdout, w->name, -36);
+			printf(" %7" PRIu64 " %10s %10s %5.1f%% %10s %8.3f %8.2f %10s %10s %10" PRIu64 "\n", w->calls,
+			       tprof_fmt_ns(w->total_ns, s1), tprof_fmt_ns(w->kernel_ns, s2),
 			       w->total_ns ? 100.0 * (double)w->kernel_ns / (double)w->total_ns : 0,
 			       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), (double)w->flops / 1e9, gflops_of(w),
 			       tprof_fmt_bytes(w->alloc_bytes, s4), tprof_fmt_bytes(w->peak_growth, s5), w->allocs);
@@ -310,8 +361,9 @@ int cmd_ops(int argc, char **argv)
 			snprintf(pk, sizeof(pk), "%5.1f%%", 100.0 * gflops_of(w) / peak);
 		else
 			snprintf(pk, sizeof(pk), "-");
-		printf("%-28s %7" PRIu64 " %9s %5.1f%% %9s %5.1f%% %9s %9s %9s %9s %21s %9.3f %8.2f %6s %9s %6.2f %s\n",
-		       w->name, w->calls, tprof_fmt_ns(w->self_ns, s1), 100.0 * (double)w->self_ns / wall,
+		tprof_text_str(stdout, w->name, -28);
+		printf(" %7" PRIu64 " %9s %5.1f%% %9s %5.1f%% %9s %9s %9s %9s %21s %9.3f %8.2f %6s %9s %6.2f %s\n",
+		       w->calls, tprof_fmt_ns(w->self_ns, s1), 100.0 * (double)w->self_ns / wall,
 		       tprof_fmt_ns(w->total_ns, s2), 100.0 * (double)w->total_ns / wall,
 		       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), tprof_fmt_ns(d.p50, s4),
 		       tprof_fmt_ns(d.p95, s5), tprof_fmt_ns(d.p99, s6), ci, (double)w->flops / 1e9, gflops_of(w), pk,

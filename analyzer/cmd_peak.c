@@ -1,7 +1,8 @@
 /* tprof peak: the exact peak of live requested bytes (the same peak as tprof report's) and what was
  * live at that moment, grouped by allocation stack, largest first. Two passes over the trace, so
  * that memory stays bounded by live blocks and distinct stacks: the first finds the sequence number
- * of the allocation that reached the peak, the second replays up to that event with stacks. */
+ * of the allocation that reached the peak, the second replays up to that event with stacks. --csv
+ * lists the records of what was live. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +14,11 @@
 #include "stacks.h"
 #include "util.h"
 
-#define USAGE "usage: tprof peak [--json] [--top N] FILE"
+#define USAGE "usage: tprof peak [--json | --csv] [--top N] FILE"
 
 int cmd_peak(int argc, char **argv)
 {
-	struct cmd_opts o = { .name = "peak", .usage = USAGE, .accept = CMD_JSON | CMD_TOP };
+	struct cmd_opts o = { .name = "peak", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP };
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
@@ -62,8 +63,14 @@ int cmd_peak(int argc, char **argv)
 		printf("{\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
 		       ",\"peak_seq\":%" PRIu64 ",\"records\":%zu,\"live\":[",
 		       peak.peak_bytes, peak.peak_blocks, when, peak.peak_bytes ? peak.peak_seq : 0, nrec);
+	} else if (o.csv) {
+		printf("bytes,blocks,truncated," STACK_CSV_HEADER TPROF_CSV_EOL);
 	} else {
-		printf("tprof peak: %s (%s, pid %" PRIu64 ")\n\n", t->path, t->info.program, t->info.pid);
+		printf("tprof peak: ");
+		tprof_text_str(stdout, t->path, 0);
+		printf(" (");
+		tprof_text_str(stdout, t->info.program, 0);
+		printf(", pid %" PRIu64 ")\n\n", t->info.pid);
 		printf("peak: %s bytes (%s) in %s blocks, at %s (event %" PRIu64 ")\n",
 		       tprof_commas(peak.peak_bytes, a), tprof_fmt_bytes(peak.peak_bytes, b),
 		       tprof_commas(peak.peak_blocks, c), tprof_fmt_ns(when, (char[32]){0}),
@@ -82,6 +89,10 @@ int cmd_peak(int argc, char **argv)
 			       i ? "," : "", sc->bytes, sc->blocks, trunc ? "true" : "false");
 			stack_print_json(stdout, fr, n);
 			putchar('}');
+		} else if (o.csv) {
+			printf("%" PRIu64 ",%" PRIu64 ",%s,", sc->bytes, sc->blocks, trunc ? "true" : "false");
+			stack_print_csv(stdout, fr, n);
+			printf(TPROF_CSV_EOL);
 		} else {
 			printf("\n%s bytes in %s block%s (%.1f%% of the peak): record %zu of %zu\n",
 			       tprof_commas(sc->bytes, a), tprof_commas(sc->blocks, b),

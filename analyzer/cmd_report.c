@@ -1,7 +1,8 @@
 /* tprof report: the summary of one trace. Heap totals counted the way valgrind memcheck's HEAP
  * SUMMARY counts them, the exact peak, what was in use at exit, the peak of the sampled resident set
  * size, per-function call counts, threads, lost events and whether the trace is complete. Text for
- * people, --json for tools. */
+ * people, --json for tools, --csv for spreadsheets (the summary as one row; --csv=threads the
+ * threads). */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -26,17 +27,6 @@ static const char *end_reason(const struct tprof_trace *t)
 		return "exec";
 	}
 	return "?";
-}
-
-static uint64_t duration_ns(const struct tprof_trace *t)
-{
-	uint64_t d = t->end_ns > t->t0_ns ? t->end_ns - t->t0_ns : 0;
-	if (t->last_tick_seen) {
-		uint64_t last = tprof_trace_ns(t, t->last_tick_seen);
-		if (last > d)
-			d = last;
-	}
-	return d;
 }
 
 /* The largest RSS sample (the first of equals), or NULL when the trace has none. */
@@ -66,7 +56,7 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 	}
 	printf("],\"pid\":%" PRIu64 ",\"ppid\":%" PRIu64, in->pid, in->ppid);
 	printf(",\"clock\":\"%s\"", in->clock == TPROF_CLOCK_TSC ? "tsc" : "monotonic");
-	printf(",\"duration_ns\":%" PRIu64, duration_ns(t));
+	printf(",\"duration_ns\":%" PRIu64, cmd_trace_duration_ns(t));
 	printf(",\"threads\":%zu", t->nthreads);
 	printf(",\"events\":%" PRIu64, s->events);
 	printf(",\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64,
@@ -94,20 +84,73 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 	printf(",\"calls\":{");
 	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
 		printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", tprof_event_name(k), s->calls[k]);
-	printf("}}\n");
+	printf("},\"thread_list\":[");
+	for (size_t i = 0; i < t->nthreads; i++) {
+		printf("%s{\"tid\":%u,\"name\":", i ? "," : "", t->threads[i].tid);
+		tprof_json_str(stdout, t->threads[i].name);
+		printf(",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", t->threads[i].events, t->threads[i].lost);
+	}
+	printf("]}\n");
+}
+
+/* The summary as one CSV row: the JSON's scalar fields in its order, calls.NAME as calls_NAME,
+ * signal empty unless a signal ended the run. */
+static void print_csv_summary(const struct tprof_trace *t, const struct heap_stats *s)
+{
+	const struct tprof_trace_info *in = &t->info;
+	printf("file,program,exe,pid,ppid,clock,duration_ns,threads,events,allocations,frees,bytes_allocated,"
+	       "peak_bytes,peak_blocks,peak_time_ns,leaked_bytes,leaked_blocks,unmatched_frees,failed_allocations,"
+	       "reused_live_addresses,lost_events,lossy,complete,end,signal");
+	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
+		printf(",calls_%s", tprof_event_name(k));
+	printf(TPROF_CSV_EOL);
+	tprof_csv_str(stdout, t->path);
+	putchar(',');
+	tprof_csv_str(stdout, in->program);
+	putchar(',');
+	tprof_csv_str(stdout, in->exe);
+	printf(",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%zu,%" PRIu64, in->pid, in->ppid,
+	       in->clock == TPROF_CLOCK_TSC ? "tsc" : "monotonic", cmd_trace_duration_ns(t), t->nthreads, s->events);
+	printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, s->allocations, s->frees,
+	       s->bytes_allocated, s->peak_bytes, s->peak_blocks, s->peak_bytes ? tprof_trace_ns(t, s->peak_tick) : 0);
+	printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s,", s->live_bytes,
+	       s->live_blocks, s->unmatched_frees, s->failed, s->reused_live, t->lost_events,
+	       in->flags & TPROF_INFO_LOSSY ? "true" : "false", t->complete ? "true" : "false");
+	tprof_csv_str(stdout, t->complete ? end_reason(t) : "none");
+	putchar(',');
+	if (t->complete && t->end_reason == TPROF_END_SIGNAL)
+		printf("%" PRIu64, t->end_value);
+	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
+		printf(",%" PRIu64, s->calls[k]);
+	printf(TPROF_CSV_EOL);
+}
+
+static void print_csv_threads(const struct tprof_trace *t)
+{
+	printf("tid,name,events,lost" TPROF_CSV_EOL);
+	for (size_t i = 0; i < t->nthreads; i++) {
+		printf("%u,", t->threads[i].tid);
+		tprof_csv_str(stdout, t->threads[i].name);
+		printf(",%" PRIu64 ",%" PRIu64 TPROF_CSV_EOL, t->threads[i].events, t->threads[i].lost);
+	}
 }
 
 static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 {
 	const struct tprof_trace_info *in = &t->info;
 	char a[32], b[32], c[32];
-	printf("tprof report: %s\n\n", t->path);
-	printf("  program        %s (pid %" PRIu64 ", parent %" PRIu64 ")\n", in->program, in->pid, in->ppid);
+	printf("tprof report: ");
+	tprof_text_str(stdout, t->path, 0);
+	printf("\n\n  program        ");
+	tprof_text_str(stdout, in->program, 0);
+	printf(" (pid %" PRIu64 ", parent %" PRIu64 ")\n", in->pid, in->ppid);
 	printf("  command       ");
-	for (uint64_t i = 0; i < in->argc && i < 16; i++)
-		printf(" %s", in->argv[i]);
+	for (uint64_t i = 0; i < in->argc && i < 16; i++) {
+		putchar(' ');
+		tprof_text_str(stdout, in->argv[i], 0);
+	}
 	printf("%s\n", in->argc > 16 ? " ..." : "");
-	printf("  duration       %s, %zu thread%s, ended by %s\n", tprof_fmt_ns(duration_ns(t), a),
+	printf("  duration       %s, %zu thread%s, ended by %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a),
 	       t->nthreads, t->nthreads == 1 ? "" : "s", end_reason(t));
 	if (t->complete && t->end_reason == TPROF_END_SIGNAL)
 		printf("                 (signal %" PRIu64 ")\n", t->end_value);
@@ -138,16 +181,20 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 	printf("\n");
 	if (t->nthreads > 1) {
 		printf("\n  threads\n");
-		for (size_t i = 0; i < t->nthreads; i++)
-			printf("    %-8u %-16s %s events%s\n", t->threads[i].tid, t->threads[i].name,
-			       tprof_commas(t->threads[i].events, a), t->threads[i].lost ? " (lost some)" : "");
+		for (size_t i = 0; i < t->nthreads; i++) {
+			printf("    %-8u ", t->threads[i].tid);
+			tprof_text_str(stdout, t->threads[i].name, -16);
+			printf(" %s events%s\n", tprof_commas(t->threads[i].events, a),
+			       t->threads[i].lost ? " (lost some)" : "");
+		}
 	}
 }
 
 int cmd_report(int argc, char **argv)
 {
-	struct cmd_opts o = { .name = "report", .usage = "usage: tprof report [--json] FILE",
-			      .accept = CMD_JSON };
+	static const char *const tables[] = {"summary", "threads", NULL};
+	struct cmd_opts o = { .name = "report", .usage = "usage: tprof report [--json | --csv[=summary|threads]] FILE",
+			      .accept = CMD_JSON | CMD_CSV, .csv_tables = tables };
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
@@ -163,6 +210,10 @@ int cmd_report(int argc, char **argv)
 	}
 	if (o.json)
 		print_json(t, &s);
+	else if (o.csv == 1)
+		print_csv_summary(t, &s);
+	else if (o.csv == 2)
+		print_csv_threads(t);
 	else
 		print_text(t, &s);
 out:

@@ -1,11 +1,14 @@
 /* tprof roofline: this machine's roofline, the FP32 and FP64 FMA peaks and the STREAM triad bandwidth on
  * one core and on all cores, and the ridge point where they meet. Read from the cache that the other
  * commands use too, or measured (first run, --remeasure) and saved there (roofline.h, docs/ROOFLINE.md).
- * Text for people, --json for tools. */
+ * Text for people, --json for tools, --csv for spreadsheets (the figures as one row; --csv=by_isa the
+ * FMA peaks of each instruction set). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "roofline.h"
 #include "util.h"
@@ -58,7 +61,9 @@ static void print_origin(const struct tprof_roofline *r)
 static void print_text(const struct tprof_roofline *r)
 {
 	char what[96], rem[64];
-	printf("tprof roofline: %s, %d core%s\n", r->cpu, r->cores, r->cores == 1 ? "" : "s");
+	printf("tprof roofline: ");
+	tprof_text_str(stdout, r->cpu, 0); /* the cache file may say anything */
+	printf(", %d core%s\n", r->cores, r->cores == 1 ? "" : "s");
 	print_origin(r);
 	if (r->busy)
 		printf("  BUSY: other processes took CPU time from every repetition of some figure, which may be\n"
@@ -103,34 +108,94 @@ static void print_text(const struct tprof_roofline *r)
 	printf(".\n");
 }
 
+/* A figure as the JSON writes it: %.6g, 0 when not finite. */
+static void csv_num(double v, int last)
+{
+	printf("%.6g%s", isfinite(v) ? v : 0.0, last ? TPROF_CSV_EOL : ",");
+}
+
+/* The JSON's scalar fields, in its order, as one row. */
+static void print_csv(const struct tprof_roofline *r)
+{
+	printf("version,cpu,cores,isa,fp32_gflops_1core,fp32_gflops_all,fp64_gflops_1core,fp64_gflops_all,"
+	       "stream_gbs_1core,stream_gbs_all,stream_array_mib,seconds,measured_at,busy,source,others_from,"
+	       "cache_path,cache_saved,ridge_fp32,ridge_fp64" TPROF_CSV_EOL);
+	printf("%d,", TPROF_ROOFLINE_VERSION);
+	tprof_csv_str(stdout, r->cpu);
+	printf(",%d,", r->cores);
+	tprof_csv_str(stdout, r->isa);
+	putchar(',');
+	csv_num(r->fp32_gflops_1core, 0);
+	csv_num(r->fp32_gflops_all, 0);
+	csv_num(r->fp64_gflops_1core, 0);
+	csv_num(r->fp64_gflops_all, 0);
+	csv_num(r->stream_gbs_1core, 0);
+	csv_num(r->stream_gbs_all, 0);
+	csv_num(r->stream_array_mib, 0);
+	csv_num(r->seconds, 0);
+	printf("%lld,%s,", (long long)r->measured_at, r->busy ? "true" : "false");
+	tprof_csv_str(stdout, r->source);
+	putchar(',');
+	tprof_csv_str(stdout, r->others_from);
+	putchar(',');
+	tprof_csv_str(stdout, r->cache_path);
+	printf(",%s,", r->cache_saved ? "true" : "false");
+	csv_num(tprof_roofline_ridge(r, 32), 0);
+	csv_num(tprof_roofline_ridge(r, 64), 1);
+}
+
+static void print_csv_isa(const struct tprof_roofline *r)
+{
+	printf("isa,fp32_gflops_1core,fp32_gflops_all,fp64_gflops_1core,fp64_gflops_all" TPROF_CSV_EOL);
+	for (int i = 0; i < r->nisa; i++) {
+		const struct tprof_roofline_isa *o = &r->by_isa[i];
+		tprof_csv_str(stdout, o->name);
+		putchar(',');
+		csv_num(o->fp32_gflops_1core, 0);
+		csv_num(o->fp32_gflops_all, 0);
+		csv_num(o->fp64_gflops_1core, 0);
+		csv_num(o->fp64_gflops_all, 1);
+	}
+}
+
+#define USAGE                                                                                      \
+	"usage: tprof roofline [--json | --csv[=roofline|by_isa]] [--remeasure]\n\n"                   \
+	"Prints this machine's FP32/FP64 FMA peaks and STREAM triad bandwidth (1 core,\n"              \
+	"all cores) and the ridge point. The first run measures them (a few seconds) and\n"           \
+	"saves them to $TPROF_ROOFLINE_CACHE, $XDG_CACHE_HOME/tprof/roofline.json or\n"               \
+	"~/.cache/tprof/roofline.json; later runs read that file. --remeasure measures\n"             \
+	"again. TPROF_PEAK_GFLOPS=X sets the FP32 all-core peak. Exit status: 0 ok,\n"                \
+	"1 usage, 2 the measurement failed."
+
+/* roofline's own option, for cmd_parse. */
+static int parse_roofline_opt(void *ctx, int argc, char **argv, int *i)
+{
+	(void)argc;
+	if (strcmp(argv[*i], "--remeasure") != 0)
+		return CMD_OTHER;
+	*(int *)ctx |= TPROF_ROOFLINE_REMEASURE;
+	return CMD_RUN;
+}
+
 int cmd_roofline(int argc, char **argv)
 {
-	int json = 0, flags = TPROF_ROOFLINE_MEASURE;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strcmp(argv[i], "--remeasure") == 0) {
-			flags |= TPROF_ROOFLINE_REMEASURE;
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("usage: tprof roofline [--json] [--remeasure]\n\n"
-			       "Prints this machine's FP32/FP64 FMA peaks and STREAM triad bandwidth (1 core,\n"
-			       "all cores) and the ridge point. The first run measures them (a few seconds) and\n"
-			       "saves them to $TPROF_ROOFLINE_CACHE, $XDG_CACHE_HOME/tprof/roofline.json or\n"
-			       "~/.cache/tprof/roofline.json; later runs read that file. --remeasure measures\n"
-			       "again. TPROF_PEAK_GFLOPS=X sets the FP32 all-core peak. Exit status: 0 ok,\n"
-			       "1 usage, 2 the measurement failed.\n");
-			return 0;
-		} else {
-			tprof_err("roofline: unknown argument '%s' (usage: tprof roofline [--json] [--remeasure])",
-				  argv[i]);
-			return 1;
-		}
-	}
+	static const char *const tables[] = {"roofline", "by_isa", NULL};
+	int flags = TPROF_ROOFLINE_MEASURE;
+	struct cmd_opts o = { .name = "roofline", .usage = USAGE, .accept = CMD_JSON | CMD_CSV,
+			      .takes = CMD_FILES_NONE, .csv_tables = tables, .extra = parse_roofline_opt,
+			      .ctx = &flags };
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
 	struct tprof_roofline r;
-	int rc = tprof_roofline_get(&r, flags);
-	if (json) {
+	rc = tprof_roofline_get(&r, flags);
+	if (o.json) {
 		tprof_roofline_json(stdout, &r);
 		putchar('\n');
+	} else if (o.csv == 1) {
+		print_csv(&r);
+	} else if (o.csv == 2) {
+		print_csv_isa(&r);
 	} else {
 		print_text(&r);
 	}

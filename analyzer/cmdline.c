@@ -1,6 +1,6 @@
-/* The trace commands' shared command line: one parser for the options they have in common, so that
- * report, leaks, peak, allocs and export accept, reject and word them the same way, and one place
- * that opens a trace or says why it cannot. See cmdline.h. */
+/* The commands' shared command line: one parser for the options they have in common, so that every
+ * command accepts, rejects and words them the same way, and one place that opens a trace or says
+ * why it cannot. See cmdline.h. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,14 +9,60 @@
 #include "stacks.h"
 #include "util.h"
 
+/* --csv or --csv=NAME: sets o->csv, or returns 1 after saying what is wrong. */
+static int parse_csv(struct cmd_opts *o, const char *arg)
+{
+	const char *name = arg[5] == '=' ? arg + 6 : NULL;
+	if (!name || (o->csv_tables && o->csv_tables[0] && strcmp(name, o->csv_tables[0]) == 0)) {
+		o->csv = 1;
+		return 0;
+	}
+	for (size_t k = 0; o->csv_tables && o->csv_tables[k]; k++)
+		if (strcmp(name, o->csv_tables[k]) == 0) {
+			o->csv = (int)k + 1;
+			return 0;
+		}
+	if (!o->csv_tables || !o->csv_tables[0] || !o->csv_tables[1]) {
+		tprof_err("%s: --csv prints the one table there is; it takes no '=%s'", o->name, name);
+		return 1;
+	}
+	char list[256] = "";
+	for (size_t k = 0, len = 0; o->csv_tables[k] && len < sizeof(list); k++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", k ? ", " : "", o->csv_tables[k]);
+	tprof_err("%s: no table '%s' for --csv= (tables: %s)", o->name, name, list);
+	return 1;
+}
+
+static size_t files_max(enum cmd_files f)
+{
+	switch (f) {
+	case CMD_FILES_NONE:
+		return 0;
+	case CMD_FILES_ONE:
+		return 1;
+	case CMD_FILES_TWO:
+		return 2;
+	case CMD_FILES_SOME:
+		break;
+	}
+	return CMD_MAX_FILES;
+}
+
 int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 {
 	o->json = 0;
+	o->csv = 0;
 	o->file = NULL;
+	o->nfiles = 0;
+	size_t max = files_max(o->takes);
 	for (int i = 1; i < argc; i++) {
 		int rc;
 		if ((o->accept & CMD_JSON) && strcmp(argv[i], "--json") == 0) {
 			o->json = 1;
+		} else if ((o->accept & CMD_CSV) && strncmp(argv[i], "--csv", 5) == 0 &&
+			   (argv[i][5] == 0 || argv[i][5] == '=')) {
+			if (parse_csv(o, argv[i]) != 0)
+				return 1;
 		} else if ((o->accept & CMD_TOP) && strcmp(argv[i], "--top") == 0) {
 			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &o->top) != 0) {
 				tprof_err("%s: --top needs a number (0: all)", o->name);
@@ -31,17 +77,29 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			tprof_err("%s: unknown option '%s'", o->name, argv[i]);
 			return 1;
-		} else if (!o->file) {
-			o->file = argv[i];
+		} else if (o->nfiles < max) {
+			o->files[o->nfiles++] = argv[i];
 		} else {
-			tprof_err("%s: one trace at a time", o->name);
+			if (max == 0)
+				tprof_err("%s: takes no file ('%s')", o->name, argv[i]);
+			else if (max == 1)
+				tprof_err("%s: one trace at a time", o->name);
+			else if (max == 2)
+				tprof_err("%s: two traces, A and B", o->name);
+			else
+				tprof_err("%s: at most %d traces", o->name, CMD_MAX_FILES);
 			return 1;
 		}
 	}
-	if (!o->file) {
+	if (o->json && o->csv) {
+		tprof_err("%s: --json and --csv exclude each other", o->name);
+		return 1;
+	}
+	if (o->nfiles < (o->takes == CMD_FILES_NONE ? 0u : o->takes == CMD_FILES_TWO ? 2u : 1u)) {
 		tprof_err("%s", o->usage);
 		return 1;
 	}
+	o->file = o->nfiles ? o->files[0] : NULL;
 	return CMD_RUN;
 }
 
@@ -54,4 +112,15 @@ struct tprof_trace *cmd_open_trace(const char *path)
 		return NULL;
 	}
 	return t;
+}
+
+uint64_t cmd_trace_duration_ns(const struct tprof_trace *t)
+{
+	uint64_t d = t->end_ns > t->t0_ns ? t->end_ns - t->t0_ns : 0;
+	if (t->last_tick_seen) {
+		uint64_t last = tprof_trace_ns(t, t->last_tick_seen);
+		if (last > d)
+			d = last;
+	}
+	return d;
 }

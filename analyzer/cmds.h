@@ -15,5 +15,6 @@ int cmd_peak(int argc, char **argv);
 int cmd_allocs(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

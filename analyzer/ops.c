@@ -522,3 +522,20 @@ void ops_dist(uint64_t *v, size_t n, struct ops_dist *d)
 	d->min = v[0];
 	d->max = v[n - 1];
 }
+
+int ops_diff_ci(const struct ops_dist *a, const struct ops_dist *b, double *lo, double *hi)
+{
+	if (a->n < 2 || b->n < 2)
+		return -1;
+	double va = a->sd * a->sd / (double)a->n, vb = b->sd * b->sd / (double)b->n;
+	double d = b->mean - a->mean, se = sqrt(va + vb);
+	if (se == 0) { /* two constant samples: the difference is exact */
+		*lo = *hi = d;
+		return 0;
+	}
+	double df = (va + vb) * (va + vb) / (va * va / (double)(a->n - 1) + vb * vb / (double)(b->n - 1));
+	double half = t975(df >= 1 ? (size_t)df : 1) * se;
+	*lo = d - half;
+	*hi = d + half;
+	return 0;
+}

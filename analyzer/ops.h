@@ -87,4 +87,10 @@ void ops_free(struct ops_result *r);
 /* Statistics of n durations (sorts them in place). */
 void ops_dist(uint64_t *v, size_t n, struct ops_dist *d);
 
+/* The 95 % confidence interval [*lo, *hi] of the difference of the means, b's minus a's, by Welch's t
+ * (unequal variances; the Welch-Satterthwaite degrees of freedom rounded down, which widens it).
+ * An interval that excludes 0 is a change beyond the run-to-run noise of the samples. Returns 0,
+ * or -1 (nothing set) when either sample has fewer than two values. */
+int ops_diff_ci(const struct ops_dist *a, const struct ops_dist *b, double *lo, double *hi);
+
 #endif

@@ -9,17 +9,18 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } commands[] = {
-	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...   run PROGRAM under libtprof.so"},
-	{"report", cmd_report, "report [--json] FILE                  heap totals, peak, leaks"},
-	{"dump", cmd_dump, "dump FILE                             every event, one per line"},
-	{"roofline", cmd_roofline, "roofline [--json] [--remeasure]       this machine's FLOP/s and bandwidth roofs"},
-	{"leaks", cmd_leaks, "leaks [--json] [--top N] FILE         blocks in use at exit, by stack"},
-	{"ops", cmd_ops, "ops [--json] [--by range] [...] FILE   per-op time shares, FLOPs, % of peak, steps"},
-	{"compare", cmd_compare, "compare [--json] A.trace B.trace ...  params, time and FLOPs per step, GFLOP/s"},
-	{"peak", cmd_peak, "peak [--json] [--top N] FILE          what was live at the peak, by stack"},
-	{"allocs", cmd_allocs, "allocs [--json] [--top N] FILE        allocation sites, temporaries, sizes"},
-	{"export", cmd_export, "export FILE --folded|--chrome OUT     flame-graph stacks, Perfetto timeline"},
-	{"plot", cmd_plot, "plot [-o DIR] [--format svg] FILE     memory, timeline, ops and roofline pictures"},
+	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...          run PROGRAM under libtprof.so"},
+	{"report", cmd_report, "report [--json|--csv] FILE                   heap totals, peak, leaks"},
+	{"dump", cmd_dump, "dump FILE                                    every event, one per line"},
+	{"roofline", cmd_roofline, "roofline [--json|--csv] [--remeasure]        this machine's FLOP/s and bandwidth roofs"},
+	{"leaks", cmd_leaks, "leaks [--json|--csv] [--top N] FILE          blocks in use at exit, by stack"},
+	{"ops", cmd_ops, "ops [--json|--csv] [--by range] [...] FILE   per-op time shares, FLOPs, % of peak, steps"},
+	{"compare", cmd_compare, "compare [--json|--csv] A B ...              params, time and FLOPs per step, GFLOP/s"},
+	{"diff", cmd_diff, "diff [--json|--csv] [--top N] A B            what changed from run A to run B"},
+	{"peak", cmd_peak, "peak [--json|--csv] [--top N] FILE           what was live at the peak, by stack"},
+	{"allocs", cmd_allocs, "allocs [--json|--csv] [--top N] FILE         allocation sites, temporaries, sizes"},
+	{"export", cmd_export, "export FILE --folded|--chrome OUT            flame-graph stacks, Perfetto timeline"},
+	{"plot", cmd_plot, "plot [-o DIR] [--format svg] FILE            memory, timeline, ops and roofline pictures"},
 };
 
 static void usage(FILE *f)
@@ -27,8 +28,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tprof <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %s\n", commands[i].help);
-	fprintf(f, "\nRun 'tprof <command> --help' for its options. Exit status: 0 ok, 1 usage, "
-		   "2 invalid trace,\n3 plot could not draw (gnuplot missing or failing).\n");
+	fprintf(f, "\nRun 'tprof <command> --help' for its options; --csv=TABLE picks another table of\n"
+		   "those that print several. Exit status: 0 ok, 1 usage, 2 invalid trace, 3 plot could not\n"
+		   "draw (gnuplot missing or failing).\n");
 }
 
 int main(int argc, char **argv)

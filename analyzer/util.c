@@ -1,4 +1,5 @@
-/* Implementation of analyzer/util.h: checked allocation, messages, formatting, JSON escaping. */
+/* Implementation of analyzer/util.h: checked allocation, messages, formatting, and names written as
+ * JSON strings, CSV fields and escaped text. */
 #include "util.h"
 
 #include <stdarg.h>
@@ -87,6 +88,71 @@ void tprof_json_str(FILE *f, const char *str)
 		}
 	}
 	fputc('"', f);
+}
+
+void tprof_csv_str(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	if (!s[strcspn(s, ",\"\r\n")]) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Writes (f non-NULL) or only measures the escaped form of s; returns its columns. C1 controls
+ * (U+0080..U+009F) are escaped too: some terminals act on them. */
+static int text_escape(FILE *f, const unsigned char *s)
+{
+	int cols = 0;
+	while (*s) {
+		char esc[8];
+		int n = *s < 0x20 || *s == 0x7f || *s == '\\' ? 0 : utf8_len(s);
+		if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+			n = 0;
+		if (n > 0) {
+			if (f)
+				fwrite(s, 1, (size_t)n, f);
+			s += n;
+			cols++;
+			continue;
+		}
+		if (*s == '\\')
+			snprintf(esc, sizeof(esc), "\\\\");
+		else if (*s == '\n')
+			snprintf(esc, sizeof(esc), "\\n");
+		else if (*s == '\r')
+			snprintf(esc, sizeof(esc), "\\r");
+		else if (*s == '\t')
+			snprintf(esc, sizeof(esc), "\\t");
+		else
+			snprintf(esc, sizeof(esc), "\\x%02x", *s);
+		if (f)
+			fputs(esc, f);
+		cols += (int)strlen(esc);
+		s++;
+	}
+	return cols;
+}
+
+int tprof_text_str(FILE *f, const char *str, int width)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	int len = text_escape(NULL, s), want = width < 0 ? -width : width;
+	int pad = want > len ? want - len : 0;
+	for (int i = 0; width > 0 && i < pad; i++)
+		fputc(' ', f);
+	text_escape(f, s);
+	for (int i = 0; width < 0 && i < pad; i++)
+		fputc(' ', f);
+	return len + pad;
 }
 
 const char *tprof_commas(uint64_t v, char *buf)

@@ -1,5 +1,6 @@
 /* Small helpers shared by the analyzer's commands: checked allocation (aborts with file:line on
- * failure), error messages, number formatting and JSON string escaping. */
+ * failure), error messages, number formatting, and the one way each output format writes a name:
+ * JSON string escaping, CSV fields, and escaped names in text tables. */
 #ifndef TPROF_UTIL_H
 #define TPROF_UTIL_H
 
@@ -23,6 +24,22 @@ void tprof_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Writes s as a JSON string literal (quotes included): every control character, quote and
  * backslash escaped, invalid UTF-8 bytes replaced by U+FFFD, so the output is always valid JSON. */
 void tprof_json_str(FILE *f, const char *s);
+
+/* Writes s as one CSV field (RFC 4180): as it is, or between double quotes with every quote doubled
+ * when it contains a comma, a quote, CR or LF. The bytes are kept exactly (no UTF-8 check); NULL
+ * is an empty field. Records end with TPROF_CSV_EOL. */
+void tprof_csv_str(FILE *f, const char *s);
+
+/* The end of a CSV record: RFC 4180's CRLF. */
+#define TPROF_CSV_EOL "\r\n"
+
+/* Writes s for a text table, so that no name can break a line or a column: valid UTF-8 other than
+ * control characters as it is; a backslash as \\; newline, carriage return and tab as \n, \r, \t;
+ * any other control byte (DEL included) and any byte of invalid UTF-8 as \xNN. Then pads with spaces
+ * to |width| columns (one column per character written): width < 0 left-aligns like printf's
+ * "%-*s", width > 0 right-aligns, 0 does not pad. NULL is written as "". Returns the columns
+ * written, padding included. */
+int tprof_text_str(FILE *f, const char *s, int width);
 
 /* "1,234,567" into buf (at least 32 bytes); returns buf. */
 const char *tprof_commas(uint64_t v, char *buf);

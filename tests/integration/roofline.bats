@@ -161,7 +161,7 @@ assert abs(d["ridge_fp32"] - 1234.5 / d["stream_gbs_all"]) <= 1e-3 * d["ridge_fp
 	[[ "$output" == *"usage: tprof roofline"* ]]
 	run "$B/tprof" roofline --frobnicate
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"unknown argument '--frobnicate'"* ]]
+	[[ "$output" == *"unknown option '--frobnicate'"* ]]
 	run "$B/tprof" --help
-	[[ "$output" == *"roofline [--json] [--remeasure]"* ]]
+	[[ "$output" == *"roofline [--json|--csv] [--remeasure]"* ]]
 }

@@ -1,0 +1,87 @@
+/* Unit tests of the output writers in analyzer/util.c that every command's names go through: CSV
+ * fields (RFC 4180 quoting, exact bytes) and names in text tables (escaped so that no byte can break
+ * a line or a column, padded by characters, not bytes). */
+#include <stdlib.h>
+
+#include "../unittest.h"
+#include "../../analyzer/util.c"
+
+/* What the writers write for s (and width), in a buffer the caller frees; *ret receives
+ * tprof_text_str's result. */
+static char *csv_of(const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	tprof_csv_str(f, s);
+	fclose(f);
+	return buf;
+}
+
+static char *text_of(const char *s, int width, int *ret)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	*ret = tprof_text_str(f, s, width);
+	fclose(f);
+	return buf;
+}
+
+#define CHECK_CSV(in, out)                    \
+	do {                                  \
+		char *ut_s = csv_of(in);      \
+		CHECK_STR(ut_s, out);         \
+		free(ut_s);                   \
+	} while (0)
+
+#define CHECK_TEXT(in, width, out, cols)                 \
+	do {                                             \
+		int ut_r;                                \
+		char *ut_s = text_of(in, width, &ut_r);  \
+		CHECK_STR(ut_s, out);                    \
+		CHECK_EQ(ut_r, cols);                    \
+		free(ut_s);                              \
+	} while (0)
+
+static void test_csv(void)
+{
+	CHECK_CSV("plain", "plain");
+	CHECK_CSV("", "");
+	CHECK_CSV(NULL, "");
+	CHECK_CSV("a,b", "\"a,b\"");
+	CHECK_CSV("say \"hi\"", "\"say \"\"hi\"\"\"");
+	CHECK_CSV("\"", "\"\"\"\"");
+	CHECK_CSV("line\nbreak", "\"line\nbreak\"");
+	CHECK_CSV("cr\r", "\"cr\r\"");
+	/* no quoting needed: kept byte for byte, invalid UTF-8 and control bytes included */
+	CHECK_CSV("tab\there;semi 'q' \x01\x7f \xff\xfe", "tab\there;semi 'q' \x01\x7f \xff\xfe");
+	CHECK_CSV("\xc3\xa9t\xc3\xa9, \xe2\x82\xac", "\"\xc3\xa9t\xc3\xa9, \xe2\x82\xac\"");
+}
+
+static void test_text(void)
+{
+	CHECK_TEXT("plain", 0, "plain", 5);
+	CHECK_TEXT(NULL, 0, "", 0);
+	CHECK_TEXT("line\nbreak\r\ttab", 0, "line\\nbreak\\r\\ttab", 18);
+	CHECK_TEXT("back\\slash \"q\"", 0, "back\\\\slash \"q\"", 15);
+	CHECK_TEXT("\x01\x1f ctl \x7f", 0, "\\x01\\x1f ctl \\x7f", 17);
+	CHECK_TEXT("bad utf8 \xff\xfe \xc3", 0, "bad utf8 \\xff\\xfe \\xc3", 22);
+	CHECK_TEXT("cut \xe2\x82", 0, "cut \\xe2\\x82", 12);
+	/* U+009B (CSI) as UTF-8 is a control a terminal may obey; U+00A0 and above are text */
+	CHECK_TEXT("c1 \xc2\x9b x \xc2\xa0", 0, "c1 \\xc2\\x9b x \xc2\xa0", 15);
+	/* padding counts characters: "été" is 3 columns in 5 bytes */
+	CHECK_TEXT("\xc3\xa9t\xc3\xa9", -6, "\xc3\xa9t\xc3\xa9   ", 6);
+	CHECK_TEXT("\xc3\xa9t\xc3\xa9", 6, "   \xc3\xa9t\xc3\xa9", 6);
+	CHECK_TEXT("a\tb", -6, "a\\tb  ", 6);
+	CHECK_TEXT("a\tb", 6, "  a\\tb", 6);
+	CHECK_TEXT("longer than width", -4, "longer than width", 17);
+	CHECK_TEXT("longer than width", 4, "longer than width", 17);
+}
+
+int main(void)
+{
+	RUN(test_csv);
+	RUN(test_text);
+	return UT_DONE();
+}
