@@ -103,7 +103,7 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 	       "reused_live_addresses,lost_events,lossy,complete,end,signal");
 	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
 		printf(",calls_%s", tprof_event_name(k));
-	printf(TPROF_CSV_EOL);
+	printf(",peak_rss_bytes,peak_rss_time_ns,rss_samples" TPROF_CSV_EOL);
 	tprof_csv_str(stdout, t->path);
 	putchar(',');
 	tprof_csv_str(stdout, in->program);
@@ -122,7 +122,11 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 		printf("%" PRIu64, t->end_value);
 	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
 		printf(",%" PRIu64, s->calls[k]);
-	printf(TPROF_CSV_EOL);
+	const struct tprof_rss *r = peak_rss(t); /* empty fields without samples, as JSON's nulls */
+	if (r)
+		printf(",%" PRIu64 ",%" PRIu64 ",%zu" TPROF_CSV_EOL, r->rss_bytes, tprof_trace_ns(t, r->tick), t->nrss);
+	else
+		printf(",,,0" TPROF_CSV_EOL);
 }
 
 static void print_csv_threads(const struct tprof_trace *t)
