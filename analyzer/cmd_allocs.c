@@ -55,34 +55,34 @@ static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals 
 	heap_init(&s, 1);
 	addrmap_init(&last);
 	addrmap_init(&owner);
-	struct tprof_event e;
+	const struct tprof_event *e;
 	struct heap_change c;
 	int r;
-	while ((r = tprof_trace_next(t, &e)) > 0) {
-		heap_step(&s, &e, &c);
+	while ((r = tprof_trace_next_ref(t, &e)) > 0) {
+		heap_step(&s, e, &c);
 		if (c.freed_ptr) {
 			uint64_t tid;
 			if (addrmap_del(&owner, c.freed_ptr, &tid)) {
 				addrmap_del(&last, tid, NULL);
-				if (tid == e.tid) {
+				if (tid == e->tid) {
 					stack_cost_of(tab, c.freed_stack)->temporary++;
 					tot->temporary++;
 				}
 			}
 		}
 		if (c.taken_ptr) {
-			struct stack_cost *sc = stack_cost_of(tab, e.stack);
+			struct stack_cost *sc = stack_cost_of(tab, e->stack);
 			sc->blocks++;
-			sc->bytes += e.size;
-			stack_table_seen(tab, &e);
-			unsigned b = bucket_of(e.size);
+			sc->bytes += e->size;
+			stack_table_seen(tab, e);
+			unsigned b = bucket_of(e->size);
 			tot->hist_allocs[b]++;
-			tot->hist_bytes[b] += e.size;
+			tot->hist_bytes[b] += e->size;
 			uint64_t prev, prev_owner;
-			if (addrmap_put(&last, e.tid, e.ptr, &prev) && prev != e.ptr)
+			if (addrmap_put(&last, e->tid, e->ptr, &prev) && prev != e->ptr)
 				addrmap_del(&owner, prev, NULL);
 			/* a gap in the trace (lost events) let another thread's latest block be reused */
-			if (addrmap_put(&owner, e.ptr, e.tid, &prev_owner) && prev_owner != e.tid)
+			if (addrmap_put(&owner, e->ptr, e->tid, &prev_owner) && prev_owner != e->tid)
 				addrmap_del(&last, prev_owner, NULL);
 		}
 	}

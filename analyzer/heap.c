@@ -112,9 +112,9 @@ void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_ch
 int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
 {
 	heap_init(s, 0);
-	struct tprof_event e;
+	const struct tprof_event *e;
 	int r;
-	while ((r = tprof_trace_next(t, &e)) > 0)
-		heap_step(s, &e, NULL);
+	while ((r = tprof_trace_next_ref(t, &e)) > 0)
+		heap_step(s, e, NULL);
 	return r;
 }

@@ -107,6 +107,8 @@ struct tprof_reader_priv {
 	uint64_t *next_seq; /* per cursor: the seq of its next event, UINT64_MAX when it has none */
 	size_t nheap;
 	int started;
+	int handed;       /* the last call handed out cur[handed_ci]'s next event, not yet passed */
+	size_t handed_ci;
 	uint64_t dropped_to; /* the pages of the mapping below this offset were given back */
 	uint64_t last_seq;
 	struct clock_pair *clocks;
@@ -1201,9 +1203,9 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 	if (p->threaded) {
 		/* the decoder is usually about to finish the chunk: wait a moment before sleeping,
 		 * which would cost a wake-up per chunk */
-		for (int spin = 0; c->produced == c->consumed && spin < 4000; spin++) {
-			pthread_mutex_unlock(&p->lock);
-			for (int k = 0; k < 16 && __atomic_load_n(&c->produced, __ATOMIC_ACQUIRE) == c->consumed; k++)
+		if (c->produced == c->consumed) {
+			pthread_mutex_unlock(&p->lock); /* spin on the counter alone: the decoder needs the lock */
+			for (int k = 0; k < 20000 && __atomic_load_n(&c->produced, __ATOMIC_ACQUIRE) == c->consumed; k++)
 				__builtin_ia32_pause();
 			pthread_mutex_lock(&p->lock);
 		}
@@ -1279,7 +1281,22 @@ static void cursor_step(struct tprof_trace *t, size_t ci)
 	p->next_seq[ci] = r < 0 ? 0 : r ? c->next->seq : UINT64_MAX;
 }
 
-int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
+/* Moves cursor ci past the event the previous call handed out. */
+static void advance(struct tprof_reader_priv *p, struct tprof_trace *t, size_t ci, int linear)
+{
+	struct cursor *c = &p->cur[ci];
+	if (++c->next != c->end)
+		p->next_seq[ci] = c->next->seq;
+	else
+		cursor_step(t, ci);
+	if (!linear) {
+		if (p->next_seq[ci] == UINT64_MAX)
+			p->heap[0] = p->heap[--p->nheap];
+		heap_down(p, 0);
+	}
+}
+
+int tprof_trace_next_ref(struct tprof_trace *t, const struct tprof_event **out)
 {
 	struct tprof_reader_priv *p = t->priv;
 	int linear = p->ncur <= LINEAR_MERGE_MAX;
@@ -1293,6 +1310,10 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 				heap_up(p, p->nheap - 1);
 			}
 		}
+	} else if (p->handed) {
+		/* the event handed out last stays valid until now: its chunk is released only here */
+		p->handed = 0;
+		advance(p, t, p->handed_ci, linear);
 	}
 	size_t ci;
 	if (linear) {
@@ -1313,7 +1334,7 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 	struct cursor *c = &p->cur[ci];
 	if (c->next == c->end) /* an earlier call stopped at this cursor's corrupt block */
 		return cursor_fill(t, c) < 0 ? -1 : 0;
-	*ev = *c->next++;
+	const struct tprof_event *ev = c->next;
 	if (ev->seq <= p->last_seq && p->last_seq) {
 		snprintf(t->err, sizeof(t->err),
 			 "%s: corrupt: event sequence number %llu of thread %u repeats or goes back "
@@ -1323,18 +1344,21 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 	}
 	p->last_seq = ev->seq;
 	t->threads[c->thread].events++;
-	if (c->next != c->end)
-		p->next_seq[ci] = c->next->seq;
-	else
-		cursor_step(t, ci);
-	if (!linear) {
-		if (p->next_seq[ci] == UINT64_MAX)
-			p->heap[0] = p->heap[--p->nheap];
-		heap_down(p, 0);
-	}
 	if (ev->tick < t->first_tick_seen)
 		t->first_tick_seen = ev->tick;
 	if (ev->tick > t->last_tick_seen)
 		t->last_tick_seen = ev->tick;
+	p->handed = 1;
+	p->handed_ci = ci;
+	*out = ev;
 	return 1;
+}
+
+int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
+{
+	const struct tprof_event *e;
+	int r = tprof_trace_next_ref(t, &e);
+	if (r == 1)
+		*ev = *e;
+	return r;
 }

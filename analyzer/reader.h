@@ -119,6 +119,10 @@ void tprof_trace_close(struct tprof_trace *t);
 /* Next event in global order: 1 with *ev filled, 0 at the end, -1 on a corrupt record (t->err). */
 int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev);
 
+/* The same without the copy: *ev points into the reader's buffers and stays valid until the next
+ * call on t (or tprof_trace_close). */
+int tprof_trace_next_ref(struct tprof_trace *t, const struct tprof_event **ev);
+
 /* Nanoseconds since time zero for a raw tick (negative ticks before zero clamp to 0). */
 uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick);
 

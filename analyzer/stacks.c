@@ -81,18 +81,18 @@ int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s
 {
 	heap_init(s, 1);
 	s->index_all = stop_seq != UINT64_MAX; /* the live set is read where the replay stops */
-	struct tprof_event e;
+	const struct tprof_event *e;
 	struct heap_change c;
 	int r;
-	while ((r = tprof_trace_next(t, &e)) > 0) {
-		heap_step(s, &e, &c);
+	while ((r = tprof_trace_next_ref(t, &e)) > 0) {
+		heap_step(s, e, &c);
 		if (c.taken_ptr) {
-			struct stack_cost *sc = stack_cost_of(tab, e.stack);
+			struct stack_cost *sc = stack_cost_of(tab, e->stack);
 			sc->blocks++;
-			sc->bytes += e.size;
-			sc->seq = e.seq;
+			sc->bytes += e->size;
+			sc->seq = e->seq;
 		}
-		if (e.seq == stop_seq)
+		if (e->seq == stop_seq)
 			return 0;
 	}
 	return r;
