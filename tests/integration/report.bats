@@ -94,3 +94,18 @@ load helpers
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"'leaked_bytes': 40, 'leaked_blocks': 1"* ]]
 }
+
+@test "the decode thread (TPROF_DECODE_THREAD=1) gives the same analyses, and the same error on a cut trace" {
+	traced "$B/progs/storm" 3 100000 >/dev/null
+	for cmd in report leaks peak allocs; do
+		"$B/tprof" $cmd --json t.trace >one.json
+		TPROF_DECODE_THREAD=1 "$B/tprof" $cmd --json t.trace >two.json
+		cmp one.json two.json
+	done
+	size=$(stat -c %s t.trace)
+	head -c $((size * 2 / 3)) t.trace >cut.trace
+	run "$B/tprof" report cut.trace
+	a=$output
+	TPROF_DECODE_THREAD=1 run "$B/tprof" report cut.trace
+	[ "$output" = "$a" ]
+}
