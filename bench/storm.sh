@@ -64,7 +64,7 @@ done
 echo
 for threads in 1 2; do
 	tr=999999 hr=999999
-	for r in 1 2 3; do
+	for r in 1 2 3 4 5; do
 		x=$(ms_of "$B/tprof" report "t$threads.trace"); [ "$x" -lt "$tr" ] && tr=$x
 		if [ $have_heaptrack = 1 ]; then
 			x=$(ms_of heaptrack_print "$(ls "h$threads".* | head -1)"); [ "$x" -lt "$hr" ] && hr=$x
