@@ -230,12 +230,15 @@ struct tprof_thread *tprof_thread_attach(void)
 }
 
 /* The ring is full. Lossless: wake the writer and sleep on the ring's tail until there is room,
- * unless no writer runs (before start, after the final flush), when waiting would never end. */
+ * unless no writer runs (before start, after the final flush), when waiting would never end. On
+ * the writer's own thread, once it runs the program's exit, the rings are drained right here. */
 void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 {
 	struct tprof_ring *r = t->ring;
 	int saved = errno;
 	while (!tprof_ring_reserve(r, n)) {
+		if (tprof_writer_drain_here() == 0 && tprof_ring_reserve(r, n))
+			break;
 		if (tprof_cfg.lossy || !atomic_load(&tprof_writer_running) ||
 		    !atomic_load(&tprof_recording)) {
 			atomic_fetch_add_explicit(&r->lost, n, memory_order_relaxed);
@@ -331,31 +334,6 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	tprof_tls.guard--;
 }
 
-/* Counts this process's threads (from /proc/self/stat); -1 when unknown. */
-static int thread_count(void)
-{
-	char buf[1024];
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-	if (!p)
-		return -1;
-	/* after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
-	 * stime cutime cstime priority nice num_threads */
-	int field = 0;
-	for (p++; *p; p++) {
-		if (*p == ' ' && ++field == 18)
-			return atoi(p + 1);
-	}
-	return -1;
-}
-
 /* Runs after every other library's destructor (we were initialized before them). valgrind runs
  * __libc_freeres at exit; doing the same makes "in use at exit" comparable. It is only safe while
  * no other application thread can still use the C library, so it is skipped otherwise. */
@@ -363,7 +341,7 @@ __attribute__((destructor)) static void tprof_destructor(void)
 {
 	if (!atomic_load(&tprof_recording))
 		return;
-	if (tprof_cfg.freeres && thread_count() == 2) { /* this thread and the writer */
+	if (tprof_cfg.freeres && tprof_proc_threads(NULL) == 2) { /* this thread and the writer */
 		tprof_tls.guard++;
 		void (*cxx_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
 		void (*libc_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
