@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -180,6 +181,36 @@ void tprof_init(void)
 
 /* ---- thread slots ---- */
 
+/* Programs often name a thread after it has started working (pthread_setname_np from the thread
+ * itself), after the writer wrote the name it had at its first events; and once the thread is gone,
+ * so is its name. So the thread keeps its name as it exits: a thread-specific value (the slot) whose
+ * destructor glibc runs when the thread returns from its start routine or calls pthread_exit (the
+ * main thread too); the writer compares. Threads still running at the end are read by the writer. */
+static pthread_key_t exit_key;
+static _Atomic int exit_key_ok;
+
+static void on_thread_exit(void *arg)
+{
+	struct tprof_thread *t = arg;
+	if (t != tprof_tls.thread)
+		return;
+	int saved = errno;
+	char name[16] = {0}; /* PR_GET_NAME: at most 16 bytes, the terminating NUL included */
+	if (prctl(PR_GET_NAME, name) == 0) {
+		memcpy(t->exit_name, name, sizeof(name));
+		atomic_store_explicit(&t->exit_named, 1, memory_order_release);
+	}
+	errno = saved;
+}
+
+/* With fewer than 32 keys in the process (tprof's is created in its constructor, before the
+ * program's) pthread_setspecific only stores; past that, glibc may allocate, with the guard held. */
+static void watch_thread_exit(struct tprof_thread *t)
+{
+	if (atomic_load_explicit(&exit_key_ok, memory_order_acquire))
+		pthread_setspecific(exit_key, t);
+}
+
 struct tprof_thread *tprof_thread_attach(void)
 {
 	int saved = errno;
@@ -222,8 +253,10 @@ struct tprof_thread *tprof_thread_attach(void)
 	t->tid = tprof_gettid();
 	t->announced = 0;
 	t->next_check_ns = 0;
+	atomic_store_explicit(&t->exit_named, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->state, TPROF_SLOT_ACTIVE, memory_order_release);
 	tprof_tls.thread = t;
+	watch_thread_exit(t);
 	tprof_tls.guard--;
 	errno = saved;
 	return t;
@@ -326,6 +359,11 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	if (!atomic_load(&tprof_recording))
 		return;
 	tprof_tls.guard++;
+	if (pthread_key_create(&exit_key, on_thread_exit) == 0) {
+		atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
+		if (tprof_tls.thread) /* this thread recorded before the constructor ran */
+			watch_thread_exit(tprof_tls.thread);
+	}
 	pthread_atfork(NULL, NULL, after_fork_child);
 	if (tprof_writer_start() != 0)
 		atomic_store(&tprof_recording, 0);

@@ -58,8 +58,12 @@ struct tprof_thread {
 	uint32_t seen_head; /* ring head at the previous pass */
 	uint64_t last_write_ns; /* when its events were last written */
 	uint64_t next_check_ns;
-	char name[16];
+	char name[16]; /* the name its last THREAD block gave (a thread's name has at most 15 bytes) */
+	uint32_t name_len;
 	int announced;
+	/* set by the thread itself as it exits (core.c): its name then, which the kernel forgets with it */
+	char exit_name[16];
+	_Atomic int exit_named;
 };
 
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */

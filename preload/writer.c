@@ -394,25 +394,75 @@ static void define_stack(uint32_t id)
 	stack_written[id] = 1;
 }
 
-static void announce_thread(struct tprof_thread *t)
+/* A THREAD block: the thread's tid and name, as raw bytes (any byte but NUL). */
+static void write_thread(struct tprof_thread *t, const char *name, size_t n)
 {
-	char path[64], name[32];
+	if (n > sizeof(t->name))
+		n = sizeof(t->name);
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, (uint64_t)t->tid);
+	p = put_string(p, name, n);
+	block_end(TPROF_BLK_THREAD, p);
+	memcpy(t->name, name, n);
+	t->name_len = (uint32_t)n;
+	t->announced = 1;
+}
+
+/* The thread's name as the kernel has it now (comm, 15 bytes at most); -1 once the thread is gone. */
+static ssize_t read_thread_name(pid_t tid, char *name, size_t cap)
+{
+	char path[64];
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, "/proc/self/task/");
-	tprof_sb_u64(&s, (uint64_t)t->tid);
+	tprof_sb_u64(&s, (uint64_t)tid);
 	tprof_sb_str(&s, "/comm");
 	memcpy(path, s.b, s.n);
 	path[s.n] = 0;
-	ssize_t n = read_file(path, name, sizeof(name) - 1);
-	if (n < 0)
-		n = 0;
-	while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == 0))
-		n--;
-	uint8_t *p = block_begin();
-	p = tprof_put_varint(p, (uint64_t)t->tid);
-	p = put_string(p, name, (size_t)n);
-	block_end(TPROF_BLK_THREAD, p);
-	t->announced = 1;
+	ssize_t n = tprof_proc_read(path, name, cap);
+	if (n > 0 && name[n - 1] == '\n')
+		n--; /* the one the kernel adds: a name may end with a newline of its own */
+	return n;
+}
+
+static void announce_thread(struct tprof_thread *t)
+{
+	char name[32];
+	ssize_t n = read_thread_name(t->tid, name, sizeof(name));
+	write_thread(t, name, n < 0 ? 0 : (size_t)n);
+}
+
+/* A thread renamed since its THREAD block gets another one, with the new name: the latest names
+ * it (docs/FORMAT.md). */
+static void thread_renamed(struct tprof_thread *t, const char *name, size_t n)
+{
+	if (t->announced && (n != t->name_len || memcmp(name, t->name, n) != 0))
+		write_thread(t, name, n);
+}
+
+/* The name a thread had as it exited, when it could tell (core.c). */
+static void exit_name_check(struct tprof_thread *t)
+{
+	if (atomic_load_explicit(&t->exit_named, memory_order_acquire))
+		thread_renamed(t, t->exit_name, strnlen(t->exit_name, sizeof(t->exit_name)));
+}
+
+/* At the end of the trace: every thread still known gets the name it has now. */
+static void live_names_check(void)
+{
+	uint32_t hwm = atomic_load(&tprof_threads_hwm);
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct tprof_thread *t = &tprof_threads[i];
+		if (atomic_load_explicit(&t->state, memory_order_acquire) != TPROF_SLOT_ACTIVE || !t->announced)
+			continue;
+		if (atomic_load_explicit(&t->exit_named, memory_order_acquire)) {
+			exit_name_check(t); /* exited, not yet reaped: its task and name may be gone */
+			continue;
+		}
+		char name[32];
+		ssize_t n = read_thread_name(t->tid, name, sizeof(name));
+		if (n >= 0)
+			thread_renamed(t, name, (size_t)n);
+	}
 }
 
 static void write_lost(pid_t tid, uint64_t n)
@@ -751,6 +801,7 @@ static void reap_dead_threads(void)
 		flushing = 1;
 		drain_thread(t);
 		flushing = was;
+		exit_name_check(t);
 		if (t->announced) {
 			uint8_t *p = block_begin();
 			p = tprof_put_varint(p, (uint64_t)t->tid);
@@ -846,6 +897,7 @@ static void finish_trace(int reason, int value, int final)
 		sched_yield();
 	}
 	drain_all();
+	live_names_check();
 	modules_update(0);
 	if (tprof_cfg.rss_interval_ms)
 		rss_sample(); /* the last sample of the trace (or of the image, before exec) */
