@@ -125,6 +125,23 @@ report() { "$B/tprof" report --json "$1" >"$2"; }
 	[ "$(jget b.json complete)" = true ]
 }
 
+@test "a thread renamed after its first events carries its last name: gone before the end, or not" {
+	traced "$B/progs/lifecycle" rename
+	report t.trace r.json
+	# the worker named itself "first-name", allocated, took a hostile name and ended long before
+	# the trace did; main took its name at the very end. Names are bytes: the JSON shows the
+	# byte that is not UTF-8 as U+FFFD, and the newline that ends the worker's name is its own.
+	$PY - <<'PY'
+import json
+names = sorted(t["name"] for t in json.load(open("r.json"))["thread_list"])
+print(names)
+assert names == ["main-renamed", 'w\n"\ufffd`x`\\\n'], names
+PY
+	run "$B/tprof" report t.trace
+	[[ "$output" == *"main-renamed"* ]]
+	[[ "$output" != *"first-name"* ]]
+}
+
 @test "errno is preserved by every hook" {
 	run traced "$B/progs/lifecycle" errno
 	echo "$output"
