@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -180,6 +181,36 @@ void tprof_init(void)
 
 /* ---- thread slots ---- */
 
+/* Programs often name a thread after it has started working (pthread_setname_np from the thread
+ * itself), after the writer wrote the name it had at its first events; and once the thread is gone,
+ * so is its name. So the thread keeps its name as it exits: a thread-specific value (the slot) whose
+ * destructor glibc runs when the thread returns from its start routine or calls pthread_exit (the
+ * main thread too); the writer compares. Threads still running at the end are read by the writer. */
+static pthread_key_t exit_key;
+static _Atomic int exit_key_ok;
+
+static void on_thread_exit(void *arg)
+{
+	struct tprof_thread *t = arg;
+	if (t != tprof_tls.thread)
+		return;
+	int saved = errno;
+	char name[16] = {0}; /* PR_GET_NAME: at most 16 bytes, the terminating NUL included */
+	if (prctl(PR_GET_NAME, name) == 0) {
+		memcpy(t->exit_name, name, sizeof(name));
+		atomic_store_explicit(&t->exit_named, 1, memory_order_release);
+	}
+	errno = saved;
+}
+
+/* With fewer than 32 keys in the process (tprof's is created in its constructor, before the
+ * program's) pthread_setspecific only stores; past that, glibc may allocate, with the guard held. */
+static void watch_thread_exit(struct tprof_thread *t)
+{
+	if (atomic_load_explicit(&exit_key_ok, memory_order_acquire))
+		pthread_setspecific(exit_key, t);
+}
+
 struct tprof_thread *tprof_thread_attach(void)
 {
 	int saved = errno;
@@ -222,20 +253,25 @@ struct tprof_thread *tprof_thread_attach(void)
 	t->tid = tprof_gettid();
 	t->announced = 0;
 	t->next_check_ns = 0;
+	atomic_store_explicit(&t->exit_named, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->state, TPROF_SLOT_ACTIVE, memory_order_release);
 	tprof_tls.thread = t;
+	watch_thread_exit(t);
 	tprof_tls.guard--;
 	errno = saved;
 	return t;
 }
 
 /* The ring is full. Lossless: wake the writer and sleep on the ring's tail until there is room,
- * unless no writer runs (before start, after the final flush), when waiting would never end. */
+ * unless no writer runs (before start, after the final flush), when waiting would never end. On
+ * the writer's own thread, once it runs the program's exit, the rings are drained right here. */
 void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 {
 	struct tprof_ring *r = t->ring;
 	int saved = errno;
 	while (!tprof_ring_reserve(r, n)) {
+		if (tprof_writer_drain_here() == 0 && tprof_ring_reserve(r, n))
+			break;
 		if (tprof_cfg.lossy || !atomic_load(&tprof_writer_running) ||
 		    !atomic_load(&tprof_recording)) {
 			atomic_fetch_add_explicit(&r->lost, n, memory_order_relaxed);
@@ -323,37 +359,17 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	if (!atomic_load(&tprof_recording))
 		return;
 	tprof_tls.guard++;
+	if (pthread_key_create(&exit_key, on_thread_exit) == 0) {
+		atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
+		if (tprof_tls.thread) /* this thread recorded before the constructor ran */
+			watch_thread_exit(tprof_tls.thread);
+	}
 	pthread_atfork(NULL, NULL, after_fork_child);
 	if (tprof_writer_start() != 0)
 		atomic_store(&tprof_recording, 0);
 	else
 		install_signal_handlers();
 	tprof_tls.guard--;
-}
-
-/* Counts this process's threads (from /proc/self/stat); -1 when unknown. */
-static int thread_count(void)
-{
-	char buf[1024];
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-	if (!p)
-		return -1;
-	/* after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
-	 * stime cutime cstime priority nice num_threads */
-	int field = 0;
-	for (p++; *p; p++) {
-		if (*p == ' ' && ++field == 18)
-			return atoi(p + 1);
-	}
-	return -1;
 }
 
 /* Runs after every other library's destructor (we were initialized before them). valgrind runs
@@ -363,7 +379,7 @@ __attribute__((destructor)) static void tprof_destructor(void)
 {
 	if (!atomic_load(&tprof_recording))
 		return;
-	if (tprof_cfg.freeres && thread_count() == 2) { /* this thread and the writer */
+	if (tprof_cfg.freeres && tprof_proc_threads(NULL) == 2) { /* this thread and the writer */
 		tprof_tls.guard++;
 		void (*cxx_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
 		void (*libc_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");

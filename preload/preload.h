@@ -58,8 +58,12 @@ struct tprof_thread {
 	uint32_t seen_head; /* ring head at the previous pass */
 	uint64_t last_write_ns; /* when its events were last written */
 	uint64_t next_check_ns;
-	char name[16];
+	char name[16]; /* the name its last THREAD block gave (a thread's name has at most 15 bytes) */
+	uint32_t name_len;
 	int announced;
+	/* set by the thread itself as it exits (core.c): its name then, which the kernel forgets with it */
+	char exit_name[16];
+	_Atomic int exit_named;
 };
 
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
@@ -122,13 +126,23 @@ extern _Atomic uint32_t tprof_writer_sleeping;
 extern _Atomic uint32_t tprof_epoch; /* advanced by the writer on every pass */
 extern _Atomic int tprof_writer_running;
 /* Asks the writer to drain everything and write an END block; final also closes the trace and
- * ends the thread. Waits up to timeout_ns. Returns 0 when done. Async-signal-safe. */
+ * ends the thread. Waits up to timeout_ns. Returns 0 when done. Async-signal-safe. On the writer's
+ * thread once it runs the program's exit, does the work itself. */
 int tprof_writer_flush(int reason, int value, int final, long timeout_ns);
 void tprof_writer_after_fork_child(void);
 /* dlclose hook, before the real call: has the writer record newly loaded modules, so a library
  * opened and closed between two writer passes is still in the trace. Waits at most 100 ms. */
 void tprof_modules_before_close(void);
 extern char tprof_trace_path[4096];
+/* Reads a /proc file without allocating and without ever closing a descriptor the program reused;
+ * returns the length read (buf NUL-terminated) or -1. Keeps errno. */
+ssize_t tprof_proc_read(const char *path, char *buf, size_t cap);
+/* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
+int tprof_proc_threads(char *leader_state);
+/* The writer thread, once it has found itself the last live thread, runs the program's exit in
+ * glibc's stead (docs/ARCHITECTURE.md): there, its own events have no other consumer. On that
+ * thread, drains every ring and returns 0; elsewhere (or when already draining) returns -1. */
+int tprof_writer_drain_here(void);
 
 /* After publishing n events: wakes a sleeping writer each time the head crosses a quarter of the
  * ring, so a busy thread's ring is drained long before it fills. */

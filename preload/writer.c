@@ -142,6 +142,58 @@ static ssize_t read_file(const char *path, char *buf, size_t cap)
 	return (ssize_t)n;
 }
 
+/* Reads a /proc file into buf (NUL-terminated, at most cap - 1 bytes); returns its length or -1.
+ * The program may close descriptors at any moment (daemons close them all, then open their own
+ * files), so the number we opened may stop being ours: the file is read with pread, which never
+ * takes a pipe's or socket's data nor moves a file's offset, and closed only if it is still the
+ * file we opened. errno is kept: this also runs on the program's threads (the constructor, a fork
+ * child, the final flush). */
+ssize_t tprof_proc_read(const char *path, char *buf, size_t cap)
+{
+	int saved = errno;
+	ssize_t n = -1;
+	struct stat a, b;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &a) != 0) /* a failed fstat: the number is closed already */
+		goto out;
+	do
+		n = pread(fd, buf, cap - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		n = -1;
+		goto out;
+	}
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
+out:
+	errno = saved;
+	return n;
+}
+
+/* The number of tasks of this process (/proc/self/stat), zombies included, and the state letter of
+ * its leader (the main thread: 'Z' once it has called pthread_exit while other threads run); -1
+ * when unknown. */
+int tprof_proc_threads(char *leader_state)
+{
+	char buf[1024];
+	if (tprof_proc_read("/proc/self/stat", buf, sizeof(buf)) <= 0)
+		return -1;
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	if (!p || p[1] != ' ' || !p[2])
+		return -1;
+	if (leader_state)
+		*leader_state = p[2];
+	/* after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+	 * stime cutime cstime priority nice num_threads */
+	int field = 0;
+	for (p++; *p; p++) {
+		if (*p == ' ' && ++field == 18)
+			return atoi(p + 1);
+	}
+	return -1;
+}
+
 static void write_clock(void)
 {
 	uint8_t *p = block_begin(), *s = p;
@@ -177,33 +229,16 @@ static void rss_flush(void)
 	rss_count = 0;
 }
 
-/* The resident set size in bytes (statm's second field, in pages), or 0 when it cannot be read.
- * The program may close descriptors at any moment (daemons close them all, then open their own
- * files), so the number we opened may stop being ours: the file is read with pread, which never
- * takes a pipe's or socket's data nor moves a file's offset, and closed only if it is still the
- * file we opened. */
+/* The resident set size in bytes (statm's second field, in pages), or 0 when it cannot be read. */
 static uint64_t read_rss(void)
 {
 	char buf[128];
 	/* the thread's own view: /proc/self reads zeros once the main thread has exited */
-	int fd = open("/proc/thread-self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	struct stat a, b;
-	if (fstat(fd, &a) != 0)
-		return 0;
-	ssize_t n;
-	do
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-		return 0;
-	close(fd);
+	ssize_t n = tprof_proc_read("/proc/thread-self/statm", buf, sizeof(buf));
+	if (n < 0)
+		n = tprof_proc_read("/proc/self/statm", buf, sizeof(buf));
 	if (n <= 0)
 		return 0;
-	buf[n] = 0;
 	const char *p = buf;
 	while (*p >= '0' && *p <= '9') /* size */
 		p++;
@@ -219,9 +254,7 @@ static uint64_t read_rss(void)
  * none rather than a wrong one. */
 static void rss_sample(void)
 {
-	int saved = errno; /* also runs in the constructor and in a fork child, before the program goes on */
 	uint64_t bytes = read_rss();
-	errno = saved;
 	if (!bytes)
 		return;
 	uint64_t tick = tprof_now();
@@ -361,25 +394,75 @@ static void define_stack(uint32_t id)
 	stack_written[id] = 1;
 }
 
-static void announce_thread(struct tprof_thread *t)
+/* A THREAD block: the thread's tid and name, as raw bytes (any byte but NUL). */
+static void write_thread(struct tprof_thread *t, const char *name, size_t n)
 {
-	char path[64], name[32];
+	if (n > sizeof(t->name))
+		n = sizeof(t->name);
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, (uint64_t)t->tid);
+	p = put_string(p, name, n);
+	block_end(TPROF_BLK_THREAD, p);
+	memcpy(t->name, name, n);
+	t->name_len = (uint32_t)n;
+	t->announced = 1;
+}
+
+/* The thread's name as the kernel has it now (comm, 15 bytes at most); -1 once the thread is gone. */
+static ssize_t read_thread_name(pid_t tid, char *name, size_t cap)
+{
+	char path[64];
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, "/proc/self/task/");
-	tprof_sb_u64(&s, (uint64_t)t->tid);
+	tprof_sb_u64(&s, (uint64_t)tid);
 	tprof_sb_str(&s, "/comm");
 	memcpy(path, s.b, s.n);
 	path[s.n] = 0;
-	ssize_t n = read_file(path, name, sizeof(name) - 1);
-	if (n < 0)
-		n = 0;
-	while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == 0))
-		n--;
-	uint8_t *p = block_begin();
-	p = tprof_put_varint(p, (uint64_t)t->tid);
-	p = put_string(p, name, (size_t)n);
-	block_end(TPROF_BLK_THREAD, p);
-	t->announced = 1;
+	ssize_t n = tprof_proc_read(path, name, cap);
+	if (n > 0 && name[n - 1] == '\n')
+		n--; /* the one the kernel adds: a name may end with a newline of its own */
+	return n;
+}
+
+static void announce_thread(struct tprof_thread *t)
+{
+	char name[32];
+	ssize_t n = read_thread_name(t->tid, name, sizeof(name));
+	write_thread(t, name, n < 0 ? 0 : (size_t)n);
+}
+
+/* A thread renamed since its THREAD block gets another one, with the new name: the latest names
+ * it (docs/FORMAT.md). */
+static void thread_renamed(struct tprof_thread *t, const char *name, size_t n)
+{
+	if (t->announced && (n != t->name_len || memcmp(name, t->name, n) != 0))
+		write_thread(t, name, n);
+}
+
+/* The name a thread had as it exited, when it could tell (core.c). */
+static void exit_name_check(struct tprof_thread *t)
+{
+	if (atomic_load_explicit(&t->exit_named, memory_order_acquire))
+		thread_renamed(t, t->exit_name, strnlen(t->exit_name, sizeof(t->exit_name)));
+}
+
+/* At the end of the trace: every thread still known gets the name it has now. */
+static void live_names_check(void)
+{
+	uint32_t hwm = atomic_load(&tprof_threads_hwm);
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct tprof_thread *t = &tprof_threads[i];
+		if (atomic_load_explicit(&t->state, memory_order_acquire) != TPROF_SLOT_ACTIVE || !t->announced)
+			continue;
+		if (atomic_load_explicit(&t->exit_named, memory_order_acquire)) {
+			exit_name_check(t); /* exited, not yet reaped: its task and name may be gone */
+			continue;
+		}
+		char name[32];
+		ssize_t n = read_thread_name(t->tid, name, sizeof(name));
+		if (n >= 0)
+			thread_renamed(t, name, (size_t)n);
+	}
 }
 
 static void write_lost(pid_t tid, uint64_t n)
@@ -718,6 +801,7 @@ static void reap_dead_threads(void)
 		flushing = 1;
 		drain_thread(t);
 		flushing = was;
+		exit_name_check(t);
 		if (t->announced) {
 			uint8_t *p = block_begin();
 			p = tprof_put_varint(p, (uint64_t)t->tid);
@@ -792,6 +876,85 @@ static void report_path(void)
 	tprof_sb_emit(&s);
 }
 
+/* Set once the writer has left its loop to run the program's exit (leave_to_exit); from then on,
+ * the writer's work is done on that thread, on demand, by whatever runs there (draining when its
+ * ring fills, the final flush from tprof's destructor). here_busy keeps a signal handler from
+ * entering that work while it runs. */
+static _Atomic int writer_exiting;
+static volatile sig_atomic_t here_busy;
+static sigset_t program_mask; /* of the thread that started the writer */
+
+/* The end of a trace (final: of the process; else before exec): everything in the rings, the
+ * modules, a last RSS sample and clock pair, then END; final also closes the file. */
+static void finish_trace(int reason, int value, int final)
+{
+	if (final)
+		atomic_store(&tprof_recording, 0);
+	/* events already stamped but not yet published land within microseconds */
+	flushing = 1;
+	for (int k = 0; k < 3; k++) {
+		drain_all();
+		sched_yield();
+	}
+	drain_all();
+	live_names_check();
+	modules_update(0);
+	if (tprof_cfg.rss_interval_ms)
+		rss_sample(); /* the last sample of the trace (or of the image, before exec) */
+	rss_flush();
+	write_clock();
+	write_end(reason, value);
+	out_flush();
+	if (final) {
+		report_path();
+		close(trace_fd);
+		trace_fd = -1;
+		atomic_store(&tprof_writer_running, 0);
+		atomic_store(&writer_exiting, 0); /* nothing is left to do on any thread */
+	}
+	flushing = 0;
+}
+
+static int exiting_here(void)
+{
+	return atomic_load(&writer_exiting) && pthread_equal(pthread_self(), writer_tid) && !here_busy;
+}
+
+/* Every thread of the program is gone; the main thread called pthread_exit (the kernel keeps it as
+ * a zombie until the process ends) and only the writer lives. Without tprof, glibc would have ended
+ * the process when the last of them exited, as if it called exit(0): atexit handlers and
+ * destructors run, on that thread. The writer is now that last thread: it writes out what it has
+ * and returns, glibc's thread exit finds no thread left and calls exit(0) here, and tprof's
+ * destructor does the final flush on this thread (tprof_writer_flush), after the program's
+ * handlers, whose allocations are recorded like any thread's. The program's signal mask comes
+ * back, so its signals behave as on the thread that would have run its exit. If the main thread
+ * left by a raw exit system call, glibc still counts it and ends only the thread: the trace then
+ * has every event but no END. */
+static void leave_to_exit(void)
+{
+	flushing = 1;
+	drain_all();
+	flushing = 0;
+	modules_update(0);
+	out_flush();
+	atomic_store(&tprof_writer_running, 0); /* a thread that appears now must not wait for us */
+	atomic_store(&writer_exiting, 1);
+	tprof_tls.guard = 0;
+	pthread_sigmask(SIG_SETMASK, &program_mask, NULL);
+}
+
+int tprof_writer_drain_here(void)
+{
+	if (!exiting_here())
+		return -1;
+	here_busy = 1;
+	flushing = 1;
+	drain_all();
+	flushing = 0;
+	here_busy = 0;
+	return 0;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -799,6 +962,7 @@ static void *writer_main(void *arg)
 	uint64_t last_clock = mono_ns(), last_reap = last_clock;
 	uint64_t rss_every = (uint64_t)tprof_cfg.rss_interval_ms * 1000000u;
 	uint64_t rss_due = last_clock + rss_every; /* the sample at start was taken in tprof_writer_start */
+	char leader;
 	for (;;) {
 		uint32_t req = atomic_load(&flush_req);
 		atomic_fetch_add_explicit(&tprof_epoch, 1, memory_order_relaxed);
@@ -810,7 +974,8 @@ static void *writer_main(void *arg)
 		}
 		uint64_t n = drain_all();
 		uint64_t now = mono_ns();
-		if (now - last_reap >= 200000000u) {
+		int reaped = now - last_reap >= 200000000u;
+		if (reaped) {
 			reap_dead_threads();
 			last_reap = now;
 		}
@@ -828,34 +993,17 @@ static void *writer_main(void *arg)
 		}
 		if (req != atomic_load(&flush_done)) {
 			int final = req_final;
-			if (final)
-				atomic_store(&tprof_recording, 0);
-			/* events already stamped but not yet published land within microseconds */
-			flushing = 1;
-			for (int k = 0; k < 3; k++) {
-				drain_all();
-				sched_yield();
-			}
-			drain_all();
-			modules_update(0);
-			if (rss_every)
-				rss_sample(); /* the last sample of the trace (or of the image, before exec) */
-			rss_flush();
-			write_clock();
-			write_end(req_reason, req_value);
-			out_flush();
-			if (final) {
-				report_path();
-				close(trace_fd);
-				trace_fd = -1;
-				atomic_store(&tprof_writer_running, 0);
-			}
-			flushing = 0;
+			finish_trace(req_reason, req_value, final);
 			atomic_store(&flush_done, req);
 			tprof_futex_wake(&flush_done);
 			if (final)
 				return NULL;
 			continue;
+		}
+		/* two tasks, a zombie main thread and us: we alone keep the process alive */
+		if (reaped && tprof_proc_threads(&leader) == 2 && leader == 'Z') {
+			leave_to_exit();
+			return NULL; /* glibc: the last thread is gone, exit(0) */
 		}
 		/* Poll adaptively: soon again while rings fill fast, rarely when the program is quiet.
 		 * Draining a handful of events per pass would cost the traced threads CPU for nothing;
@@ -884,6 +1032,12 @@ static void *writer_main(void *arg)
 
 void tprof_modules_before_close(void)
 {
+	if (exiting_here()) {
+		here_busy = 1;
+		modules_update(0);
+		here_busy = 0;
+		return;
+	}
 	if (!atomic_load(&tprof_writer_running) || !atomic_load(&tprof_recording) ||
 	    pthread_equal(pthread_self(), writer_tid))
 		return;
@@ -910,6 +1064,12 @@ void tprof_writer_kick(void)
 
 int tprof_writer_flush(int reason, int value, int final, long timeout_ns)
 {
+	if (exiting_here()) { /* no writer loop to ask: the work is done here */
+		here_busy = 1;
+		finish_trace(reason, value, final);
+		here_busy = 0;
+		return 0;
+	}
 	if (!atomic_load(&tprof_writer_running))
 		return -1;
 	if (pthread_equal(pthread_self(), writer_tid))
@@ -1045,12 +1205,13 @@ int tprof_writer_start(void)
 		rss_sample(); /* at start, before the program runs on: the writer thread may start late */
 	modules_update(1);
 	out_flush();
-	sigset_t all, old;
+	sigset_t all;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_sigmask(SIG_SETMASK, &all, &program_mask);
 	atomic_store(&tprof_writer_running, 1);
+	atomic_store(&writer_exiting, 0);
 	int rc = pthread_create(&writer_tid, NULL, writer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_sigmask(SIG_SETMASK, &program_mask, NULL);
 	if (rc != 0) {
 		atomic_store(&tprof_writer_running, 0);
 		close(trace_fd);
@@ -1073,6 +1234,7 @@ void tprof_writer_after_fork_child(void)
 	atomic_store(&flush_done, 0);
 	atomic_store(&modules_req, 0);
 	atomic_store(&modules_done, 0);
+	here_busy = 0;
 	if (tprof_writer_start() != 0)
 		atomic_store(&tprof_recording, 0);
 }

@@ -193,6 +193,8 @@ PY
 	[ "$status" -eq 0 ]
 	[ ! -e /tmp/tprof_hostile_canary ]
 	grep -q '"name":"quote\\" back\\\\slash"' out.json
+	# its thread named itself after its first events
+	grep -qF '"name":"thread_name","args":{"name":"\"th\u000a`x`\\"}' out.json
 	run grep -c "$(printf '\x01')" out.json # control bytes are escaped
 	[ "$output" = 0 ]
 }

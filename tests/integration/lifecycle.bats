@@ -125,6 +125,23 @@ report() { "$B/tprof" report --json "$1" >"$2"; }
 	[ "$(jget b.json complete)" = true ]
 }
 
+@test "a thread renamed after its first events carries its last name: gone before the end, or not" {
+	traced "$B/progs/lifecycle" rename
+	report t.trace r.json
+	# the worker named itself "first-name", allocated, took a hostile name and ended long before
+	# the trace did; main took its name at the very end. Names are bytes: the JSON shows the
+	# byte that is not UTF-8 as U+FFFD, and the newline that ends the worker's name is its own.
+	$PY - <<'PY'
+import json
+names = sorted(t["name"] for t in json.load(open("r.json"))["thread_list"])
+print(names)
+assert names == ["main-renamed", 'w\n"\ufffd`x`\\\n'], names
+PY
+	run "$B/tprof" report t.trace
+	[[ "$output" == *"main-renamed"* ]]
+	[[ "$output" != *"first-name"* ]]
+}
+
 @test "errno is preserved by every hook" {
 	run traced "$B/progs/lifecycle" errno
 	echo "$output"
@@ -195,4 +212,78 @@ for line in open("d.txt"):
     assert ns >= last.get(tid, 0), line
     last[tid] = ns
 PY
+}
+
+# A program whose main thread calls pthread_exit ends when its last thread exits (glibc then calls
+# exit(0)); the writer must never be what keeps it alive. SIGKILL, because the writer blocks the
+# other signals: a regression fails here instead of hanging the suite.
+bounded() { timeout -s KILL 30 env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$@"; }
+
+# leaks_of FILE.json FUNCTION -> "bytes blocks" of the leak record allocated in FUNCTION
+leaks_of() {
+	$PY -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["leaks"]:
+    if r["stack"] and r["stack"][0]["function"] == sys.argv[2]:
+        print(r["bytes"], r["blocks"])' "$1" "$2"
+}
+
+@test "main calls pthread_exit: the process ends on its own, its exit handlers run and are traced" {
+	run bounded "$B/progs/main_exit" return 300 1 100
+	[ "$status" -eq 0 ]
+	[ "$output" = atexit ]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json end)" = exit ]
+	[ "$(jget r.json lost_events)" = 0 ]
+	[ "$(jget r.json unmatched_frees)" = 0 ]
+	"$B/tprof" leaks --json t.trace >l.json
+	[ "$(leaks_of l.json worker)" = "4321 1" ]
+	[ "$(leaks_of l.json main)" = "777 1" ] # and not the 555 bytes the atexit handler freed
+	# the worker's 3000 pairs and the handler's 100, which ran on the last thread: valgrind's count
+	valgrind "$B/progs/main_exit" return 300 1 100 2>vg.log >/dev/null
+	allocs=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' vg.log | tr -d ,)
+	[ "$(jget r.json allocations)" = "$allocs" ]
+}
+
+@test "main calls pthread_exit; workers that pthread_exit, detached ones, or none at all" {
+	for spec in "pthread_exit 3" "detached 3" "return 0"; do
+		set -- $spec
+		rm -f t.trace
+		run bounded "$B/progs/main_exit" "$1" 100 "$2"
+		[ "$status" -eq 0 ]
+		[ "$output" = atexit ]
+		report t.trace r.json
+		[ "$(jget r.json complete)" = true ]
+		[ "$(jget r.json end)" = exit ]
+		"$B/tprof" leaks --json t.trace >l.json
+		[ "$(leaks_of l.json main)" = "777 1" ]
+		[ "$2" = 0 ] || [ "$(leaks_of l.json worker)" = "$(($2 * 4321)) $2" ]
+	done
+}
+
+@test "after main's pthread_exit the workers go on, traced and sampled, until the last one ends" {
+	run bounded "$B/progs/main_exit" return 1000 2
+	[ "$status" -eq 0 ]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json end)" = exit ]
+	[ "$(jget r.json lost_events)" = 0 ]
+	[ "$(jget r.json calls.malloc)" -ge 20000 ]
+	[ "$(jget r.json duration_ns)" -ge 1000000000 ]
+	# one RSS sample every 10 ms while only the workers run (a zombie main thread reads as 0 bytes)
+	[ "$(jget r.json rss_samples)" -ge 80 ]
+	"$B/tprof" dump t.trace >d.txt
+	awk '$4 == "malloc" && $5 == 48 {print $3}' d.txt | sort | uniq -c >w.txt
+	cat w.txt
+	[ "$(wc -l <w.txt)" -eq 2 ] # both workers, all of their pairs
+	awk '{ if ($1 != 10000) exit 1 }' w.txt
+}
+
+@test "exit handlers on the last thread fill its ring: drained there, nothing lost" {
+	TPROF_RING_ENTRIES=64 run bounded "$B/progs/main_exit" return 20 1 20000
+	[ "$status" -eq 0 ]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json lost_events)" = 0 ]
+	[ "$(jget r.json calls.malloc)" -ge 20200 ]
 }

@@ -9,6 +9,9 @@
  *   thread      a thread allocates THREAD_N blocks, leaks them and exits early; main goes on
  *   exec        execs `true` (argv[2] names it) through execvp
  *   errno       checks that errno survives every hook; exits 0 when it does
+ *   rename      a thread named "first-name" allocates, then renames itself RENAMED (hostile bytes)
+ *               and returns; main waits until the writer has seen it end, then allocates and names
+ *               itself "main-renamed": the trace must carry both later names
  */
 #include <errno.h>
 #include <malloc.h>
@@ -34,6 +37,21 @@ static void *early_thread(void *arg)
 	for (int i = 0; i < THREAD_N; i++)
 		sink[LEAK_N + CHILD_N + i] = malloc(333);
 	pthread_exit(NULL);
+}
+
+/* quote, newline, a byte that is not UTF-8, backquotes, backslash, and a newline of its own at the
+ * end: 9 of the 15 bytes a thread name can have */
+#define RENAMED "w\n\"\xff`x`\\\n"
+
+static void *renaming_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "first-name");
+	sink[LEAK_N] = malloc(11);
+	usleep(100000); /* the writer writes the thread, under its first name */
+	pthread_setname_np(pthread_self(), RENAMED);
+	sink[LEAK_N + 1] = malloc(22);
+	return NULL;
 }
 
 static int check_errno(void)
@@ -109,6 +127,15 @@ int main(int argc, char **argv)
 		char *args[] = {argc > 2 ? argv[2] : "true", NULL};
 		execvp(args[0], args);
 		return 127;
+	}
+	if (!strcmp(mode, "rename")) {
+		pthread_t t;
+		pthread_create(&t, NULL, renaming_thread, NULL);
+		pthread_join(t, NULL);
+		usleep(400000); /* the writer sees the thread gone */
+		sink[LEAK_N + 2] = malloc(33);
+		pthread_setname_np(pthread_self(), "main-renamed");
+		return 0;
 	}
 	if (!strcmp(mode, "errno"))
 		return check_errno();
