@@ -58,14 +58,6 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 	printf(",\"clock\":\"%s\"", in->clock == TPROF_CLOCK_TSC ? "tsc" : "monotonic");
 	printf(",\"duration_ns\":%" PRIu64, cmd_trace_duration_ns(t));
 	printf(",\"threads\":%zu", t->nthreads);
-	printf(",\"thread_list\":[");
-	for (size_t i = 0; i < t->nthreads; i++) {
-		const struct tprof_thread_info *ti = &t->threads[i];
-		printf("%s{\"tid\":%u,\"name\":", i ? "," : "", ti->tid);
-		tprof_json_str(stdout, ti->name);
-		printf(",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", ti->events, ti->lost);
-	}
-	putchar(']');
 	printf(",\"events\":%" PRIu64, s->events);
 	printf(",\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64,
 	       s->allocations, s->frees, s->bytes_allocated);
