@@ -29,7 +29,7 @@ done
 bare=$(best <"$tmp/kb")
 traced=$(best <"$tmp/kt")
 extra=$(awk -v a="$bare" -v b="$traced" 'BEGIN { printf "%.1f", b - a }')
-echo "kernel call (trivial tnn_add, 16 floats, $N calls, best of $RUNS): bare $bare ns, traced $traced ns: +$extra ns per wrapped call (target <= 25 ns)"
+echo "kernel call (trivial tnn_add, 16 floats, $N calls in batches of 10000, median batch, best of $RUNS runs): bare $bare ns, traced $traced ns: +$extra ns per wrapped call (target <= 25 ns)"
 
 GPT="$B/transformer_bench --steps ${GPT_STEPS:-8} --gen 0"
 run_once() { # bare|traced|nostack -> wall seconds of one transformer_bench run
