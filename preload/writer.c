@@ -1005,12 +1005,13 @@ static void *writer_main(void *arg)
 			leave_to_exit();
 			return NULL; /* glibc: the last thread is gone, exit(0) */
 		}
-		/* Poll adaptively: soon again while rings fill fast, rarely when the program is quiet.
-		 * Draining a handful of events per pass would cost the traced threads CPU for nothing;
-		 * a producer wakes us early each time its ring head passes a quarter mark. */
+		/* Poll adaptively: soon again while rings fill fast, rarely otherwise. A ring holding a
+		 * few events is held anyway (see drain_thread) and its producer wakes us each time its
+		 * head passes a quarter mark, so waking every millisecond for it would only take the
+		 * CPU from the program (a thousand wake-ups a second in a kernel-heavy run). */
 		uint32_t cap = tprof_cfg.ring_entries;
 		if (busiest < (cap >> 1)) {
-			long nap = busiest >= (cap >> 4) ? 100000 : busiest ? 1000000 : 10000000;
+			long nap = busiest >= (cap >> 4) ? 100000 : 10000000;
 			if (rss_every) { /* wake for the next sample; the batching of busy threads is unchanged */
 				uint64_t t = mono_ns();
 				if (rss_due <= t)
