@@ -117,6 +117,19 @@ static void block_end(unsigned type, uint8_t *end)
 		out_flush();
 }
 
+/* Writes a staged run of entries as one block (their count, then their bytes) and empties it. */
+static void counted_flush(unsigned type, const uint8_t *buf, size_t *len, uint32_t *count)
+{
+	if (!*count)
+		return;
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, *count);
+	memcpy(p, buf, *len);
+	block_end(type, p + *len);
+	*len = 0;
+	*count = 0;
+}
+
 static uint8_t *put_string(uint8_t *p, const char *s, size_t n)
 {
 	p = tprof_put_varint(p, n);
@@ -219,14 +232,7 @@ static uint64_t rss_page;
 
 static void rss_flush(void)
 {
-	if (!rss_count)
-		return;
-	uint8_t *p = block_begin();
-	p = tprof_put_varint(p, rss_count);
-	memcpy(p, rss_buf, rss_len);
-	block_end(TPROF_BLK_RSS, p + rss_len);
-	rss_len = 0;
-	rss_count = 0;
+	counted_flush(TPROF_BLK_RSS, rss_buf, &rss_len, &rss_count);
 }
 
 /* The resident set size in bytes (statm's second field, in pages), or 0 when it cannot be read. */
@@ -360,14 +366,7 @@ static void modules_update(int force)
 
 static void stacks_flush(void)
 {
-	if (!stk_count)
-		return;
-	uint8_t *p = block_begin();
-	p = tprof_put_varint(p, stk_count);
-	memcpy(p, stk_buf, stk_len);
-	block_end(TPROF_BLK_STACKS, p + stk_len);
-	stk_len = 0;
-	stk_count = 0;
+	counted_flush(TPROF_BLK_STACKS, stk_buf, &stk_len, &stk_count);
 }
 
 /* Stages the definition of stack id unless this trace has it already. */
