@@ -36,16 +36,17 @@ run_once() { # bare|traced|nostack -> wall seconds of one transformer_bench run
 	local s e
 	s=$(date +%s.%N)
 	case $1 in
-	traced) TPROF_QUIET=1 TPROF_OUTPUT="$tmp/t.%p.trace" LD_PRELOAD="$B/libtprof.so" $GPT >/dev/null ;;
-	nostack) TPROF_DEPTH=0 TPROF_QUIET=1 TPROF_OUTPUT="$tmp/t.%p.trace" LD_PRELOAD="$B/libtprof.so" $GPT >/dev/null ;;
-	*) $GPT >/dev/null ;;
+	traced) TPROF_QUIET=1 TPROF_OUTPUT="$tmp/t.%p.trace" LD_PRELOAD="$B/libtprof.so" $GPT >"$tmp/out" ;;
+	nostack) TPROF_DEPTH=0 TPROF_QUIET=1 TPROF_OUTPUT="$tmp/t.%p.trace" LD_PRELOAD="$B/libtprof.so" $GPT >"$tmp/out" ;;
+	*) $GPT >"$tmp/out" ;;
 	esac
 	e=$(date +%s.%N)
+	awk '/ms_per_step/ { print $3 }' "$tmp/out" >>"$tmp/$1.step"
 	rm -f "$tmp"/t.*.trace
 	awk -v s="$s" -v e="$e" 'BEGIN { printf "%.4f\n", e - s }'
 }
 # Runs alternate, so that a drifting machine (a neighbour, the clock) weighs on all three alike.
-: >"$tmp/bare" ; : >"$tmp/traced" ; : >"$tmp/nostack"
+: >"$tmp/bare" ; : >"$tmp/traced" ; : >"$tmp/nostack" ; : >"$tmp/bare.step" ; : >"$tmp/traced.step" ; : >"$tmp/nostack.step"
 for _ in $(seq "$RUNS"); do
 	for m in bare traced nostack; do
 		run_once $m >>"$tmp/$m"
@@ -55,3 +56,6 @@ tb=$(best <"$tmp/bare")
 tt=$(best <"$tmp/traced")
 tn=$(best <"$tmp/nostack")
 awk -v a="$tb" -v b="$tt" -v c="$tn" 'BEGIN { printf "transformer_bench (default config, 8 steps, best of runs): bare %.3f s, traced %.3f s: %+.2f %% (target within 1 %%); traced without stacks %.3f s: %+.2f %%\n", a, b, 100 * (b - a) / a, c, 100 * (c - a) / a }'
+sb=$(best <"$tmp/bare.step")
+st=$(best <"$tmp/traced.step")
+awk -v a="$sb" -v b="$st" 'BEGIN { printf "transformer_bench steady state (its own ms per step, steps 2..8, best of runs): bare %.1f ms, traced %.1f ms: %+.2f %%\n", a, b, 100 * (b - a) / a }'
