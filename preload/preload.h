@@ -18,11 +18,14 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-#define TPROF_MAX_THREADS 4096
-/* Reading the clock is the dearest part of recording an event (about 10 ns for rdtsc here). A thread
- * reads it for its first event in each writer epoch (at most ~1 ms while events flow) and for every
- * TPROF_STAMP_EVERY-th event; the writer interpolates the others by sequence number. */
-#define TPROF_STAMP_EVERY 16 /* threads alive at once that can record; more count as lost */
+#define TPROF_MAX_THREADS 4096 /* threads alive at once that can record; more count as lost */
+/* Reading the clock is the dearest part of recording an event (about 10 ns for rdtsc here). Every
+ * event of a thread reads it until the thread has read it TPROF_STAMP_FIRST times in the writer's
+ * current epoch (a pass of the writer, at most ~10 ms apart), then one event in TPROF_STAMP_EVERY:
+ * a thread with few events has exact times, a busy one pays one clock read per 16 events; the
+ * reader interpolates the others by sequence number (docs/FORMAT.md, Timestamps). */
+#define TPROF_STAMP_FIRST 64
+#define TPROF_STAMP_EVERY 16
 
 /* The functions the hooks forward to, found with dlsym(RTLD_NEXT). */
 struct tprof_real {
@@ -71,6 +74,7 @@ struct tprof_tls {
 	int guard;                   /* nonzero: a hook is active on this thread, pass calls through */
 	uint32_t stamp_left;         /* events to go before the next one that reads the clock */
 	uint32_t epoch;              /* tprof_epoch when this thread last read the clock */
+	uint32_t epoch_stamps;       /* clock reads in that epoch: the first TPROF_STAMP_FIRST all read it */
 	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
@@ -184,9 +188,10 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), stack, kind);
 	uint32_t ep = atomic_load_explicit(&tprof_epoch, memory_order_relaxed);
-	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep) {
+	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep || tprof_tls.epoch_stamps < TPROF_STAMP_FIRST) {
 		e->tick = tprof_now();
 		tprof_tls.stamp_left = tprof_cfg.stamp_every - 1;
+		tprof_tls.epoch_stamps = tprof_tls.epoch != ep ? 1 : tprof_tls.epoch_stamps + 1;
 		tprof_tls.epoch = ep;
 	} else {
 		e->tick = 0; /* interpolated by the writer */
