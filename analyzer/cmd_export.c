@@ -257,16 +257,14 @@ int cmd_export(int argc, char **argv)
 	struct stack_sym *ss = NULL;
 	FILE *f = NULL;
 	rc = 0;
-	if (m == M_PEAK && !peak.peak_bytes) {
-		heap_init(&s, 1); /* nothing was ever live */
-		stack_table_set_live(&tab, &s);
-	} else if (stacks_replay(t, m == M_PEAK ? peak.peak_seq : UINT64_MAX, &s, &tab) < 0) {
+	if (m == M_PEAK ? stacks_replay_to_peak(t, &peak, &s, &tab) < 0
+			: stacks_replay(t, UINT64_MAX, &s, &tab) < 0) {
 		tprof_err("%s", t->err);
 		rc = 2;
 		goto out;
-	} else if (m == M_PEAK || m == M_LEAKED) {
-		stack_table_set_live(&tab, &s);
 	}
+	if (m == M_LEAKED)
+		stack_table_set_live(&tab, &s);
 	f = open_output(out);
 	if (!f) {
 		rc = 1;

@@ -38,20 +38,10 @@ int cmd_peak(int argc, char **argv)
 	stack_table_init(&tab, t);
 	struct stack_sym *ss = NULL;
 	uint32_t *ids = NULL;
-	if (!peak.peak_bytes) {
-		heap_init(&s, 1); /* nothing was ever live: an empty table, no replay */
-	} else if (stacks_replay(t, peak.peak_seq, &s, &tab) < 0) {
+	if (stacks_replay_to_peak(t, &peak, &s, &tab) < 0) {
 		tprof_err("%s", t->err);
 		rc = 2;
 		goto out;
-	} else if (s.live_bytes != peak.peak_bytes || s.live_blocks != peak.peak_blocks) {
-		tprof_err("%s: the second pass does not reach the peak of the first (%" PRIu64 " != %" PRIu64
-			  " bytes); was the file changed?",
-			  file, s.live_bytes, peak.peak_bytes);
-		rc = 2;
-		goto out;
-	} else {
-		stack_table_set_live(&tab, &s);
 	}
 	size_t nrec;
 	ids = stack_table_sorted(&tab, STACK_BY_BYTES, &nrec);

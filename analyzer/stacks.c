@@ -98,6 +98,26 @@ int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s
 	return r;
 }
 
+int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, struct heap_stats *s,
+			  struct stack_table *tab)
+{
+	if (!peak->peak_bytes) {
+		heap_init(s, 1); /* nothing was ever live: an empty table, no replay */
+		return 0;
+	}
+	if (stacks_replay(t, peak->peak_seq, s, tab) < 0)
+		return -1;
+	if (s->live_bytes != peak->peak_bytes || s->live_blocks != peak->peak_blocks) {
+		snprintf(t->err, sizeof(t->err),
+			 "%s: the second pass does not reach the peak of the first (%" PRIu64 " != %" PRIu64
+			 " bytes); was the file changed?",
+			 t->path, s->live_bytes, peak->peak_bytes);
+		return -1;
+	}
+	stack_table_set_live(tab, s);
+	return 0;
+}
+
 int stacks_find_peak(const char *path, struct heap_stats *peak)
 {
 	char err[512];
