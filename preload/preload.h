@@ -188,10 +188,11 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), stack, kind);
 	uint32_t ep = atomic_load_explicit(&tprof_epoch, memory_order_relaxed);
-	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep || tprof_tls.epoch_stamps < TPROF_STAMP_FIRST) {
+	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep) {
 		e->tick = tprof_now();
-		tprof_tls.stamp_left = tprof_cfg.stamp_every - 1;
 		tprof_tls.epoch_stamps = tprof_tls.epoch != ep ? 1 : tprof_tls.epoch_stamps + 1;
+		/* the unstamped path stays one test: the first reads of an epoch just leave 0 to go */
+		tprof_tls.stamp_left = tprof_tls.epoch_stamps < TPROF_STAMP_FIRST ? 0 : tprof_cfg.stamp_every - 1;
 		tprof_tls.epoch = ep;
 	} else {
 		e->tick = 0; /* interpolated by the writer */
