@@ -113,8 +113,10 @@ int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
 {
 	heap_init(s, 0);
 	const struct tprof_event *e;
+	size_t n;
 	int r;
-	while ((r = tprof_trace_next_ref(t, &e)) > 0)
-		heap_step(s, e, NULL);
+	while ((r = tprof_trace_next_run(t, &e, &n)) > 0)
+		for (size_t i = 0; i < n; i++)
+			heap_step(s, &e[i], NULL);
 	return r;
 }

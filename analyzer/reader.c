@@ -1377,6 +1377,49 @@ static inline int hand_out(struct tprof_reader_priv *p, struct tprof_trace *t, s
 	return 1;
 }
 
+int tprof_trace_next_run(struct tprof_trace *t, const struct tprof_event **ev, size_t *n)
+{
+	struct tprof_reader_priv *p = t->priv;
+	int r = tprof_trace_next_ref(t, ev);
+	if (r != 1)
+		return r;
+	/* the events after the first that come before every other cursor's next one */
+	struct cursor *c = &p->cur[p->handed_ci];
+	uint64_t bound = p->run_bound;
+	if (p->ncur > LINEAR_MERGE_MAX) {
+		bound = UINT64_MAX;
+		for (size_t k = 1; k <= 2 && k < p->nheap; k++)
+			if (p->next_seq[p->heap[k]] < bound)
+				bound = p->next_seq[p->heap[k]];
+	}
+	const struct tprof_event *lo = c->next + 1, *hi = c->end; /* seqs increase within a chunk */
+	if (hi > lo && hi[-1].seq >= bound) {
+		while (lo < hi) { /* the first at or past the bound */
+			const struct tprof_event *mid = lo + (hi - lo) / 2;
+			if (mid->seq < bound)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	const struct tprof_event *last = hi - 1;
+	*n = (size_t)(hi - c->next);
+	if (*n > 1) {
+		uint64_t mn = t->first_tick_seen, mx = t->last_tick_seen;
+		for (const struct tprof_event *e = c->next + 1; e < hi; e++) {
+			mn = e->tick < mn ? e->tick : mn;
+			mx = e->tick > mx ? e->tick : mx;
+		}
+		t->first_tick_seen = mn;
+		t->last_tick_seen = mx;
+		t->threads[c->thread].events += *n - 1;
+		p->last_seq = last->seq;
+		p->next_seq[p->handed_ci] = last->seq;
+		c->next = last; /* handed out last: the next call moves past it */
+	}
+	return 1;
+}
+
 int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev)
 {
 	const struct tprof_event *e;

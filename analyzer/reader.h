@@ -123,6 +123,11 @@ int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev);
  * call on t (or tprof_trace_close). */
 int tprof_trace_next_ref(struct tprof_trace *t, const struct tprof_event **ev);
 
+/* The next events in global order at once: 1 with ev[0 .. *n) (*n >= 1), all of one thread and
+ * consecutive in the merged order, valid until the next call on t; 0 at the end, -1 on a corrupt
+ * record (t->err). Calls may be mixed with tprof_trace_next_ref. */
+int tprof_trace_next_run(struct tprof_trace *t, const struct tprof_event **ev, size_t *n);
+
 /* Nanoseconds since time zero for a raw tick (negative ticks before zero clamp to 0). */
 uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick);
 
