@@ -109,6 +109,56 @@ void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_ch
 	}
 }
 
+/* heap_step over a run of events, with the common cases (a plain allocation, its paired free) on
+ * counters kept in registers: the stats and the events are both made of uint64_t, so through s the
+ * compiler would have to store and reload every counter for every event. */
+static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t n)
+{
+	uint64_t live = s->live_bytes, blocks = s->live_blocks, peak = s->peak_bytes;
+	uint64_t nalloc = 0, nfree = 0, bytes = 0, nmalloc = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct tprof_event *e = &ev[i];
+		if (e->paired && e->kind == TPROF_EV_FREE) {
+			nfree++;
+			live -= e->freed_size;
+			blocks--;
+			continue;
+		}
+		if (e->paired && e->kind == TPROF_EV_MALLOC) {
+			nmalloc++;
+			nalloc++;
+			bytes += e->size;
+			live += e->size;
+			blocks++;
+			if (live > peak) {
+				peak = live;
+				s->peak_blocks = blocks;
+				s->peak_seq = e->seq;
+				s->peak_tick = e->tick;
+			}
+			continue;
+		}
+		/* anything else takes the general path, on the stats as they stand */
+		s->live_bytes = live;
+		s->live_blocks = blocks;
+		s->peak_bytes = peak;
+		heap_step(s, e, NULL);
+		s->events--; /* counted below with the rest */
+		live = s->live_bytes;
+		blocks = s->live_blocks;
+		peak = s->peak_bytes;
+	}
+	s->live_bytes = live;
+	s->live_blocks = blocks;
+	s->peak_bytes = peak;
+	s->events += n;
+	s->allocations += nalloc;
+	s->bytes_allocated += bytes;
+	s->frees += nfree;
+	s->calls[TPROF_EV_FREE] += nfree;
+	s->calls[TPROF_EV_MALLOC] += nmalloc;
+}
+
 int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
 {
 	heap_init(s, 0);
@@ -116,7 +166,6 @@ int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
 	size_t n;
 	int r;
 	while ((r = tprof_trace_next_run(t, &e, &n)) > 0)
-		for (size_t i = 0; i < n; i++)
-			heap_step(s, &e[i], NULL);
+		heap_run(s, e, n);
 	return r;
 }

@@ -1,8 +1,9 @@
 /* Implementation of analyzer/reader.h. Pass one maps the file and walks its blocks, checking
  * framing, CRC-32C and the small fixed blocks (INFO, CLOCK, THREAD, LOST, END), reading the rare
  * ones whole (STACKS, MODULE, NAMES, KERNELS, RSS), and indexes each thread's EVENTS blocks. Pass
- * two decodes the EVENTS lazily, in chunks a decode thread fills ahead of the merge, and merges the
- * threads by sequence number, so memory stays proportional to the threads. */
+ * two decodes the EVENTS lazily, chunk by chunk, and merges the threads by sequence number, so
+ * memory stays proportional to the threads; a second thread inflates the compressed blocks a few
+ * ahead of the decoder. */
 #include "reader.h"
 
 #include <errno.h>
@@ -23,11 +24,12 @@ struct block_ref {
 	uint64_t off; /* of the payload */
 	uint32_t len;
 	uint32_t raw_len; /* ZEVENTS: length once decompressed; 0 for a plain EVENTS block */
+	uint32_t job;     /* ZEVENTS: its index in the inflater's jobs */
 };
 
 /* The decoder hands events to the merge in chunks of about this many records, each in a slot of its
  * cursor: small enough to stay in the cache between being decoded and being merged, large enough
- * that handing them over (a lock when the decode thread runs) costs little per event. */
+ * that pairs (pair_event) are rarely split between chunks. */
 #define CHUNK 2048
 #define NSLOTS 4
 
@@ -46,10 +48,8 @@ struct pending {
 	uint64_t at; /* the cursor's event number + 1 */
 };
 
-/* One thread's stream of EVENTS blocks. The decoder (the decode thread, or the reader itself when
- * there is none) fills slot[produced % NSLOTS]; the merge reads slot[consumed % NSLOTS]. Slots in
- * [consumed, produced) are ready; produced, consumed and finished are under the decode lock, the
- * decoding state is the decoder's alone. */
+/* One thread's stream of EVENTS blocks. The decoder fills slot[produced % NSLOTS] when the merge
+ * has read slot[consumed % NSLOTS] to its end. */
 struct cursor {
 	uint32_t tid;
 	size_t thread; /* index into t->threads */
@@ -62,11 +62,11 @@ struct cursor {
 	uint64_t count, ri;     /* its records, and how many are decoded */
 	struct tprof_rec_state st;
 	uint64_t a_seq, a_tick; /* the last measured record */
-	uint8_t *zbuf;          /* its decompressed payload */
+	uint8_t *zbuf;          /* its decompressed payload, when the reader inflated it */
 	size_t zcap;
+	uint8_t *zjob;          /* its decompressed payload, when the inflater did (ours to free) */
 	uint64_t evno;          /* events decoded so far */
 	struct pending pend[1u << PEND_BITS];
-	int finished;           /* the decoder has filled the final slot (no more blocks, or corrupt) */
 	/* handing over */
 	struct decoded slot[NSLOTS];
 	size_t produced, consumed;
@@ -74,6 +74,18 @@ struct cursor {
 	int holding;                             /* the merge is reading slot[consumed % NSLOTS] */
 	const struct tprof_event *next, *end;    /* the merge's position in that slot */
 };
+
+enum zjob_state { ZJ_FREE, ZJ_BUSY, ZJ_READY, ZJ_TAKEN };
+
+struct zjob {
+	const struct block_ref *b;
+	uint8_t *buf; /* ZJ_READY: the payload, or NULL when it did not decompress */
+	enum zjob_state state;
+};
+
+/* How far the inflater may run ahead of the decoder: a few blocks, and a few MiB. */
+#define INFLATE_AHEAD 6
+#define INFLATE_AHEAD_BYTES (8u << 20)
 
 struct stack_def {
 	uint64_t first; /* index into frames */
@@ -92,12 +104,17 @@ struct tprof_reader_priv {
 	struct cursor *cur;
 	size_t ncur;
 	ZSTD_DCtx *dctx;
-	/* the decode thread, when there is one (see start_decoder) */
-	int threaded, stop;
+	/* the inflater (see start_inflater): every ZEVENTS block in file order, and the thread that
+	 * decompresses them ahead of the decoder; the jobs' state is under lock */
+	struct zjob *jobs;
+	size_t njobs;
+	int inflating, stop;
+	size_t ahead;        /* jobs inflated or being inflated that the decoder has not taken */
+	uint64_t ahead_bytes;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t want;  /* the decoder waits for a free slot */
-	pthread_cond_t ready; /* the merge waits for a decoded block */
+	pthread_cond_t want;  /* the inflater waits for the decoder to take a block */
+	pthread_cond_t ready; /* the decoder waits for the block the inflater is on */
 	/* stacks: per file id, where its frames are; canon maps an id to the first with equal frames */
 	struct stack_def *stacks;
 	uint32_t nstacks, cap_stacks;
@@ -508,6 +525,32 @@ static void drop_pages(const uint8_t *map, const uint8_t *from, const uint8_t *t
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+static int job_by_offset(const void *a, const void *b)
+{
+	const struct block_ref *x = ((const struct zjob *)a)->b, *y = ((const struct zjob *)b)->b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The inflater's jobs: every compressed block, in file order, which is about the order the merge
+ * needs them in (a block is written when its thread's ring fills or the writer's epoch ends). */
+static void index_jobs(struct tprof_reader_priv *p)
+{
+	for (size_t i = 0; i < p->ncur; i++)
+		for (size_t k = 0; k < p->cur[i].nblocks; k++)
+			p->njobs += p->cur[i].blocks[k].raw_len != 0;
+	if (!p->njobs)
+		return;
+	p->jobs = xcalloc(p->njobs, sizeof(*p->jobs));
+	size_t n = 0;
+	for (size_t i = 0; i < p->ncur; i++)
+		for (size_t k = 0; k < p->cur[i].nblocks; k++)
+			if (p->cur[i].blocks[k].raw_len)
+				p->jobs[n++].b = &p->cur[i].blocks[k];
+	qsort(p->jobs, p->njobs, sizeof(*p->jobs), job_by_offset);
+	for (size_t j = 0; j < p->njobs; j++)
+		((struct block_ref *)p->jobs[j].b)->job = (uint32_t)j;
+}
+
 int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -759,6 +802,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		t->end_ns = p->clocks[p->nclocks - 1].mono;
 	}
 	t->first_tick_seen = UINT64_MAX;
+	index_jobs(p);
 	p->heap = xcalloc(p->ncur + 1, sizeof(size_t));
 	p->next_seq = xcalloc(p->ncur + 1, sizeof(uint64_t));
 	return 0;
@@ -768,7 +812,7 @@ fail:
 	return -1;
 }
 
-static void stop_decoder(struct tprof_reader_priv *p);
+static void stop_inflater(struct tprof_reader_priv *p);
 
 void tprof_trace_close(struct tprof_trace *t)
 {
@@ -776,11 +820,15 @@ void tprof_trace_close(struct tprof_trace *t)
 		return;
 	struct tprof_reader_priv *p = t->priv;
 	if (p) {
+		stop_inflater(p); /* before the unmapping: it reads the map */
 		munmap((void *)p->map, p->size);
-		stop_decoder(p);
+		for (size_t j = 0; j < p->njobs; j++)
+			free(p->jobs[j].buf);
+		free(p->jobs);
 		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
 			free(p->cur[i].zbuf);
+			free(p->cur[i].zjob);
 			for (int k = 0; k < NSLOTS; k++)
 				free(p->cur[i].slot[k].ev);
 		}
@@ -901,15 +949,108 @@ static void pair_event(struct cursor *c, struct tprof_event *ev, size_t i, uint6
 	}
 }
 
+/* The inflater thread: decompresses the jobs in file order, at most INFLATE_AHEAD (and about
+ * INFLATE_AHEAD_BYTES) ahead of the decoder, skipping those the decoder took first. */
+static void *inflater_main(void *arg)
+{
+	struct tprof_reader_priv *p = arg;
+	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	pthread_mutex_lock(&p->lock);
+	for (size_t j = 0; j < p->njobs && dctx && !p->stop; j++) {
+		while (!p->stop && p->ahead && (p->ahead >= INFLATE_AHEAD || p->ahead_bytes >= INFLATE_AHEAD_BYTES))
+			pthread_cond_wait(&p->want, &p->lock);
+		struct zjob *z = &p->jobs[j];
+		if (p->stop || z->state != ZJ_FREE)
+			continue;
+		z->state = ZJ_BUSY;
+		p->ahead++;
+		p->ahead_bytes += z->b->raw_len;
+		pthread_mutex_unlock(&p->lock);
+		uint8_t *buf = malloc(z->b->raw_len);
+		size_t got = buf ? ZSTD_decompressDCtx(dctx, buf, z->b->raw_len, p->map + z->b->off, z->b->len)
+				 : (size_t)-1;
+		if (buf && (ZSTD_isError(got) || got != z->b->raw_len)) { /* the decoder will say why */
+			free(buf);
+			buf = NULL;
+		}
+		pthread_mutex_lock(&p->lock);
+		z->buf = buf;
+		z->state = ZJ_READY;
+		pthread_cond_broadcast(&p->ready);
+	}
+	pthread_mutex_unlock(&p->lock);
+	ZSTD_freeDCtx(dctx);
+	return NULL;
+}
+
+/* Block b's payload from the inflater (the caller frees it), or NULL when the caller is to
+ * decompress it itself: the inflater had not come to it (it then never will), or it failed. */
+static uint8_t *take_inflated(struct tprof_reader_priv *p, const struct block_ref *b)
+{
+	struct zjob *z = &p->jobs[b->job];
+	pthread_mutex_lock(&p->lock);
+	while (z->state == ZJ_BUSY)
+		pthread_cond_wait(&p->ready, &p->lock);
+	uint8_t *buf = z->buf;
+	if (z->state == ZJ_READY) {
+		p->ahead--;
+		p->ahead_bytes -= b->raw_len;
+		pthread_cond_signal(&p->want);
+	}
+	z->buf = NULL;
+	z->state = ZJ_TAKEN;
+	pthread_mutex_unlock(&p->lock);
+	return buf;
+}
+
+/* The inflater runs when there are compressed blocks to work on and a second CPU to do it (it
+ * gives the same events: TPROF_INFLATE_THREAD=0 turns it off). */
+static void start_inflater(struct tprof_reader_priv *p)
+{
+	const char *env = getenv("TPROF_INFLATE_THREAD");
+	if (p->njobs < 2 || (env && strcmp(env, "0") == 0) || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->want, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	if (pthread_create(&p->thread, NULL, inflater_main, p) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->want);
+		pthread_cond_destroy(&p->ready);
+		return;
+	}
+	p->inflating = 1;
+}
+
+static void stop_inflater(struct tprof_reader_priv *p)
+{
+	if (!p->inflating)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->want);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->want);
+	pthread_cond_destroy(&p->ready);
+	p->inflating = 0;
+}
+
 /* Starts decoding block b of cursor c: decompresses it when needed and sets up its streams and
  * state. 0, or -1 with the message in out->err. */
 static int begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct cursor *c, const struct block_ref *b,
 		       struct decoded *out)
 {
-	const struct tprof_reader_priv *p = t->priv;
+	struct tprof_reader_priv *p = t->priv;
 	const uint8_t *data = p->map + b->off;
 	size_t len = b->len;
-	if (b->raw_len) {
+	free(c->zjob); /* the previous block's, done with */
+	c->zjob = NULL;
+	if (b->raw_len && p->inflating && (c->zjob = take_inflated(p, b)) != NULL) {
+		data = c->zjob;
+		len = b->raw_len;
+	} else if (b->raw_len) {
 		if (!*dctx)
 			*dctx = ZSTD_createDCtx();
 		if (c->zcap < b->raw_len) {
@@ -985,9 +1126,8 @@ static void fill_ticks(struct tprof_event *ev, size_t from, size_t to, uint64_t 
 /* Decodes the next records of c's block into out: at least CHUNK of them (or the rest of the
  * block), and on to the end of a run of unmeasured records, which get their interpolated ticks
  * when the measured record that ends the run arrives (runs end inside their block). Each record
- * becomes an event with its canonical stack id, a realloc two. Reads only what tprof_trace_open
- * built (the map, the stacks) besides c's own decoding state, so the decode thread may run it
- * while the merge goes on. On a corrupt record out->status is -1 with the message in out->err,
+ * becomes an event with its canonical stack id, a realloc two. On a corrupt record out->status is
+ * -1 with the message in out->err,
  * and out->n counts the complete events before it. */
 static void decode_chunk(const struct tprof_trace *t, struct cursor *c, struct decoded *out)
 {
@@ -1073,7 +1213,8 @@ fail:
 
 /* Gives back the mapped pages below every cursor's next undecoded block, once there are a few MiB
  * of them: the reader's memory does not grow with the length of the trace, and the mapping is not
- * trimmed (a TLB shootdown when the decode thread runs) block by block. */
+ * trimmed (a TLB shootdown while the inflater runs) block by block. The inflater only reads blocks
+ * no cursor has begun, above the mark. */
 static void drop_consumed(struct tprof_reader_priv *p)
 {
 	uint64_t low = p->size;
@@ -1110,109 +1251,15 @@ static void produce(const struct tprof_trace *t, struct cursor *c)
 	decode_chunk(t, c, out);
 }
 
-/* The decode thread: decodes chunks ahead of the merge, first for cursors whose reader is waiting
- * (no slot ready), then round-robin for any cursor with a free slot. */
-static void *decoder_main(void *arg)
-{
-	struct tprof_trace *t = arg;
-	struct tprof_reader_priv *p = t->priv;
-	size_t rr = 0;
-	pthread_mutex_lock(&p->lock);
-	while (!p->stop) {
-		struct cursor *pick = NULL;
-		for (size_t k = 0; k < p->ncur && !pick; k++) {
-			struct cursor *c = &p->cur[(rr + k) % p->ncur];
-			if (!c->finished && c->produced == c->consumed)
-				pick = c;
-		}
-		for (size_t k = 0; k < p->ncur && !pick; k++) {
-			struct cursor *c = &p->cur[(rr + k) % p->ncur];
-			if (!c->finished && c->produced - c->consumed < NSLOTS)
-				pick = c;
-		}
-		if (!pick) {
-			pthread_cond_wait(&p->want, &p->lock);
-			continue;
-		}
-		rr = (size_t)(pick - p->cur) + 1;
-		pthread_mutex_unlock(&p->lock);
-		produce(t, pick); /* the slot is the decoder's until produced moves */
-		pthread_mutex_lock(&p->lock);
-		if (pick->slot[pick->produced % NSLOTS].status <= 0)
-			pick->finished = 1;
-		__atomic_store_n(&pick->produced, pick->produced + 1, __ATOMIC_RELEASE);
-		pthread_cond_broadcast(&p->ready);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
-}
-
-/* With TPROF_DECODE_THREAD=1 decoding runs on its own thread, overlapped with the merge and the
- * caller's analysis. It is not the default: on a 2-vCPU virtual machine the two threads took twice
- * the CPU time of one for no shorter wall time (handing 64-byte events between cores, and a
- * neighbour on the other vCPU), so it stays a switch for machines where it pays. */
-static void start_decoder(struct tprof_trace *t)
-{
-	struct tprof_reader_priv *p = t->priv;
-	size_t blocks = 0;
-	for (size_t i = 0; i < p->ncur; i++)
-		blocks += p->cur[i].nblocks;
-	const char *env = getenv("TPROF_DECODE_THREAD");
-	if (!env || strcmp(env, "1") != 0 || blocks == 0)
-		return;
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->want, NULL);
-	pthread_cond_init(&p->ready, NULL);
-	if (pthread_create(&p->thread, NULL, decoder_main, t) != 0) {
-		pthread_mutex_destroy(&p->lock);
-		pthread_cond_destroy(&p->want);
-		pthread_cond_destroy(&p->ready);
-		return;
-	}
-	p->threaded = 1;
-}
-
-static void stop_decoder(struct tprof_reader_priv *p)
-{
-	if (!p->threaded)
-		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = 1;
-	pthread_cond_broadcast(&p->want);
-	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->thread, NULL);
-	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->want);
-	pthread_cond_destroy(&p->ready);
-	p->threaded = 0;
-}
-
 /* Moves the cursor to its next decoded block: 1 when c->next..c->end holds events, 0 at the end of
  * the thread's events, -1 on a corrupt block (t->err; every event before the fault was delivered). */
 static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 {
-	struct tprof_reader_priv *p = t->priv;
-	if (p->threaded)
-		pthread_mutex_lock(&p->lock);
 	if (c->holding && c->slot[c->consumed % NSLOTS].status == 1) {
 		c->consumed++;
 		c->holding = 0;
-		if (p->threaded)
-			pthread_cond_signal(&p->want);
 	}
-	if (p->threaded) {
-		/* the decoder is usually about to finish the chunk: wait a moment before sleeping,
-		 * which would cost a wake-up per chunk */
-		if (c->produced == c->consumed) {
-			pthread_mutex_unlock(&p->lock); /* spin on the counter alone: the decoder needs the lock */
-			for (int k = 0; k < 20000 && __atomic_load_n(&c->produced, __ATOMIC_ACQUIRE) == c->consumed; k++)
-				__builtin_ia32_pause();
-			pthread_mutex_lock(&p->lock);
-		}
-		while (c->produced == c->consumed)
-			pthread_cond_wait(&p->ready, &p->lock);
-		pthread_mutex_unlock(&p->lock);
-	} else if (c->produced == c->consumed) {
+	if (c->produced == c->consumed) {
 		produce(t, c);
 		c->produced++;
 	}
@@ -1305,7 +1352,7 @@ int tprof_trace_next_ref(struct tprof_trace *t, const struct tprof_event **out)
 	int linear = p->ncur <= LINEAR_MERGE_MAX;
 	if (!p->started) {
 		p->started = 1;
-		start_decoder(t);
+		start_inflater(p);
 		for (size_t i = 0; i < p->ncur; i++) {
 			cursor_step(t, i);
 			if (p->next_seq[i] != UINT64_MAX && !linear) {
@@ -1393,7 +1440,13 @@ int tprof_trace_next_run(struct tprof_trace *t, const struct tprof_event **ev, s
 				bound = p->next_seq[p->heap[k]];
 	}
 	const struct tprof_event *lo = c->next + 1, *hi = c->end; /* seqs increase within a chunk */
-	if (hi > lo && hi[-1].seq >= bound) {
+	/* runs are long when one thread dominates, a few events when threads interleave: look at the
+	 * next few one by one (no unpredictable branches for a short run), then bisect the rest */
+	for (int k = 0; k < 16 && lo < hi && lo->seq < bound; k++)
+		lo++;
+	if (lo < hi && lo->seq >= bound) {
+		hi = lo;
+	} else if (hi > lo && hi[-1].seq >= bound) {
 		while (lo < hi) { /* the first at or past the bound */
 			const struct tprof_event *mid = lo + (hi - lo) / 2;
 			if (mid->seq < bound)

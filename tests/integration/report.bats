@@ -95,17 +95,72 @@ load helpers
 	[[ "$output" == *"'leaked_bytes': 40, 'leaked_blocks': 1"* ]]
 }
 
-@test "the decode thread (TPROF_DECODE_THREAD=1) gives the same analyses, and the same error on a cut trace" {
+@test "the inflater thread gives the same analyses as none (TPROF_INFLATE_THREAD=0), and the same errors" {
 	traced "$B/progs/storm" 3 100000 >/dev/null
 	for cmd in report leaks peak allocs; do
-		"$B/tprof" $cmd --json t.trace >one.json
-		TPROF_DECODE_THREAD=1 "$B/tprof" $cmd --json t.trace >two.json
+		TPROF_INFLATE_THREAD=0 "$B/tprof" $cmd --json t.trace >one.json
+		"$B/tprof" $cmd --json t.trace >two.json
 		cmp one.json two.json
 	done
 	size=$(stat -c %s t.trace)
 	head -c $((size * 2 / 3)) t.trace >cut.trace
-	run "$B/tprof" report cut.trace
+	TPROF_INFLATE_THREAD=0 run "$B/tprof" report cut.trace
 	a=$output
-	TPROF_DECODE_THREAD=1 run "$B/tprof" report cut.trace
+	run "$B/tprof" report cut.trace
 	[ "$output" = "$a" ]
+	# a compressed block that does not decompress, with a good checksum: the same message, with
+	# the reader inflating it itself or the inflater failing on it
+	PYTHONPATH="$TPROF_ROOT/tests/integration" $PY - t.trace bad.trace <<'PY'
+import struct, sys
+from rss_blocks import blocks, block
+d = open(sys.argv[1], "rb").read()
+z = [(off, p) for off, t, p in blocks(d) if t == 11]
+assert len(z) >= 4, len(z)
+off, p = z[len(z) // 2]
+p = bytearray(p)
+m = p.index(b"\x28\xb5\x2f\xfd")  # the zstd frame's magic number
+p[m] ^= 0xFF
+n = struct.unpack_from("<I", d, off + 1)[0]
+open(sys.argv[2], "wb").write(d[:off] + block(11, bytes(p)) + d[off + 9 + n:])
+PY
+	TPROF_INFLATE_THREAD=0 run "$B/tprof" report bad.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"does not decompress"* ]]
+	a=$output
+	run "$B/tprof" report bad.trace
+	[ "$status" -eq 2 ]
+	[ "$output" = "$a" ]
+}
+
+@test "the heap replay over runs of events agrees with the one event at a time (peak, its time, leaks)" {
+	# report replays runs of one thread at a time (tprof_trace_next_run); peak replays event by
+	# event. Interleaved threads make short runs; more than 16 threads take the merge's heap.
+	for args in "3 100000" "20 5000"; do
+		rm -f t.trace
+		traced "$B/progs/storm" $args >/dev/null
+		"$B/tprof" report --json t.trace >r.json
+		"$B/tprof" peak --json t.trace >p.json
+		$PY - r.json p.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = json.load(open(sys.argv[2]))
+for k in ("peak_bytes", "peak_blocks", "peak_time_ns"):
+    assert r[k] == p[k], (k, r[k], p[k])
+assert r["allocations"] == r["frees"] and r["leaked_bytes"] == 0, r
+assert r["threads"] >= 4, r["threads"]
+PY
+	done
+	rm -f t.trace
+	traced "$B/progs/heap_known" >/dev/null
+	"$B/tprof" report --json t.trace >r.json
+	"$B/tprof" peak --json t.trace >p.json
+	"$B/tprof" leaks --json --no-default-suppressions t.trace >l.json
+	$PY - r.json p.json l.json <<'PY'
+import json, sys
+r, p, l = (json.load(open(f)) for f in sys.argv[1:4])
+for k in ("peak_bytes", "peak_blocks", "peak_time_ns"):
+    assert r[k] == p[k], (k, r[k], p[k])
+assert r["calls"]["realloc"] > 0, r["calls"]
+assert (r["leaked_bytes"], r["leaked_blocks"]) == (l["leaked_bytes"], l["leaked_blocks"]), (r, l)
+PY
 }
