@@ -1,9 +1,9 @@
 /* Implementation of analyzer/reader.h. Pass one maps the file and walks its blocks, checking
  * framing, CRC-32C and the small fixed blocks (INFO, CLOCK, THREAD, LOST, END), reading the rare
  * ones whole (STACKS, MODULE, NAMES, KERNELS, RSS), and indexes each thread's EVENTS blocks. Pass
- * two decodes the EVENTS lazily, chunk by chunk, and merges the threads by sequence number, so
- * memory stays proportional to the threads; a second thread inflates the compressed blocks a few
- * ahead of the decoder. */
+ * two decodes the EVENTS lazily and merges the threads by sequence number, so memory stays
+ * proportional to the threads: each thread's blocks are decoded chunk by chunk as the merge needs
+ * them, while a decode thread decodes whole blocks a few ahead of it (see decoder_main). */
 #include "reader.h"
 
 #include <errno.h>
@@ -24,68 +24,78 @@ struct block_ref {
 	uint64_t off; /* of the payload */
 	uint32_t len;
 	uint32_t raw_len; /* ZEVENTS: length once decompressed; 0 for a plain EVENTS block */
-	uint32_t job;     /* ZEVENTS: its index in the inflater's jobs */
+	uint32_t job;     /* its index in the decode thread's jobs */
 };
 
-/* The decoder hands events to the merge in chunks of about this many records, each in a slot of its
- * cursor: small enough to stay in the cache between being decoded and being merged, large enough
- * that pairs (pair_event) are rarely split between chunks. */
+/* The merge decodes its blocks in chunks of about this many records: small enough to stay in the
+ * cache between being decoded and being merged, large enough that pairs (pair_event) are rarely
+ * split between chunks. */
 #define CHUNK 2048
-#define NSLOTS 4
 
-/* One chunk of decoded events (a realloc as its two). */
+/* Decoded events (a realloc as its two): a chunk, or a whole block from the decode thread. */
 struct decoded {
 	struct tprof_event *ev;
 	size_t n, cap;
-	int status;   /* 1: events; 0: the thread has no more; -1: corrupt after the n events */
+	int status;   /* 1: events; -1: corrupt after the n events */
 	char err[512];
 };
 
-/* An allocation of the chunk being decoded that no later event has freed yet (see pair_event). */
+/* An allocation of the events being decoded that no later event has freed yet (see pair_event). */
 #define PEND_BITS 9
 struct pending {
 	uint64_t ptr;
-	uint64_t at; /* the cursor's event number + 1 */
+	uint64_t at; /* the decoder's event number + 1 */
 };
 
-/* One thread's stream of EVENTS blocks. The decoder fills slot[produced % NSLOTS] when the merge
- * has read slot[consumed % NSLOTS] to its end. */
+/* The state of decoding one EVENTS block: each cursor has one, the decode thread another. */
+struct blockdec {
+	const struct block_ref *blk; /* the block being decoded, NULL between blocks */
+	uint32_t tid;                /* its thread */
+	struct tprof_cursor s[TPROF_NSTREAMS];
+	uint64_t count, ri;     /* its records, and how many are decoded */
+	struct tprof_rec_state st;
+	uint64_t a_seq, a_tick; /* the last measured record */
+	uint8_t *zbuf;          /* its decompressed payload */
+	size_t zcap;
+	uint64_t evno;          /* events decoded so far, over all blocks (pair_event's numbering) */
+	struct pending pend[1u << PEND_BITS];
+};
+
+/* One thread's stream of EVENTS blocks, as the merge reads it: a block the decode thread decoded
+ * (held), or else chunks it decodes itself (own). */
 struct cursor {
 	uint32_t tid;
 	size_t thread; /* index into t->threads */
 	struct block_ref *blocks;
 	size_t nblocks, cap;
-	/* decoding */
 	size_t next_block;      /* the next block to begin */
-	const struct block_ref *blk; /* the block being decoded, NULL between blocks */
-	struct tprof_cursor s[TPROF_NSTREAMS];
-	uint64_t count, ri;     /* its records, and how many are decoded */
-	struct tprof_rec_state st;
-	uint64_t a_seq, a_tick; /* the last measured record */
-	uint8_t *zbuf;          /* its decompressed payload, when the reader inflated it */
-	size_t zcap;
-	uint8_t *zjob;          /* its decompressed payload, when the inflater did (ours to free) */
-	uint64_t evno;          /* events decoded so far */
-	struct pending pend[1u << PEND_BITS];
-	/* handing over */
-	struct decoded slot[NSLOTS];
-	size_t produced, consumed;
-	/* merging */
-	int holding;                             /* the merge is reading slot[consumed % NSLOTS] */
-	const struct tprof_event *next, *end;    /* the merge's position in that slot */
+	struct blockdec d;
+	struct decoded own;
+	struct job *held;
+	int holding;                             /* the merge is reading own or held->out */
+	const struct tprof_event *next, *end;    /* the merge's position in it */
 };
 
-enum zjob_state { ZJ_FREE, ZJ_BUSY, ZJ_READY, ZJ_TAKEN };
+/* Every EVENTS block in file order, which is about the order the merge needs them in (a block is
+ * written when its thread's ring fills or the writer's epoch ends). The merge takes each block as
+ * it comes to it: free (it decodes the block itself, chunk by chunk), busy (it waits), ready (it
+ * reads the events the decode thread made of it). Under lock. */
+enum job_state { JOB_FREE, JOB_BUSY, JOB_READY, JOB_TAKEN };
 
-struct zjob {
+struct job {
 	const struct block_ref *b;
-	uint8_t *buf; /* ZJ_READY: the payload, or NULL when it did not decompress */
-	enum zjob_state state;
+	uint32_t tid;
+	enum job_state state;
+	int next; /* the next block of its thread: the merge may come to it any moment */
+	struct decoded out; /* JOB_READY, JOB_TAKEN by a cursor: the block's events */
 };
 
-/* How far the inflater may run ahead of the decoder: a few blocks, and a few MiB. */
-#define INFLATE_AHEAD 6
-#define INFLATE_AHEAD_BYTES (8u << 20)
+/* How far the decode thread may run ahead of the merge: a few blocks, and a few MiB of events; and
+ * the largest block it takes (larger ones, never written by the recorder, are decoded in chunks). */
+#define DECODE_AHEAD 8
+#define DECODE_AHEAD_BYTES (16u << 20)
+#define DECODE_MAX_RAW (1u << 20)
+#define POOL 8
 
 struct stack_def {
 	uint64_t first; /* index into frames */
@@ -104,17 +114,18 @@ struct tprof_reader_priv {
 	struct cursor *cur;
 	size_t ncur;
 	ZSTD_DCtx *dctx;
-	/* the inflater (see start_inflater): every ZEVENTS block in file order, and the thread that
-	 * decompresses them ahead of the decoder; the jobs' state is under lock */
-	struct zjob *jobs;
+	/* the decode thread (see start_decoder) and its jobs */
+	struct job *jobs;
 	size_t njobs;
-	int inflating, stop;
-	size_t ahead;        /* jobs inflated or being inflated that the decoder has not taken */
-	uint64_t ahead_bytes;
+	int threaded, stop;
+	size_t ahead;         /* jobs decoded or being decoded that the merge has not taken */
+	uint64_t ahead_bytes; /* their events' bytes */
+	struct decoded pool[POOL]; /* event buffers of jobs read, for the next ones */
+	size_t npool;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t want;  /* the inflater waits for the decoder to take a block */
-	pthread_cond_t ready; /* the decoder waits for the block the inflater is on */
+	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
+	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
 	/* stacks: per file id, where its frames are; canon maps an id to the first with equal frames */
 	struct stack_def *stacks;
 	uint32_t nstacks, cap_stacks;
@@ -168,7 +179,7 @@ static struct cursor *cursor_for(struct tprof_trace *t, uint32_t tid)
 	p->cur = xrealloc(p->cur, (p->ncur + 1) * sizeof(*p->cur));
 	struct cursor *c = &p->cur[p->ncur++];
 	memset(c, 0, sizeof(*c));
-	c->tid = tid;
+	c->tid = c->d.tid = tid;
 	c->thread = thread_index(t, tid);
 	return c;
 }
@@ -527,25 +538,22 @@ static void drop_pages(const uint8_t *map, const uint8_t *from, const uint8_t *t
 
 static int job_by_offset(const void *a, const void *b)
 {
-	const struct block_ref *x = ((const struct zjob *)a)->b, *y = ((const struct zjob *)b)->b;
+	const struct block_ref *x = ((const struct job *)a)->b, *y = ((const struct job *)b)->b;
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* The inflater's jobs: every compressed block, in file order, which is about the order the merge
- * needs them in (a block is written when its thread's ring fills or the writer's epoch ends). */
+/* The jobs: every EVENTS block, in file order. */
 static void index_jobs(struct tprof_reader_priv *p)
 {
 	for (size_t i = 0; i < p->ncur; i++)
-		for (size_t k = 0; k < p->cur[i].nblocks; k++)
-			p->njobs += p->cur[i].blocks[k].raw_len != 0;
+		p->njobs += p->cur[i].nblocks;
 	if (!p->njobs)
 		return;
 	p->jobs = xcalloc(p->njobs, sizeof(*p->jobs));
 	size_t n = 0;
 	for (size_t i = 0; i < p->ncur; i++)
 		for (size_t k = 0; k < p->cur[i].nblocks; k++)
-			if (p->cur[i].blocks[k].raw_len)
-				p->jobs[n++].b = &p->cur[i].blocks[k];
+			p->jobs[n++] = (struct job){.b = &p->cur[i].blocks[k], .tid = p->cur[i].tid};
 	qsort(p->jobs, p->njobs, sizeof(*p->jobs), job_by_offset);
 	for (size_t j = 0; j < p->njobs; j++)
 		((struct block_ref *)p->jobs[j].b)->job = (uint32_t)j;
@@ -812,7 +820,7 @@ fail:
 	return -1;
 }
 
-static void stop_inflater(struct tprof_reader_priv *p);
+static void stop_decoder(struct tprof_reader_priv *p);
 
 void tprof_trace_close(struct tprof_trace *t)
 {
@@ -820,17 +828,17 @@ void tprof_trace_close(struct tprof_trace *t)
 		return;
 	struct tprof_reader_priv *p = t->priv;
 	if (p) {
-		stop_inflater(p); /* before the unmapping: it reads the map */
+		stop_decoder(p); /* before the unmapping: it reads the map */
 		munmap((void *)p->map, p->size);
 		for (size_t j = 0; j < p->njobs; j++)
-			free(p->jobs[j].buf);
+			free(p->jobs[j].out.ev);
 		free(p->jobs);
+		for (size_t k = 0; k < p->npool; k++)
+			free(p->pool[k].ev);
 		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
-			free(p->cur[i].zbuf);
-			free(p->cur[i].zjob);
-			for (int k = 0; k < NSLOTS; k++)
-				free(p->cur[i].slot[k].ev);
+			free(p->cur[i].d.zbuf);
+			free(p->cur[i].own.ev);
 		}
 		free(p->cur);
 		ZSTD_freeDCtx(p->dctx);
@@ -923,7 +931,7 @@ static uint32_t pend_slot(uint64_t ptr)
 /* Pairs event ev[i] (the last of a realloc's two) with the allocation it frees, when that allocation
  * is in the same chunk (event number >= base) and nothing touched its address since: c->pend holds
  * the latest allocation at each address (one per slot; a collision only loses a pairing). */
-static void pair_event(struct cursor *c, struct tprof_event *ev, size_t i, uint64_t base)
+static void pair_event(struct blockdec *c, struct tprof_event *ev, size_t i, uint64_t base)
 {
 	struct tprof_event *e = &ev[i];
 	if (e->kind == TPROF_EV_FREE) {
@@ -949,108 +957,15 @@ static void pair_event(struct cursor *c, struct tprof_event *ev, size_t i, uint6
 	}
 }
 
-/* The inflater thread: decompresses the jobs in file order, at most INFLATE_AHEAD (and about
- * INFLATE_AHEAD_BYTES) ahead of the decoder, skipping those the decoder took first. */
-static void *inflater_main(void *arg)
-{
-	struct tprof_reader_priv *p = arg;
-	ZSTD_DCtx *dctx = ZSTD_createDCtx();
-	pthread_mutex_lock(&p->lock);
-	for (size_t j = 0; j < p->njobs && dctx && !p->stop; j++) {
-		while (!p->stop && p->ahead && (p->ahead >= INFLATE_AHEAD || p->ahead_bytes >= INFLATE_AHEAD_BYTES))
-			pthread_cond_wait(&p->want, &p->lock);
-		struct zjob *z = &p->jobs[j];
-		if (p->stop || z->state != ZJ_FREE)
-			continue;
-		z->state = ZJ_BUSY;
-		p->ahead++;
-		p->ahead_bytes += z->b->raw_len;
-		pthread_mutex_unlock(&p->lock);
-		uint8_t *buf = malloc(z->b->raw_len);
-		size_t got = buf ? ZSTD_decompressDCtx(dctx, buf, z->b->raw_len, p->map + z->b->off, z->b->len)
-				 : (size_t)-1;
-		if (buf && (ZSTD_isError(got) || got != z->b->raw_len)) { /* the decoder will say why */
-			free(buf);
-			buf = NULL;
-		}
-		pthread_mutex_lock(&p->lock);
-		z->buf = buf;
-		z->state = ZJ_READY;
-		pthread_cond_broadcast(&p->ready);
-	}
-	pthread_mutex_unlock(&p->lock);
-	ZSTD_freeDCtx(dctx);
-	return NULL;
-}
-
-/* Block b's payload from the inflater (the caller frees it), or NULL when the caller is to
- * decompress it itself: the inflater had not come to it (it then never will), or it failed. */
-static uint8_t *take_inflated(struct tprof_reader_priv *p, const struct block_ref *b)
-{
-	struct zjob *z = &p->jobs[b->job];
-	pthread_mutex_lock(&p->lock);
-	while (z->state == ZJ_BUSY)
-		pthread_cond_wait(&p->ready, &p->lock);
-	uint8_t *buf = z->buf;
-	if (z->state == ZJ_READY) {
-		p->ahead--;
-		p->ahead_bytes -= b->raw_len;
-		pthread_cond_signal(&p->want);
-	}
-	z->buf = NULL;
-	z->state = ZJ_TAKEN;
-	pthread_mutex_unlock(&p->lock);
-	return buf;
-}
-
-/* The inflater runs when there are compressed blocks to work on and a second CPU to do it (it
- * gives the same events: TPROF_INFLATE_THREAD=0 turns it off). */
-static void start_inflater(struct tprof_reader_priv *p)
-{
-	const char *env = getenv("TPROF_INFLATE_THREAD");
-	if (p->njobs < 2 || (env && strcmp(env, "0") == 0) || sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		return;
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->want, NULL);
-	pthread_cond_init(&p->ready, NULL);
-	if (pthread_create(&p->thread, NULL, inflater_main, p) != 0) {
-		pthread_mutex_destroy(&p->lock);
-		pthread_cond_destroy(&p->want);
-		pthread_cond_destroy(&p->ready);
-		return;
-	}
-	p->inflating = 1;
-}
-
-static void stop_inflater(struct tprof_reader_priv *p)
-{
-	if (!p->inflating)
-		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = 1;
-	pthread_cond_broadcast(&p->want);
-	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->thread, NULL);
-	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->want);
-	pthread_cond_destroy(&p->ready);
-	p->inflating = 0;
-}
-
-/* Starts decoding block b of cursor c: decompresses it when needed and sets up its streams and
- * state. 0, or -1 with the message in out->err. */
-static int begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct cursor *c, const struct block_ref *b,
+/* Starts decoding block b with c: decompresses it when needed and sets up its streams and state.
+ * 0, or -1 with the message in out->err. */
+static int begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockdec *c, const struct block_ref *b,
 		       struct decoded *out)
 {
-	struct tprof_reader_priv *p = t->priv;
+	const struct tprof_reader_priv *p = t->priv;
 	const uint8_t *data = p->map + b->off;
 	size_t len = b->len;
-	free(c->zjob); /* the previous block's, done with */
-	c->zjob = NULL;
-	if (b->raw_len && p->inflating && (c->zjob = take_inflated(p, b)) != NULL) {
-		data = c->zjob;
-		len = b->raw_len;
-	} else if (b->raw_len) {
+	if (b->raw_len) {
 		if (!*dctx)
 			*dctx = ZSTD_createDCtx();
 		if (c->zcap < b->raw_len) {
@@ -1123,22 +1038,22 @@ static void fill_ticks(struct tprof_event *ev, size_t from, size_t to, uint64_t 
 	}
 }
 
-/* Decodes the next records of c's block into out: at least CHUNK of them (or the rest of the
+/* Decodes the next records of c's block into out: at least limit of them (or the rest of the
  * block), and on to the end of a run of unmeasured records, which get their interpolated ticks
  * when the measured record that ends the run arrives (runs end inside their block). Each record
  * becomes an event with its canonical stack id, a realloc two. On a corrupt record out->status is
  * -1 with the message in out->err,
  * and out->n counts the complete events before it. */
-static void decode_chunk(const struct tprof_trace *t, struct cursor *c, struct decoded *out)
+static void decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit)
 {
 	const struct tprof_reader_priv *p = t->priv;
 	const struct block_ref *b = c->blk;
 	const char *what = NULL;
 	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
 	uint64_t base = c->evno;
-	while (c->ri < c->count && (n < CHUNK || run != SIZE_MAX)) {
+	while (c->ri < c->count && (n < limit || run != SIZE_MAX)) {
 		if (n + 2 > out->cap) {
-			out->cap = out->cap ? 2 * out->cap : CHUNK + 64;
+			out->cap = out->cap ? 2 * out->cap : (limit < c->count ? limit : c->count) + 64;
 			out->ev = xrealloc(out->ev, out->cap * sizeof(*out->ev));
 		}
 		struct tprof_event *ev = out->ev;
@@ -1213,15 +1128,15 @@ fail:
 
 /* Gives back the mapped pages below every cursor's next undecoded block, once there are a few MiB
  * of them: the reader's memory does not grow with the length of the trace, and the mapping is not
- * trimmed (a TLB shootdown while the inflater runs) block by block. The inflater only reads blocks
- * no cursor has begun, above the mark. */
+ * trimmed (a TLB shootdown while the decode thread runs) block by block. The decode thread only
+ * reads blocks no cursor has begun, above the mark. */
 static void drop_consumed(struct tprof_reader_priv *p)
 {
 	uint64_t low = p->size;
 	for (size_t i = 0; i < p->ncur; i++) {
 		const struct cursor *c = &p->cur[i];
-		if (c->blk && !c->blk->raw_len) /* an uncompressed block is decoded in place */
-			low = c->blk->off < low ? c->blk->off : low;
+		if (c->d.blk && !c->d.blk->raw_len) /* an uncompressed block is decoded in place */
+			low = c->d.blk->off < low ? c->d.blk->off : low;
 		else if (c->next_block < c->nblocks && c->blocks[c->next_block].off < low)
 			low = c->blocks[c->next_block].off;
 	}
@@ -1231,48 +1146,170 @@ static void drop_consumed(struct tprof_reader_priv *p)
 	}
 }
 
-/* Fills the cursor's next slot: its next chunk of events, or the end of them. */
-static void produce(const struct tprof_trace *t, struct cursor *c)
+/* The decode thread: decodes whole blocks in file order, at most DECODE_AHEAD blocks and
+ * DECODE_AHEAD_BYTES of events ahead of the merge. It leaves each thread's next block to the merge,
+ * which is about to need it: the merge decodes that one itself when it comes to it first, and
+ * otherwise only merges and analyzes what is ready, so the two share the decoding as their speeds
+ * allow. Blocks decode on their own (docs/FORMAT.md): the events are the same whichever thread
+ * decoded a block. */
+static void *decoder_main(void *arg)
 {
+	struct tprof_trace *t = arg;
 	struct tprof_reader_priv *p = t->priv;
-	struct decoded *out = &c->slot[c->produced % NSLOTS];
-	out->n = 0;
-	if (!c->blk) {
-		if (c->next_block == c->nblocks) {
-			out->status = 0;
-			return;
+	struct blockdec *d = calloc(1, sizeof(*d));
+	ZSTD_DCtx *dctx = NULL;
+	pthread_mutex_lock(&p->lock);
+	for (size_t j = 0; d && !p->stop;) {
+		/* a job passed over is never the decode thread's again: it was taken, or is next
+		 * (which only taking ends), or too large */
+		while (j < p->njobs && (p->jobs[j].state != JOB_FREE || p->jobs[j].next ||
+					p->jobs[j].b->raw_len > DECODE_MAX_RAW || p->jobs[j].b->len > DECODE_MAX_RAW))
+			j++;
+		if (j >= p->njobs)
+			break;
+		if (p->ahead >= DECODE_AHEAD || p->ahead_bytes >= DECODE_AHEAD_BYTES) {
+			pthread_cond_wait(&p->want, &p->lock);
+			continue;
 		}
-		if (begin_block(t, &p->dctx, c, &c->blocks[c->next_block++], out) < 0) {
-			out->status = -1;
-			return;
-		}
-		drop_consumed(p);
+		struct job *z = &p->jobs[j];
+		z->state = JOB_BUSY;
+		p->ahead++;
+		struct decoded out = {0};
+		if (p->npool)
+			out = p->pool[--p->npool];
+		pthread_mutex_unlock(&p->lock);
+		d->tid = z->tid;
+		out.n = 0;
+		if (begin_block(t, &dctx, d, z->b, &out) < 0)
+			out.status = -1;
+		else
+			decode_chunk(t, d, &out, UINT64_MAX);
+		d->blk = NULL;
+		pthread_mutex_lock(&p->lock);
+		z->out = out;
+		z->state = JOB_READY;
+		p->ahead_bytes += out.n * sizeof(*out.ev);
+		pthread_cond_broadcast(&p->ready);
 	}
-	decode_chunk(t, c, out);
+	pthread_mutex_unlock(&p->lock);
+	if (d)
+		free(d->zbuf);
+	free(d);
+	ZSTD_freeDCtx(dctx);
+	return NULL;
 }
 
-/* Moves the cursor to its next decoded block: 1 when c->next..c->end holds events, 0 at the end of
+/* The merge comes to block b, whose thread's next block is then next (NULL: none): returns b's
+ * job with the events when the decode thread decoded it (waiting for it to finish when it is on
+ * it), or NULL when the merge is to decode it itself. */
+static struct job *take_job(struct tprof_reader_priv *p, const struct block_ref *b, const struct block_ref *next)
+{
+	if (!p->threaded)
+		return NULL;
+	struct job *z = &p->jobs[b->job];
+	pthread_mutex_lock(&p->lock);
+	z->next = 0;
+	if (next)
+		p->jobs[next->job].next = 1;
+	while (z->state == JOB_BUSY)
+		pthread_cond_wait(&p->ready, &p->lock);
+	int ready = z->state == JOB_READY;
+	if (ready) {
+		p->ahead--;
+		p->ahead_bytes -= z->out.n * sizeof(*z->out.ev);
+		pthread_cond_signal(&p->want);
+	}
+	z->state = JOB_TAKEN;
+	pthread_mutex_unlock(&p->lock);
+	return ready ? z : NULL;
+}
+
+/* The merge has read job z's events: its buffer goes back to the pool. */
+static void release_job(struct tprof_reader_priv *p, struct job *z)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->npool < POOL && z->out.ev) {
+		p->pool[p->npool++] = z->out;
+	} else {
+		free(z->out.ev);
+	}
+	z->out.ev = NULL;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The decode thread runs when there are blocks to share and a second CPU to decode them on
+ * (TPROF_DECODE_THREAD=0 turns it off; the events are the same either way). */
+static void start_decoder(struct tprof_trace *t)
+{
+	struct tprof_reader_priv *p = t->priv;
+	const char *env = getenv("TPROF_DECODE_THREAD");
+	if (p->njobs < 2 || (env && strcmp(env, "0") == 0) || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	for (size_t i = 0; i < p->ncur; i++)
+		if (p->cur[i].nblocks)
+			p->jobs[p->cur[i].blocks[0].job].next = 1;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->want, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	p->threaded = 1;
+	if (pthread_create(&p->thread, NULL, decoder_main, t) != 0) {
+		p->threaded = 0;
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->want);
+		pthread_cond_destroy(&p->ready);
+	}
+}
+
+static void stop_decoder(struct tprof_reader_priv *p)
+{
+	if (!p->threaded)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->want);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->want);
+	pthread_cond_destroy(&p->ready);
+	p->threaded = 0;
+}
+
+/* Moves the cursor to its next decoded events: 1 when c->next..c->end holds some, 0 at the end of
  * the thread's events, -1 on a corrupt block (t->err; every event before the fault was delivered). */
 static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 {
-	if (c->holding && c->slot[c->consumed % NSLOTS].status == 1) {
-		c->consumed++;
+	struct tprof_reader_priv *p = t->priv;
+	struct decoded *s = c->held ? &c->held->out : &c->own;
+	if (c->holding) {
+		if (s->status != 1) /* a corrupt block's events were all handed out: now its error */
+			goto corrupt;
 		c->holding = 0;
+		if (c->held) {
+			release_job(p, c->held);
+			c->held = NULL;
+		}
 	}
-	if (c->produced == c->consumed) {
-		produce(t, c);
-		c->produced++;
+	if (!c->d.blk) { /* between blocks */
+		if (c->next_block == c->nblocks)
+			return 0;
+		const struct block_ref *b = &c->blocks[c->next_block++];
+		c->held = take_job(p, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
+		if (!c->held && begin_block(t, &p->dctx, &c->d, b, &c->own) < 0) {
+			c->own.n = 0;
+			c->own.status = -1;
+		}
+		drop_consumed(p);
 	}
-	struct decoded *s = &c->slot[c->consumed % NSLOTS];
-	if (s->status == 0)
-		return 0;
-	if (!c->holding) {
-		c->holding = 1;
-		c->next = s->ev;
-		c->end = s->ev + s->n;
-		if (c->next < c->end)
-			return 1;
-	}
+	if (c->d.blk) /* a block of its own, being decoded */
+		decode_chunk(t, &c->d, &c->own, CHUNK);
+	s = c->held ? &c->held->out : &c->own;
+	c->holding = 1;
+	c->next = s->ev;
+	c->end = s->ev + s->n;
+	if (c->next < c->end)
+		return 1;
+corrupt:
 	snprintf(t->err, sizeof(t->err), "%s", s->err);
 	return -1;
 }
@@ -1352,7 +1389,7 @@ int tprof_trace_next_ref(struct tprof_trace *t, const struct tprof_event **out)
 	int linear = p->ncur <= LINEAR_MERGE_MAX;
 	if (!p->started) {
 		p->started = 1;
-		start_inflater(p);
+		start_decoder(t);
 		for (size_t i = 0; i < p->ncur; i++) {
 			cursor_step(t, i);
 			if (p->next_seq[i] != UINT64_MAX && !linear) {

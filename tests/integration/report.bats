@@ -95,21 +95,21 @@ load helpers
 	[[ "$output" == *"'leaked_bytes': 40, 'leaked_blocks': 1"* ]]
 }
 
-@test "the inflater thread gives the same analyses as none (TPROF_INFLATE_THREAD=0), and the same errors" {
+@test "the decode thread gives the same analyses as none (TPROF_DECODE_THREAD=0), and the same errors" {
 	traced "$B/progs/storm" 3 100000 >/dev/null
 	for cmd in report leaks peak allocs; do
-		TPROF_INFLATE_THREAD=0 "$B/tprof" $cmd --json t.trace >one.json
+		TPROF_DECODE_THREAD=0 "$B/tprof" $cmd --json t.trace >one.json
 		"$B/tprof" $cmd --json t.trace >two.json
 		cmp one.json two.json
 	done
 	size=$(stat -c %s t.trace)
 	head -c $((size * 2 / 3)) t.trace >cut.trace
-	TPROF_INFLATE_THREAD=0 run "$B/tprof" report cut.trace
+	TPROF_DECODE_THREAD=0 run "$B/tprof" report cut.trace
 	a=$output
 	run "$B/tprof" report cut.trace
 	[ "$output" = "$a" ]
 	# a compressed block that does not decompress, with a good checksum: the same message, with
-	# the reader inflating it itself or the inflater failing on it
+	# the merge decoding the block itself or the decode thread failing on it
 	PYTHONPATH="$TPROF_ROOT/tests/integration" $PY - t.trace bad.trace <<'PY'
 import struct, sys
 from rss_blocks import blocks, block
@@ -123,7 +123,7 @@ p[m] ^= 0xFF
 n = struct.unpack_from("<I", d, off + 1)[0]
 open(sys.argv[2], "wb").write(d[:off] + block(11, bytes(p)) + d[off + 9 + n:])
 PY
-	TPROF_INFLATE_THREAD=0 run "$B/tprof" report bad.trace
+	TPROF_DECODE_THREAD=0 run "$B/tprof" report bad.trace
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"does not decompress"* ]]
 	a=$output
