@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -1186,6 +1187,13 @@ static void *decoder_main(void *arg)
 			decode_chunk(t, d, &out, UINT64_MAX);
 		d->blk = NULL;
 		pthread_mutex_lock(&p->lock);
+		if (z->state == JOB_TAKEN) { /* the merge stopped waiting and decoded it itself */
+			if (p->npool < POOL)
+				p->pool[p->npool++] = out;
+			else
+				free(out.ev);
+			continue;
+		}
 		z->out = out;
 		z->state = JOB_READY;
 		p->ahead_bytes += out.n * sizeof(*out.ev);
@@ -1199,9 +1207,14 @@ static void *decoder_main(void *arg)
 	return NULL;
 }
 
+/* How long the merge waits for the decode thread to finish the block it needs, before it decodes
+ * the block itself: a little more than a block takes, so that a decode thread held off its CPU
+ * (another program on a shared machine) costs the merge no more than this. */
+#define DECODE_WAIT_NS 1000000
+
 /* The merge comes to block b, whose thread's next block is then next (NULL: none): returns b's
- * job with the events when the decode thread decoded it (waiting for it to finish when it is on
- * it), or NULL when the merge is to decode it itself. */
+ * job with the events when the decode thread decoded it (waiting a moment for it to finish when it
+ * is on it), or NULL when the merge is to decode it itself. */
 static struct job *take_job(struct tprof_reader_priv *p, const struct block_ref *b, const struct block_ref *next)
 {
 	if (!p->threaded)
@@ -1211,12 +1224,20 @@ static struct job *take_job(struct tprof_reader_priv *p, const struct block_ref 
 	z->next = 0;
 	if (next)
 		p->jobs[next->job].next = 1;
-	while (z->state == JOB_BUSY)
-		pthread_cond_wait(&p->ready, &p->lock);
+	if (z->state == JOB_BUSY) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += DECODE_WAIT_NS;
+		until.tv_sec += until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
+		while (z->state == JOB_BUSY && pthread_cond_timedwait(&p->ready, &p->lock, &until) == 0)
+			;
+	}
 	int ready = z->state == JOB_READY;
-	if (ready) {
+	if (ready || z->state == JOB_BUSY) { /* ready, or left to the decode thread to drop */
 		p->ahead--;
-		p->ahead_bytes -= z->out.n * sizeof(*z->out.ev);
+		if (ready)
+			p->ahead_bytes -= z->out.n * sizeof(*z->out.ev);
 		pthread_cond_signal(&p->want);
 	}
 	z->state = JOB_TAKEN;
@@ -1250,7 +1271,11 @@ static void start_decoder(struct tprof_trace *t)
 			p->jobs[p->cur[i].blocks[0].job].next = 1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->want, NULL);
-	pthread_cond_init(&p->ready, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->ready, &ca);
+	pthread_condattr_destroy(&ca);
 	p->threaded = 1;
 	if (pthread_create(&p->thread, NULL, decoder_main, t) != 0) {
 		p->threaded = 0;
