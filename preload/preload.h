@@ -59,6 +59,7 @@ struct tprof_thread {
 	uint64_t last_seq, last_tick; /* last event written, for delta encoding across blocks */
 	uint64_t lost_reported;
 	uint32_t seen_head; /* ring head at the previous pass */
+	uint64_t moved_ns;  /* when a pass last found the head moved */
 	uint64_t last_write_ns; /* when its events were last written */
 	uint64_t next_check_ns;
 	char name[16]; /* the name its last THREAD block gave (a thread's name has at most 15 bytes) */

@@ -753,12 +753,17 @@ static uint64_t drain_thread(struct tprof_thread *t)
 	n = tprof_ring_available(r, &first);
 	if (n > busiest)
 		busiest = n;
-	/* a thread whose ring has not moved since the last pass is idle: write all it has */
-	int hold = !flushing && n != 0 && first + n != t->seen_head;
+	/* A thread whose ring has not moved for a few milliseconds is idle: write all it has. (Not
+	 * moved since the last pass is not enough: passes come every 100 us while rings fill fast,
+	 * and a busy thread the scheduler held off for that long would be written in small blocks,
+	 * which compress badly and cost the reader per block.) */
+	uint64_t now = mono_ns();
+	if (first + n != t->seen_head)
+		t->moved_ns = now;
 	t->seen_head = first + n;
+	int hold = !flushing && n != 0 && now - t->moved_ns < 5000000u;
 	/* A busy thread's events wait until they fill a good block (a quarter of the ring, where the
 	 * producer wakes us) or have waited 100 ms: small blocks compress badly. */
-	uint64_t now = mono_ns();
 	if (hold && n < (r->mask + 1) / 4 && now - t->last_write_ns < 100000000u)
 		return 0;
 	t->last_write_ns = now;
