@@ -93,10 +93,10 @@ struct job {
 
 /* How far the decode thread may run ahead of the merge: a few blocks, and a few MiB of events; and
  * the largest block it takes (larger ones, never written by the recorder, are decoded in chunks). */
-#define DECODE_AHEAD 8
+#define DECODE_AHEAD 6
 #define DECODE_AHEAD_BYTES (16u << 20)
 #define DECODE_MAX_RAW (1u << 20)
-#define POOL 8
+#define POOL (DECODE_AHEAD + 4)
 
 struct stack_def {
 	uint64_t first; /* index into frames */
@@ -1195,7 +1195,7 @@ static void *decoder_main(void *arg)
 			continue;
 		}
 		z->out = out;
-		z->state = JOB_READY;
+		__atomic_store_n(&z->state, JOB_READY, __ATOMIC_RELEASE); /* take_job spins on it */
 		p->ahead_bytes += out.n * sizeof(*out.ev);
 		pthread_cond_broadcast(&p->ready);
 	}
@@ -1205,6 +1205,13 @@ static void *decoder_main(void *arg)
 	free(d);
 	ZSTD_freeDCtx(dctx);
 	return NULL;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
 }
 
 /* How long the merge waits for the decode thread to finish the block it needs, before it decodes
@@ -1224,6 +1231,14 @@ static struct job *take_job(struct tprof_reader_priv *p, const struct block_ref 
 	z->next = 0;
 	if (next)
 		p->jobs[next->job].next = 1;
+	if (z->state == JOB_BUSY) {
+		/* the decode thread is usually about to finish: spin a little before sleeping, which
+		 * costs a wake-up (tens of microseconds on a virtual machine) */
+		pthread_mutex_unlock(&p->lock);
+		for (int k = 0; k < 4000 && __atomic_load_n(&z->state, __ATOMIC_ACQUIRE) == JOB_BUSY; k++)
+			cpu_relax();
+		pthread_mutex_lock(&p->lock);
+	}
 	if (z->state == JOB_BUSY) {
 		struct timespec until;
 		clock_gettime(CLOCK_MONOTONIC, &until);

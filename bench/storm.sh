@@ -61,19 +61,28 @@ for threads in 1 2; do
 	echo "$line"
 done
 
+# Analysis: wall time (best of 5) of tprof report (its decode thread on, as by default, and off:
+# TPROF_DECODE_THREAD=0) and of heaptrack_print, and the CPU time (user + system) of each of those
+# best runs, since the decode thread works on a second CPU.
 echo
+cpu_ms() { awk '{printf "%d", ($1 + $2) * 1000}' "$1"; }
 for threads in 1 2; do
-	tr=999999 hr=999999
+	tr=999999 t1=999999 hr=999999 trc=0 t1c=0 hrc=0
 	for r in 1 2 3 4 5; do
-		x=$(ms_of "$B/tprof" report "t$threads.trace"); [ "$x" -lt "$tr" ] && tr=$x
+		x=$(ms_of /usr/bin/time -f '%U %S' -o cpu.txt "$B/tprof" report "t$threads.trace")
+		[ "$x" -lt "$tr" ] && tr=$x && trc=$(cpu_ms cpu.txt)
+		x=$(ms_of env TPROF_DECODE_THREAD=0 /usr/bin/time -f '%U %S' -o cpu.txt "$B/tprof" report "t$threads.trace")
+		[ "$x" -lt "$t1" ] && t1=$x && t1c=$(cpu_ms cpu.txt)
 		if [ $have_heaptrack = 1 ]; then
-			x=$(ms_of heaptrack_print "$(ls "h$threads".* | head -1)"); [ "$x" -lt "$hr" ] && hr=$x
+			x=$(ms_of /usr/bin/time -f '%U %S' -o cpu.txt heaptrack_print "$(ls "h$threads".* | head -1)")
+			[ "$x" -lt "$hr" ] && hr=$x && hrc=$(cpu_ms cpu.txt)
 		fi
 	done
+	line="analysis, $threads thread(s): tprof report $tr ms (cpu $trc ms; one thread: $t1 ms, cpu $t1c ms)"
 	if [ $have_heaptrack = 1 ]; then
-		echo "analysis, $threads thread(s): tprof report $tr ms, heaptrack_print $hr ms: tprof $(awk -v a="$tr" -v b="$hr" 'BEGIN{printf "%.1f", b/(a>0?a:1)}')x faster"
+		echo "$line, heaptrack_print $hr ms (cpu $hrc ms): tprof $(awk -v a="$tr" -v b="$hr" 'BEGIN{printf "%.1f", b/(a>0?a:1)}')x faster ($(awk -v a="$t1" -v b="$hr" 'BEGIN{printf "%.1f", b/(a>0?a:1)}')x on one thread)"
 	else
-		echo "analysis, $threads thread(s): tprof report $tr ms"
+		echo "$line"
 	fi
 done
 
