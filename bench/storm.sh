@@ -61,14 +61,14 @@ for threads in 1 2; do
 	echo "$line"
 done
 
-# Analysis: wall time (best of 5) of tprof report (its decode thread on, as by default, and off:
+# Analysis: wall time (best of 9) of tprof report (its decode thread on, as by default, and off:
 # TPROF_DECODE_THREAD=0) and of heaptrack_print, and the CPU time (user + system) of each of those
 # best runs, since the decode thread works on a second CPU.
 echo
 cpu_ms() { awk '{printf "%d", ($1 + $2) * 1000}' "$1"; }
 for threads in 1 2; do
 	tr=999999 t1=999999 hr=999999 trc=0 t1c=0 hrc=0
-	for r in 1 2 3 4 5; do
+	for r in $(seq 9); do
 		x=$(ms_of /usr/bin/time -f '%U %S' -o cpu.txt "$B/tprof" report "t$threads.trace")
 		[ "$x" -lt "$tr" ] && tr=$x && trc=$(cpu_ms cpu.txt)
 		x=$(ms_of env TPROF_DECODE_THREAD=0 /usr/bin/time -f '%U %S' -o cpu.txt "$B/tprof" report "t$threads.trace")

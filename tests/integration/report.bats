@@ -101,6 +101,10 @@ load helpers
 		TPROF_DECODE_THREAD=0 "$B/tprof" $cmd --json t.trace >one.json
 		"$B/tprof" $cmd --json t.trace >two.json
 		cmp one.json two.json
+		# both threads on one CPU: the merge waits for, and gives up on, blocks the decode
+		# thread is on
+		taskset -c 0 "$B/tprof" $cmd --json t.trace >three.json
+		cmp one.json three.json
 	done
 	size=$(stat -c %s t.trace)
 	head -c $((size * 2 / 3)) t.trace >cut.trace
