@@ -115,7 +115,7 @@ void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_ch
 static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t n)
 {
 	uint64_t live = s->live_bytes, blocks = s->live_blocks, peak = s->peak_bytes;
-	uint64_t nalloc = 0, nfree = 0, bytes = 0, nmalloc = 0;
+	uint64_t nmalloc = 0, nfree = 0, bytes = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct tprof_event *e = &ev[i];
 		if (e->paired && e->kind == TPROF_EV_FREE) {
@@ -126,7 +126,6 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 		}
 		if (e->paired && e->kind == TPROF_EV_MALLOC) {
 			nmalloc++;
-			nalloc++;
 			bytes += e->size;
 			live += e->size;
 			blocks++;
@@ -152,7 +151,7 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 	s->live_blocks = blocks;
 	s->peak_bytes = peak;
 	s->events += n;
-	s->allocations += nalloc;
+	s->allocations += nmalloc;
 	s->bytes_allocated += bytes;
 	s->frees += nfree;
 	s->calls[TPROF_EV_FREE] += nfree;

@@ -92,7 +92,8 @@ struct job {
 };
 
 /* How far the decode thread may run ahead of the merge: a few blocks, and a few MiB of events; and
- * the largest block it takes (larger ones, never written by the recorder, are decoded in chunks). */
+ * the largest block it takes (the recorder's default rings give blocks of about 60 KiB; larger ones,
+ * from larger rings, the merge decodes in chunks, so that what is held ahead stays bounded). */
 #define DECODE_AHEAD 6
 #define DECODE_AHEAD_BYTES (16u << 20)
 #define DECODE_MAX_RAW (1u << 20)
@@ -1043,8 +1044,7 @@ static void fill_ticks(struct tprof_event *ev, size_t from, size_t to, uint64_t 
  * block), and on to the end of a run of unmeasured records, which get their interpolated ticks
  * when the measured record that ends the run arrives (runs end inside their block). Each record
  * becomes an event with its canonical stack id, a realloc two. On a corrupt record out->status is
- * -1 with the message in out->err,
- * and out->n counts the complete events before it. */
+ * -1 with the message in out->err, and out->n counts the complete events before it. */
 static void decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit)
 {
 	const struct tprof_reader_priv *p = t->priv;
@@ -1147,6 +1147,16 @@ static void drop_consumed(struct tprof_reader_priv *p)
 	}
 }
 
+/* Keeps an event buffer for the next job (fresh memory costs page faults), or frees it when the
+ * pool is full. Under lock. */
+static void pool_put(struct tprof_reader_priv *p, struct decoded d)
+{
+	if (p->npool < POOL && d.ev)
+		p->pool[p->npool++] = d;
+	else
+		free(d.ev);
+}
+
 /* The decode thread: decodes whole blocks in file order, at most DECODE_AHEAD blocks and
  * DECODE_AHEAD_BYTES of events ahead of the merge. It leaves each thread's next block to the merge,
  * which is about to need it: the merge decodes that one itself when it comes to it first, and
@@ -1188,10 +1198,7 @@ static void *decoder_main(void *arg)
 		d->blk = NULL;
 		pthread_mutex_lock(&p->lock);
 		if (z->state == JOB_TAKEN) { /* the merge stopped waiting and decoded it itself */
-			if (p->npool < POOL)
-				p->pool[p->npool++] = out;
-			else
-				free(out.ev);
+			pool_put(p, out);
 			continue;
 		}
 		z->out = out;
@@ -1264,11 +1271,7 @@ static struct job *take_job(struct tprof_reader_priv *p, const struct block_ref 
 static void release_job(struct tprof_reader_priv *p, struct job *z)
 {
 	pthread_mutex_lock(&p->lock);
-	if (p->npool < POOL && z->out.ev) {
-		p->pool[p->npool++] = z->out;
-	} else {
-		free(z->out.ev);
-	}
+	pool_put(p, z->out);
 	z->out.ev = NULL;
 	pthread_mutex_unlock(&p->lock);
 }
