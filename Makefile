@@ -37,6 +37,9 @@ PRELOAD_SRC  := $(wildcard preload/*.c)
 PRELOAD_OBJ  := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
 ANALYZER_SRC := $(wildcard analyzer/*.c)
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
+# The recorder: tprof-recorder (started by libtprof.so), and tprof record, which serves itself.
+RECORDER_SRC := recorder/server.c recorder/writer.c
+RECORDER_OBJ := $(RECORDER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC     := $(wildcard tests/unit/test_*.c)
 TEST_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROG_SRC     := $(wildcard tests/progs/*.c)
@@ -44,23 +47,30 @@ PROG_BINS    := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%) \
                 $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(wildcard tests/progs/*.cpp))
 BENCH_SRC    := $(wildcard bench/*.c)
 BENCH_BINS   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h)
+HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h recorder/*.h)
 
 .PHONY: all test bench demo deps clean
-all: $(BUILD)/libtprof.so $(BUILD)/tprof $(PROG_BINS) $(BENCH_BINS) $(TEST_BINS)
+all: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof $(PROG_BINS) $(BENCH_BINS) $(TEST_BINS)
 
 $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
 
 $(BUILD)/libtprof.so: $(PRELOAD_OBJ)
-	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -lunwind -lzstd -ldl -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -lunwind -ldl -lpthread
+
+$(BUILD)/obj/recorder/%.o: recorder/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ipreload -c $< -o $@
+
+$(BUILD)/tprof-recorder: $(BUILD)/obj/recorder/main.o $(RECORDER_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ -lzstd $(LDLIBS)
 
 $(BUILD)/obj/analyzer/%.o: analyzer/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tprof: $(ANALYZER_OBJ)
+$(BUILD)/tprof: $(ANALYZER_OBJ) $(RECORDER_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(ANALYZER_LIBS) $(LDLIBS)
 
 # Unit tests include the sources they test (to reach static functions), so they depend on all of them.

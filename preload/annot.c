@@ -1,19 +1,15 @@
 /* The annotation entry point behind include/tprof.h (tprof_annotate) and the table of interned
  * annotation names. Names are copied into a fixed open-addressing table (no allocation, no lock: a
  * slot is claimed with one compare-and-swap and published when its bytes are in place), so a program
- * may pass a name that lives on its stack. The writer defines each name in a NAMES block before the
- * first record that uses it. */
+ * may pass a name that lives on its stack. The table is in the shared memory; the recorder defines
+ * each name in a NAMES block before the first record that uses it. */
 #include <errno.h>
 #include <string.h>
 
 #include "preload.h"
 
 enum { SLOT_EMPTY = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
-static struct {
-	_Atomic int state;
-	uint8_t len;
-	char name[TPROF_NAME_MAX + 1];
-} names[TPROF_NAME_IDS];
+#define names (tprof_shm->names) /* shared: the recorder reads them back (shm.h) */
 
 static uint32_t hash_name(const char *s, size_t n)
 {
@@ -25,7 +21,7 @@ static uint32_t hash_name(const char *s, size_t n)
 
 uint32_t tprof_name_intern(const char *name)
 {
-	if (!name)
+	if (!name || !tprof_shm)
 		return 0;
 	size_t n = strnlen(name, TPROF_NAME_MAX);
 	uint32_t h = hash_name(name, n);
@@ -53,15 +49,6 @@ uint32_t tprof_name_intern(const char *name)
 	return 0; /* the table is full: recorded without a name */
 }
 
-int tprof_name_get(uint32_t id, char *buf)
-{
-	if (id == 0 || id >= TPROF_NAME_IDS ||
-	    atomic_load_explicit(&names[id].state, memory_order_acquire) != SLOT_READY)
-		return -1;
-	memcpy(buf, names[id].name, names[id].len);
-	return names[id].len;
-}
-
 /* The one exported annotation call (include/tprof.h wraps it): kind is enum tprof_annot_kind. */
 TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value);
 TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value)
@@ -79,7 +66,7 @@ TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value)
 		struct tprof_ring *r = t->ring;
 		if (tprof_ring_reserve(r, 1) || (tprof_ring_full(t, 1), tprof_ring_reserve(r, 1))) {
 			struct tprof_ev *e = tprof_ring_slot(r, 0);
-			e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), id,
+			e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), id,
 						    TPROF_RING_ANNOT);
 			e->tick = tprof_now();
 			e->size = (uint64_t)kind;

@@ -1,6 +1,9 @@
 /* The recording core of libtprof.so: bootstrap (resolving the real allocator while dlsym itself
- * allocates), configuration, the clock, per-thread slots and rings, and the process lifecycle (start
- * of the writer, fork, exit, fatal signals). The hooks in hooks.c stay thin and call in here. */
+ * allocates), configuration, the clock, per-thread slots and rings in the shared memory, and the
+ * process lifecycle: registration with a recorder at start and in every fork child, how the process
+ * ends (noted in the shared memory; the recorder drains the rings after the process is gone, so
+ * nothing is flushed here), and valgrind's __libc_freeres after every other destructor. No thread,
+ * signal handler or descriptor of tprof stays in the process. The hooks in hooks.c call in here. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,11 +32,9 @@ struct tprof_config tprof_cfg = {
 };
 _Atomic int tprof_ready;
 _Atomic int tprof_recording;
-_Alignas(64) _Atomic uint64_t tprof_seq = 1;
-_Alignas(64) _Atomic uint64_t tprof_lost_global;
-struct tprof_thread tprof_threads[TPROF_MAX_THREADS];
-_Atomic uint32_t tprof_threads_hwm;
 int tprof_clock_is_tsc;
+/* The process-private side of each shared slot: its ring's address here. */
+static struct tprof_thread threads[TPROF_SHM_THREADS];
 
 static _Atomic int init_state; /* 0 not started, 1 resolving, 2 done */
 
@@ -133,6 +134,8 @@ static int tsc_is_invariant(void)
 
 /* ---- init ---- */
 
+static void start_recording(void);
+
 #define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))dlsym(RTLD_NEXT, name)
 
 void tprof_init(void)
@@ -153,6 +156,13 @@ void tprof_init(void)
 	RESOLVE(pvalloc, "pvalloc");
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
+	RESOLVE(quick_exit, "quick_exit");
+	RESOLVE(dlopen, "dlopen");
+	RESOLVE(dlmopen, "dlmopen");
+	RESOLVE(pipe2, "pipe2");
+	RESOLVE(read, "read");
+	RESOLVE(write, "write");
+	RESOLVE(syscall, "syscall");
 	RESOLVE(execve, "execve");
 	RESOLVE(execv, "execv");
 	RESOLVE(execvp, "execvp");
@@ -169,13 +179,9 @@ void tprof_init(void)
 	if (tprof_cfg.clock == TPROF_CLOCK_TSC && !tsc_is_invariant())
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
 	tprof_clock_is_tsc = tprof_cfg.clock == TPROF_CLOCK_TSC;
-	tprof_tls.guard++;
-	if (tprof_stacks_init(tprof_cfg.depth) != 0)
-		tprof_cfg.depth = 0;
-	tprof_tls.guard--;
-	atomic_store(&tprof_recording, 1);
 	atomic_store(&init_state, 2);
 	atomic_store_explicit(&tprof_ready, 1, memory_order_release);
+	start_recording();
 	errno = saved;
 }
 
@@ -192,13 +198,13 @@ static _Atomic int exit_key_ok;
 static void on_thread_exit(void *arg)
 {
 	struct tprof_thread *t = arg;
-	if (t != tprof_tls.thread)
+	if (t != tprof_tls.thread || !t->slot)
 		return;
 	int saved = errno;
 	char name[16] = {0}; /* PR_GET_NAME: at most 16 bytes, the terminating NUL included */
 	if (prctl(PR_GET_NAME, name) == 0) {
-		memcpy(t->exit_name, name, sizeof(name));
-		atomic_store_explicit(&t->exit_named, 1, memory_order_release);
+		memcpy(t->slot->exit_name, name, sizeof(name));
+		atomic_store_explicit(&t->slot->exit_named, 1, memory_order_release);
 	}
 	errno = saved;
 }
@@ -213,48 +219,52 @@ static void watch_thread_exit(struct tprof_thread *t)
 
 struct tprof_thread *tprof_thread_attach(void)
 {
+	struct tprof_shm *shm = tprof_shm;
+	if (!shm || !atomic_load_explicit(&tprof_recording, memory_order_acquire))
+		return NULL;
 	int saved = errno;
 	tprof_tls.guard++;
 	struct tprof_thread *t = NULL;
-	for (uint32_t i = 0; i < TPROF_MAX_THREADS; i++) {
+	uint32_t i = 0;
+	for (; i < TPROF_SHM_THREADS; i++) {
 		int expected = TPROF_SLOT_FREE;
-		if (atomic_load_explicit(&tprof_threads[i].state, memory_order_relaxed) != TPROF_SLOT_FREE)
+		if (atomic_load_explicit(&shm->threads[i].state, memory_order_relaxed) != TPROF_SLOT_FREE)
 			continue;
-		if (!atomic_compare_exchange_strong(&tprof_threads[i].state, &expected, -1))
-			continue; /* -1: being set up, the writer skips it */
-		t = &tprof_threads[i];
-		uint32_t hwm = atomic_load(&tprof_threads_hwm);
-		while (hwm < i + 1 && !atomic_compare_exchange_weak(&tprof_threads_hwm, &hwm, i + 1))
+		if (!atomic_compare_exchange_strong(&shm->threads[i].state, &expected, TPROF_SLOT_SETUP))
+			continue; /* the recorder skips a slot being set up */
+		t = &threads[i];
+		uint32_t hwm = atomic_load(&shm->threads_hwm);
+		while (hwm < i + 1 && !atomic_compare_exchange_weak(&shm->threads_hwm, &hwm, i + 1))
 			;
 		break;
 	}
 	if (!t) {
-		atomic_fetch_add(&tprof_lost_global, 1);
+		atomic_fetch_add(&shm->lost_global, 1);
 		tprof_tls.guard--;
 		errno = saved;
 		return NULL;
 	}
-	if (!t->ring || t->ring->mask + 1 != tprof_cfg.ring_entries) {
-		if (t->ring)
-			munmap(t->ring, tprof_ring_bytes(t->ring->mask + 1));
-		void *m = mmap(NULL, tprof_ring_bytes(tprof_cfg.ring_entries), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED) {
-			t->ring = NULL;
-			atomic_store(&t->state, TPROF_SLOT_FREE);
-			atomic_fetch_add(&tprof_lost_global, 1);
+	struct tprof_shm_thread *slot = &shm->threads[i];
+	t->slot = slot;
+	if (!t->ring || slot->ring_entries != tprof_cfg.ring_entries) {
+		uint64_t off;
+		struct tprof_ring *r = tprof_shm_alloc(tprof_ring_bytes(tprof_cfg.ring_entries), &off);
+		if (!r) {
+			atomic_store(&slot->state, TPROF_SLOT_FREE);
+			atomic_fetch_add(&shm->lost_global, 1);
 			tprof_tls.guard--;
 			errno = saved;
 			return NULL;
 		}
-		t->ring = m;
-		tprof_ring_init(t->ring, tprof_cfg.ring_entries);
+		tprof_ring_init(r, tprof_cfg.ring_entries);
+		t->ring = r;
+		slot->ring_off = off;
+		slot->ring_entries = tprof_cfg.ring_entries;
 	}
-	t->tid = tprof_gettid();
-	t->announced = 0;
-	t->next_check_ns = 0;
-	atomic_store_explicit(&t->exit_named, 0, memory_order_relaxed);
-	atomic_store_explicit(&t->state, TPROF_SLOT_ACTIVE, memory_order_release);
+	slot->tid = tprof_gettid();
+	atomic_store_explicit(&slot->inflight, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->exit_named, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->state, TPROF_SLOT_ACTIVE, memory_order_release);
 	tprof_tls.thread = t;
 	watch_thread_exit(t);
 	tprof_tls.guard--;
@@ -262,18 +272,18 @@ struct tprof_thread *tprof_thread_attach(void)
 	return t;
 }
 
-/* The ring is full. Lossless: wake the writer and sleep on the ring's tail until there is room,
- * unless no writer runs (before start, after the final flush), when waiting would never end. On
- * the writer's own thread, once it runs the program's exit, the rings are drained right here. */
+/* The ring is full. Lossless: wake the recorder and sleep on the ring's tail until there is room.
+ * A recorder that stopped beating for 2 s is taken for gone (killed): from then on events are
+ * dropped and counted, so that the program never hangs on it. */
 void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 {
 	struct tprof_ring *r = t->ring;
+	struct tprof_shm *shm = tprof_shm;
 	int saved = errno;
+	uint32_t beat = atomic_load(&shm->heartbeat);
+	int still = 0;
 	while (!tprof_ring_reserve(r, n)) {
-		if (tprof_writer_drain_here() == 0 && tprof_ring_reserve(r, n))
-			break;
-		if (tprof_cfg.lossy || !atomic_load(&tprof_writer_running) ||
-		    !atomic_load(&tprof_recording)) {
+		if (tprof_cfg.lossy || atomic_load_explicit(&shm->recorder_gone, memory_order_relaxed)) {
 			atomic_fetch_add_explicit(&r->lost, n, memory_order_relaxed);
 			break;
 		}
@@ -281,134 +291,132 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 		atomic_store(&r->waiting, 1);
 		tprof_writer_kick();
 		if (!tprof_ring_reserve(r, n))
-			tprof_futex_wait(&r->tail, tail, 1000000);
+			tprof_futex_wait(&r->tail, tail, 10000000);
+		uint32_t b = atomic_load(&shm->heartbeat);
+		if (b != beat) {
+			beat = b;
+			still = 0;
+		} else if (++still >= 200) {
+			atomic_store(&shm->recorder_gone, 1);
+		}
 	}
+	errno = saved;
+}
+
+void tprof_writer_kick(void)
+{
+	int saved = errno;
+	atomic_fetch_add(&tprof_shm->kick, 1);
+	tprof_futex_wake(&tprof_shm->kick);
 	errno = saved;
 }
 
 /* ---- lifecycle ---- */
 
-static const int fatal_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGTRAP, SIGABRT,
-				    SIGBUS,  SIGFPE,  SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE,
-				    SIGALRM, SIGTERM, SIGXCPU, SIGXFSZ, SIGSYS};
-
-/* Installed only where the disposition was the default (death): flush, then die the same way. */
-static void on_fatal_signal(int sig)
+void tprof_note_end(int reason, int value)
 {
-	int saved = errno;
-	tprof_finish(TPROF_END_SIGNAL, sig);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigaction(sig, &sa, NULL);
-	errno = saved;
-	raise(sig); /* delivered when the handler returns (the signal is blocked inside it) */
+	struct tprof_shm *shm = tprof_shm;
+	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
+		return; /* a vfork child: the memory is its parent's */
+	atomic_store(&shm->end_value, value);
+	atomic_store(&shm->end_reason, reason);
 }
 
-static void install_signal_handlers(void)
+void tprof_note_exec(int pending)
 {
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
-		struct sigaction old, sa;
-		if (sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
-		    (old.sa_flags & SA_SIGINFO))
-			continue;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_fatal_signal;
-		sigemptyset(&sa.sa_mask);
-		sa.sa_flags = SA_RESTART;
-		sigaction(fatal_signals[i], &sa, NULL);
-	}
+	struct tprof_shm *shm = tprof_shm;
+	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
+		return;
+	atomic_store(&shm->exec_pending, (uint32_t)pending);
+}
+
+/* exit() and a return from main: the status, after the program's own exit handlers (this one was
+ * registered first, so it runs last). Library destructors run after it and are recorded. */
+static void on_exit_status(int status, void *arg)
+{
+	(void)arg;
+	tprof_note_end(TPROF_END_EXIT, status);
+}
+
+/* valgrind runs __libc_freeres at exit; doing the same makes "in use at exit" comparable. It must
+ * run after every destructor (they may still use what it frees), so tprof's destructor, which runs
+ * among them, registers it as an exit handler: glibc runs handlers registered while it runs the
+ * destructors right after them. Only safe while no other thread can use the C library. */
+static void run_freeres(void)
+{
+	char leader;
+	if (!tprof_cfg.freeres || !tprof_shm || tprof_proc_threads(&leader) != 1)
+		return;
+	tprof_tls.guard++;
+	void (*cxx_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
+	void (*libc_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
+	tprof_tls.guard--;
+	if (cxx_freeres)
+		cxx_freeres();
+	if (libc_freeres)
+		libc_freeres();
 }
 
 static void after_fork_child(void)
 {
-	/* Only this thread survives. Events still in rings belong to the parent's trace, which the
-	 * parent's writer writes; the child starts a trace of its own. */
-	struct tprof_thread *self = tprof_tls.thread;
-	uint32_t hwm = atomic_load(&tprof_threads_hwm);
-	for (uint32_t i = 0; i < hwm; i++) {
-		struct tprof_thread *t = &tprof_threads[i];
-		if (t->ring) {
-			uint32_t h = atomic_load(&t->ring->head);
-			atomic_store(&t->ring->tail, h);
-			t->ring->cached_tail = h;
-			atomic_store(&t->ring->lost, 0);
-			atomic_store(&t->ring->waiting, 0);
-		}
-		t->lost_reported = 0;
-		t->announced = 0;
-		t->last_seq = t->last_tick = 0;
-		if (t != self)
-			atomic_store(&t->state, TPROF_SLOT_FREE);
-	}
-	if (self)
-		self->tid = tprof_tls.thread->tid = tprof_gettid();
-	atomic_store(&tprof_lost_global, 0);
-	if (!atomic_load(&tprof_recording))
-		return; /* the parent had already finished */
+	/* Only this thread survives, in memory that is still the parent's: the child gets shared
+	 * memory of its own, registers, and starts with fresh slots and stacks. */
+	atomic_store(&tprof_recording, 0);
+	tprof_tls.thread = NULL;
+	if (!tprof_shm)
+		return; /* the parent was not recording */
 	tprof_tls.guard++;
-	tprof_writer_after_fork_child();
+	memset(threads, 0, sizeof(threads));
+	if (tprof_region_start(1) == 0) {
+		tprof_stacks_reset();
+		atomic_store(&tprof_recording, 1);
+	}
 	tprof_tls.guard--;
 }
 
-/* Constructors of other libraries may have allocated already (and triggered tprof_init); the
- * writer thread is started here, where creating a thread is safe. */
+/* Registers with a recorder at the first heap call, which may come from another library's
+ * constructor before ours runs: valgrind counts those calls too. */
+static void start_recording(void)
+{
+	tprof_tls.guard++;
+	if (tprof_region_start(0) == 0) {
+		if (tprof_stacks_init(tprof_cfg.depth) != 0)
+			tprof_cfg.depth = 0;
+		if (pthread_key_create(&exit_key, on_thread_exit) == 0)
+			atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
+		pthread_atfork(NULL, NULL, after_fork_child);
+		on_exit(on_exit_status, NULL);
+		atomic_store_explicit(&tprof_recording, 1, memory_order_release);
+	}
+	tprof_tls.guard--;
+}
+
 __attribute__((constructor)) static void tprof_constructor(void)
 {
-	tprof_init();
-	if (!atomic_load(&tprof_recording))
-		return;
-	tprof_tls.guard++;
-	if (pthread_key_create(&exit_key, on_thread_exit) == 0) {
-		atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
-		if (tprof_tls.thread) /* this thread recorded before the constructor ran */
-			watch_thread_exit(tprof_tls.thread);
-	}
-	pthread_atfork(NULL, NULL, after_fork_child);
-	if (tprof_writer_start() != 0)
-		atomic_store(&tprof_recording, 0);
-	else
-		install_signal_handlers();
-	tprof_tls.guard--;
+	tprof_init(); /* for a program that reaches main without a heap call */
 }
 
-/* Runs after every other library's destructor (we were initialized before them). valgrind runs
- * __libc_freeres at exit; doing the same makes "in use at exit" comparable. It is only safe while
- * no other application thread can still use the C library, so it is skipped otherwise. */
 __attribute__((destructor)) static void tprof_destructor(void)
 {
-	if (!atomic_load(&tprof_recording))
-		return;
-	if (tprof_cfg.freeres && tprof_proc_threads(NULL) == 2) { /* this thread and the writer */
-		tprof_tls.guard++;
-		void (*cxx_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
-		void (*libc_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
-		tprof_tls.guard--;
-		if (cxx_freeres)
-			cxx_freeres();
-		if (libc_freeres)
-			libc_freeres();
+	if (tprof_shm && tprof_cfg.freeres)
+		atexit(run_freeres);
+}
+
+/* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
+int tprof_proc_threads(char *leader_state)
+{
+	char buf[1024];
+	if (tprof_proc_read("/proc/self/stat", buf, sizeof(buf)) <= 0)
+		return -1;
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	if (!p || p[1] != ' ' || !p[2])
+		return -1;
+	if (leader_state)
+		*leader_state = p[2];
+	int field = 0;
+	for (p++; *p; p++) {
+		if (*p == ' ' && ++field == 18)
+			return atoi(p + 1);
 	}
-	tprof_finish(TPROF_END_EXIT, 0);
-}
-
-/* Final flush from exit, _exit or a fatal signal: whichever comes first wins. */
-void tprof_finish(int reason, int value)
-{
-	static _Atomic int finishing;
-	int expected = 0;
-	if (!atomic_compare_exchange_strong(&finishing, &expected, 1))
-		return;
-	tprof_tls.guard++;
-	tprof_writer_flush(reason, value, 1, 5L * 1000000000L);
-	tprof_tls.guard--;
-}
-
-void tprof_flush_for_exec(void)
-{
-	if (!atomic_load(&tprof_recording))
-		return;
-	tprof_tls.guard++;
-	tprof_writer_flush(TPROF_END_EXEC, 0, 0, 5L * 1000000000L);
-	tprof_tls.guard--;
+	return -1;
 }

@@ -1,7 +1,10 @@
 /* The functions libtprof.so exports and the traced program calls instead of the C library's: the
- * malloc family, _exit/_Exit and the exec family. Each hook is thin: forward to the real function,
- * record one event through preload.h, keep errno as the real function left it. A per-thread guard
- * passes nested calls (from the C library, from tprof itself) straight through. */
+ * malloc family, the ways out (_exit, _Exit, quick_exit; exit is seen through on_exit), the exec
+ * family, dlopen/dlclose (the module table), and pipe2, read, write and syscall, which answer libunwind's
+ * memory validation without a pipe and pass every other call through. Each heap hook is thin:
+ * forward to the real function, record one event through preload.h, leave errno as the real
+ * function left it. A per-thread guard passes nested calls (from the C library, from tprof itself)
+ * straight through. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -25,11 +28,30 @@ static inline int ready(void)
 	return atomic_load_explicit(&tprof_ready, memory_order_acquire);
 }
 
-/* errno: recording makes no system call on its fast path, and every slow path (thread attach, a
- * full ring, waking the writer) saves and restores errno itself, so what the caller sees is what
- * the real function left. */
-#define ENTER() tprof_tls.guard = 1
-#define LEAVE() tprof_tls.guard = 0
+/* A heap hook marks its thread as inside a heap call for its whole length (the recorder reads the
+ * mark when the process is gone: a call it interrupted may be missing from the trace). The thread
+ * gets its slot before the real call, so the mark covers it. errno: stack capture may set it
+ * (libunwind reads memory through system calls), so each hook puts back what the real call left. */
+static inline struct tprof_thread *enter(void)
+{
+	tprof_tls.guard = 1;
+	struct tprof_thread *t = tprof_tls.thread;
+	if (unlikely(!t))
+		t = tprof_thread_attach();
+	if (likely(t != NULL))
+		atomic_store_explicit(&t->slot->inflight, 1, memory_order_relaxed);
+	return t;
+}
+
+static inline void leave(struct tprof_thread *t)
+{
+	if (likely(t != NULL))
+		atomic_store_explicit(&t->slot->inflight, 0, memory_order_release);
+	tprof_tls.guard = 0;
+}
+
+#define ENTER() struct tprof_thread *self_ = enter()
+#define LEAVE() leave(self_)
 
 TPROF_EXPORT void *malloc(size_t size)
 {
@@ -39,8 +61,10 @@ TPROF_EXPORT void *malloc(size_t size)
 		return tprof_real.malloc(size);
 	ENTER();
 	void *p = tprof_real.malloc(size);
+	int e = errno;
 	tprof_record(TPROF_EV_MALLOC, size, p, 1);
 	LEAVE();
+	errno = e;
 	return p;
 }
 
@@ -70,8 +94,10 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 		return tprof_real.calloc(nmemb, size);
 	ENTER();
 	void *p = tprof_real.calloc(nmemb, size);
+	int e = errno;
 	tprof_record(TPROF_EV_CALLOC, overflow ? 0 : bytes, p, 1);
 	LEAVE();
+	errno = e;
 	return p;
 }
 
@@ -102,14 +128,18 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 		return ptr ? NULL : tprof_boot_alloc(size, 16);
 	if (tprof_tls.guard)
 		return call_realloc(kind, ptr, size, nmemb, elem);
+	if (kind == TPROF_EV_REALLOCARRAY && size == 0 && nmemb && elem)
+		return call_realloc(kind, ptr, size, nmemb, elem); /* overflows: fails, changes nothing */
 	ENTER();
 	int rec = atomic_load_explicit(&tprof_recording, memory_order_relaxed);
 	uint64_t seq = 0, tick = 0;
 	uint32_t stack = 0;
 	if (rec) {
+		int e = errno;
 		stack = tprof_cfg.depth ? tprof_stack_capture() : 0;
-		seq = atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst);
+		seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
 		tick = tprof_now();
+		errno = e;
 	}
 	void *p = call_realloc(kind, ptr, size, nmemb, elem);
 	if (rec)
@@ -144,8 +174,10 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 		return tprof_real.posix_memalign(memptr, alignment, size);
 	ENTER();
 	int rc = tprof_real.posix_memalign(memptr, alignment, size);
+	int e = errno;
 	tprof_record(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL, 1);
 	LEAVE();
+	errno = e;
 	return rc;
 }
 
@@ -158,8 +190,10 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 			return CALL_##name;                                                       \
 		ENTER();                                                                          \
 		void *p = CALL_##name;                                                            \
+		int e_ = errno;                                                                   \
 		tprof_record(kind, size, p, 1);                                                   \
 		LEAVE();                                                                          \
+		errno = e_;                                                                       \
 		return p;                                                                         \
 	}
 
@@ -172,26 +206,51 @@ ALIGNED_HOOK(memalign, TPROF_EV_MEMALIGN, alignment, size_t alignment, size_t si
 ALIGNED_HOOK(valloc, TPROF_EV_VALLOC, 4096, size_t size)
 ALIGNED_HOOK(pvalloc, TPROF_EV_PVALLOC, 4096, size_t size)
 
-/* ---- dlclose: code may be unmapped, and its addresses reused by the next dlopen ---- */
+/* ---- dlopen, dlclose: the module table follows what is loaded ---- */
 
+TPROF_EXPORT void *dlopen(const char *file, int mode)
+{
+	if (!ready() || !tprof_real.dlopen)
+		return NULL;
+	void *h = tprof_real.dlopen(file, mode);
+	if (h && atomic_load_explicit(&tprof_recording, memory_order_acquire))
+		tprof_modules_scan(0);
+	return h;
+}
+
+TPROF_EXPORT void *dlmopen(long lmid, const char *file, int mode)
+{
+	if (!ready() || !tprof_real.dlmopen)
+		return NULL;
+	void *h = tprof_real.dlmopen(lmid, file, mode);
+	if (h && atomic_load_explicit(&tprof_recording, memory_order_acquire))
+		tprof_modules_scan(0);
+	return h;
+}
+
+/* Code may be unmapped, and its addresses reused by the next dlopen: what was loaded is recorded
+ * while it is still mapped, and its end after. */
 TPROF_EXPORT int dlclose(void *handle)
 {
 	if (!ready() || !tprof_real.dlclose)
 		return -1;
-	tprof_modules_before_close(); /* the writer records the module while it is still mapped */
+	int rec = atomic_load_explicit(&tprof_recording, memory_order_acquire);
+	if (rec)
+		tprof_modules_scan(0);
 	int rc = tprof_real.dlclose(handle);
 	int saved = errno;
 	tprof_kernels_forget(); /* a kernel's library may be gone: look the real functions up again */
-	tprof_modules_closed(atomic_fetch_add(&tprof_seq, 1));
+	if (rec)
+		tprof_modules_scan(1);
 	errno = saved;
 	return rc;
 }
 
-/* ---- ways out of the process that skip library destructors ---- */
+/* ---- ways out that skip exit(): say how the process ends; the recorder does the rest ---- */
 
 TPROF_EXPORT void _exit(int status)
 {
-	tprof_finish(TPROF_END__EXIT, status);
+	tprof_note_end(TPROF_END__EXIT, status);
 	if (tprof_real.exit_)
 		tprof_real.exit_(status);
 	for (;;)
@@ -200,14 +259,23 @@ TPROF_EXPORT void _exit(int status)
 
 TPROF_EXPORT void _Exit(int status)
 {
-	tprof_finish(TPROF_END__EXIT, status);
+	tprof_note_end(TPROF_END__EXIT, status);
 	if (tprof_real.Exit_)
 		tprof_real.Exit_(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
 
-/* ---- exec: the image is replaced without destructors, so flush first; on failure go on ---- */
+TPROF_EXPORT void quick_exit(int status)
+{
+	tprof_note_end(TPROF_END_QUICK_EXIT, status);
+	if (tprof_real.quick_exit)
+		tprof_real.quick_exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+/* ---- exec: the recorder drains the old image after it; a failed exec goes on ---- */
 
 #define EXEC_HOOK(name, call, ...)                                                                \
 	TPROF_EXPORT int name(__VA_ARGS__)                                                        \
@@ -216,8 +284,12 @@ TPROF_EXPORT void _Exit(int status)
 			errno = ENOSYS;                                                           \
 			return -1;                                                                \
 		}                                                                                 \
-		tprof_flush_for_exec();                                                           \
-		return call;                                                                      \
+		tprof_note_exec(1);                                                               \
+		int rc_ = call;                                                                   \
+		int e_ = errno;                                                                   \
+		tprof_note_exec(0);                                                               \
+		errno = e_;                                                                       \
+		return rc_;                                                                       \
 	}
 
 EXEC_HOOK(execve, tprof_real.execve(path, argv, envp), const char *path, char *const argv[],
@@ -227,6 +299,77 @@ EXEC_HOOK(execvp, tprof_real.execvp(file, argv), const char *file, char *const a
 EXEC_HOOK(execvpe, tprof_real.execvpe(file, argv, envp), const char *file, char *const argv[],
 	  char *const envp[])
 EXEC_HOOK(fexecve, tprof_real.fexecve(fd, argv, envp), int fd, char *const argv[], char *const envp[])
+
+/* ---- libunwind's memory validation, without a descriptor ----
+ * libunwind checks an address by writing one byte from it into a pipe it opens at its first
+ * unwind. Its pipe2 gets two numbers no file has; its read of the first gets "nothing to read";
+ * its write of the second (through write(), or syscall() in newer versions) is answered by reading the byte with
+ * process_vm_readv, which fails the same way (EFAULT) for an address that cannot be read. */
+
+TPROF_EXPORT int pipe2(int fds[2], int flags)
+{
+	if (tprof_unwinder_owns(__builtin_return_address(0))) {
+		fds[0] = TPROF_FAKE_PIPE_R;
+		fds[1] = TPROF_FAKE_PIPE_W;
+		return 0;
+	}
+	if (tprof_real.pipe2)
+		return tprof_real.pipe2(fds, flags);
+	return (int)syscall(SYS_pipe2, fds, (long)flags);
+}
+
+TPROF_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	if (unlikely(fd == TPROF_FAKE_PIPE_R)) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (likely(tprof_real.read != NULL))
+		return tprof_real.read(fd, buf, n);
+	return (ssize_t)syscall(SYS_read, (long)fd, buf, n);
+}
+
+TPROF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (unlikely(fd == TPROF_FAKE_PIPE_W)) {
+		if (tprof_readable(buf))
+			return 1;
+		errno = EFAULT;
+		return -1;
+	}
+	if (likely(tprof_real.write != NULL))
+		return tprof_real.write(fd, buf, n);
+	return (ssize_t)syscall(SYS_write, (long)fd, buf, n);
+}
+
+TPROF_EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	if (unlikely(nr == SYS_write && (int)a1 == TPROF_FAKE_PIPE_W)) { /* an int, passed in a long */
+		if (tprof_readable((const void *)a2))
+			return 1;
+		errno = EFAULT;
+		return -1;
+	}
+	if (unlikely(!tprof_real.syscall)) {
+		long r;
+		register long r10 __asm__("r10") = a4, r8 __asm__("r8") = a5, r9 __asm__("r9") = a6;
+		__asm__ volatile("syscall"
+				 : "=a"(r)
+				 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+				 : "rcx", "r11", "memory");
+		if (r < 0 && r > -4096) {
+			errno = (int)-r;
+			return -1;
+		}
+		return r;
+	}
+	return tprof_real.syscall(nr, a1, a2, a3, a4, a5, a6);
+}
 
 /* The variadic forms gather their arguments on the stack (no allocation), as the C library does. */
 #define GATHER_ARGS(first, extra_after)                                                           \

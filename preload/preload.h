@@ -1,6 +1,7 @@
 /* Internal interface of libtprof.so: the state shared by the hooks (hooks.c), the recording core
- * (core.c) and the writer thread (writer.c). Data flows hook -> tprof_record_*() -> the calling
- * thread's ring -> writer thread -> trace file. Nothing here is exported from the library. */
+ * (core.c), the shared memory and its registration (region.c). Data flows hook -> tprof_record_*()
+ * -> the calling thread's ring in shared memory -> the recorder process -> trace file. Nothing here
+ * is exported from the library. */
 #ifndef TPROF_PRELOAD_H
 #define TPROF_PRELOAD_H
 
@@ -11,6 +12,7 @@
 #include <time.h>
 
 #include "ring.h"
+#include "shm.h"
 #include "stacks.h"
 #include "tprof_trace.h"
 
@@ -18,10 +20,9 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-#define TPROF_MAX_THREADS 4096 /* threads alive at once that can record; more count as lost */
 /* Reading the clock is the dearest part of recording an event (about 10 ns for rdtsc here). Every
- * event of a thread reads it until the thread has read it TPROF_STAMP_FIRST times in the writer's
- * current epoch (a pass of the writer, at most ~10 ms apart), then one event in TPROF_STAMP_EVERY:
+ * event of a thread reads it until the thread has read it TPROF_STAMP_FIRST times in the recorder's
+ * current epoch (a pass of the recorder, at most ~10 ms apart), then one event in TPROF_STAMP_EVERY:
  * a thread with few events has exact times, a busy one pays one clock read per 16 events; the
  * reader interpolates the others by sequence number (docs/FORMAT.md, Timestamps). */
 #define TPROF_STAMP_FIRST 64
@@ -41,40 +42,32 @@ struct tprof_real {
 	void *(*pvalloc)(size_t);
 	void (*exit_)(int) __attribute__((noreturn));  /* _exit */
 	void (*Exit_)(int) __attribute__((noreturn));  /* _Exit */
+	void (*quick_exit)(int) __attribute__((noreturn));
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execv)(const char *, char *const[]);
 	int (*execvp)(const char *, char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
+	void *(*dlopen)(const char *, int);
+	void *(*dlmopen)(long, const char *, int);
 	int (*dlclose)(void *);
+	int (*pipe2)(int[2], int);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	long (*syscall)(long, ...);
 };
 
-/* One recording thread. Slots are reused after the writer has seen the thread die. */
-enum { TPROF_SLOT_FREE = 0, TPROF_SLOT_ACTIVE = 1 };
+/* A thread's process-private view of its slot in the shared memory. */
 struct tprof_thread {
-	_Atomic int state;
-	pid_t tid;
-	struct tprof_ring *ring; /* mmap'd on first use, kept for reuse */
-	/* writer-private */
-	uint64_t last_seq, last_tick; /* last event written, for delta encoding across blocks */
-	uint64_t lost_reported;
-	uint32_t seen_head; /* ring head at the previous pass */
-	uint64_t moved_ns;  /* when a pass last found the head moved */
-	uint64_t last_write_ns; /* when its events were last written */
-	uint64_t next_check_ns;
-	char name[16]; /* the name its last THREAD block gave (a thread's name has at most 15 bytes) */
-	uint32_t name_len;
-	int announced;
-	/* set by the thread itself as it exits (core.c): its name then, which the kernel forgets with it */
-	char exit_name[16];
-	_Atomic int exit_named;
+	struct tprof_shm_thread *slot;
+	struct tprof_ring *ring; /* mapped on first use, kept for the slot's next thread */
 };
 
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
 struct tprof_tls {
 	int guard;                   /* nonzero: a hook is active on this thread, pass calls through */
 	uint32_t stamp_left;         /* events to go before the next one that reads the clock */
-	uint32_t epoch;              /* tprof_epoch when this thread last read the clock */
+	uint32_t epoch;              /* the recorder's epoch when this thread last read the clock */
 	uint32_t epoch_stamps;       /* clock reads in that epoch: the first TPROF_STAMP_FIRST all read it */
 	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
 };
@@ -98,11 +91,8 @@ struct tprof_config {
 extern struct tprof_real tprof_real;
 extern struct tprof_config tprof_cfg;
 extern _Atomic int tprof_ready;     /* real functions resolved */
-extern _Atomic int tprof_recording; /* hooks record events */
-extern _Atomic uint64_t tprof_seq;  /* global event order */
-extern _Atomic uint64_t tprof_lost_global; /* events lost without a ring (no slot free) */
-extern struct tprof_thread tprof_threads[TPROF_MAX_THREADS];
-extern _Atomic uint32_t tprof_threads_hwm; /* slots in use are below this index */
+extern _Atomic int tprof_recording; /* hooks record events (a recorder took this process) */
+extern struct tprof_shm *tprof_shm; /* the shared memory; NULL while not recording */
 
 /* core.c */
 void tprof_init(void);                 /* resolves the real functions; idempotent, thread-safe */
@@ -111,8 +101,20 @@ int tprof_boot_owns(const void *p);
 size_t tprof_boot_size(const void *p);
 struct tprof_thread *tprof_thread_attach(void);
 void tprof_ring_full(struct tprof_thread *t, uint32_t n); /* waits (lossless) or counts */
-void tprof_finish(int reason, int value); /* last flush: END block, stop recording */
-void tprof_flush_for_exec(void);
+/* Exit and exec hooks: say how this process ends, unless the caller is a vfork child (which shares
+ * the parent's memory and must never speak for it). */
+void tprof_note_end(int reason, int value);
+void tprof_note_exec(int pending);
+/* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
+int tprof_proc_threads(char *leader_state);
+
+/* region.c: the shared memory and the recorder */
+/* Creates this process's shared memory, registers with a recorder (starting one when none is
+ * reachable) and maps it; 0 on success. child: after fork, forget the parent's. */
+int tprof_region_start(int child);
+/* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;
+ * returns the pointer and its file offset, or NULL when the file or the address space is full. */
+void *tprof_shm_alloc(uint64_t len, uint64_t *off);
 
 static inline uint64_t tprof_now(void)
 {
@@ -124,30 +126,8 @@ static inline uint64_t tprof_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* writer.c */
-int tprof_writer_start(void);           /* opens the trace and starts the thread; 0 on success */
-void tprof_writer_kick(void);           /* wakes the writer if it sleeps */
-extern _Atomic uint32_t tprof_writer_sleeping;
-extern _Atomic uint32_t tprof_epoch; /* advanced by the writer on every pass */
-extern _Atomic int tprof_writer_running;
-/* Asks the writer to drain everything and write an END block; final also closes the trace and
- * ends the thread. Waits up to timeout_ns. Returns 0 when done. Async-signal-safe. On the writer's
- * thread once it runs the program's exit, does the work itself. */
-int tprof_writer_flush(int reason, int value, int final, long timeout_ns);
-void tprof_writer_after_fork_child(void);
-/* dlclose hook, before the real call: has the writer record newly loaded modules, so a library
- * opened and closed between two writer passes is still in the trace. Waits at most 100 ms. */
-void tprof_modules_before_close(void);
-extern char tprof_trace_path[4096];
-/* Reads a /proc file without allocating and without ever closing a descriptor the program reused;
- * returns the length read (buf NUL-terminated) or -1. Keeps errno. */
-ssize_t tprof_proc_read(const char *path, char *buf, size_t cap);
-/* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
-int tprof_proc_threads(char *leader_state);
-/* The writer thread, once it has found itself the last live thread, runs the program's exit in
- * glibc's stead (docs/ARCHITECTURE.md): there, its own events have no other consumer. On that
- * thread, drains every ring and returns 0; elsewhere (or when already draining) returns -1. */
-int tprof_writer_drain_here(void);
+/* Wakes the recorder if it sleeps (a futex in the shared memory: no descriptor). */
+void tprof_writer_kick(void);
 
 /* After publishing n events: wakes a sleeping writer each time the head crosses a quarter of the
  * ring, so a busy thread's ring is drained long before it fills. */
@@ -155,19 +135,10 @@ __attribute__((always_inline)) static inline void tprof_ring_kick(struct tprof_r
 {
 	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 	if (unlikely((h & (r->mask >> 2)) < n) &&
-	    atomic_load_explicit(&tprof_writer_sleeping, memory_order_relaxed))
+	    atomic_load_explicit(&tprof_shm->writer_sleeping, memory_order_relaxed))
 		tprof_writer_kick();
 }
 
-/* A ring entry's seq_kind word: the low 36 bits of the sequence number (the writer restores the
- * rest from the global counter: no event stays in a ring for 2^35 events), a 24-bit stack id and
- * the 4-bit kind. */
-#define TPROF_EV_SEQ_SHIFT 28
-#define TPROF_EV_SEQ_BITS 36
-static inline uint64_t tprof_ev_pack(uint64_t seq, uint32_t stack, unsigned kind)
-{
-	return seq << TPROF_EV_SEQ_SHIFT | (uint64_t)stack << 4 | kind;
-}
 
 /* Records one event on the calling thread (hooks.c calls these with the guard held); with_stack:
  * capture and intern the caller's stack (allocations), else none (free). */
@@ -187,8 +158,8 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 			return;
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
-	e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), stack, kind);
-	uint32_t ep = atomic_load_explicit(&tprof_epoch, memory_order_relaxed);
+	e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), stack, kind);
+	uint32_t ep = atomic_load_explicit(&tprof_shm->epoch, memory_order_relaxed);
 	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep) {
 		e->tick = tprof_now();
 		tprof_tls.epoch_stamps = tprof_tls.epoch != ep ? 1 : tprof_tls.epoch_stamps + 1;
@@ -224,7 +195,7 @@ __attribute__((always_inline)) static inline void tprof_record_realloc(unsigned 
 	e->tick = tick_before;
 	e->size = size;
 	e->ptr = (uint64_t)(uintptr_t)newp;
-	e2->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_seq, 1, memory_order_seq_cst), 0,
+	e2->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), 0,
 				     TPROF_RING_REALLOC_TAIL);
 	e2->tick = tprof_now();
 	e2->size = 0;
@@ -242,11 +213,8 @@ extern void *_Atomic tprof_kernel_real[];
 void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void *caller);
 /* Forgets the cached real functions (after dlclose: their library may be gone). */
 void tprof_kernels_forget(void);
-/* annot.c: interned annotation names; id 0 is "no name". tprof_name_get copies name id into buf
- * (at least TPROF_NAME_MAX + 1 bytes) and returns its length, or -1 when the id is not defined. */
+/* annot.c: interned annotation names (in the shared memory); id 0 is "no name". */
 uint32_t tprof_name_intern(const char *name);
-int tprof_name_get(uint32_t id, char *buf);
-#define TPROF_NAME_IDS 4096u
 
 /* Records one kernel call: enter and exit ticks, op and its shape, in 1 + ceil((nshape - 4) / 7) ring
  * entries (the first 2 and then 3 values per entry when a shape value does not fit 32 bits). The

@@ -16,6 +16,16 @@ struct tprof_ev {
 	uint64_t ptr;      /* returned block, or the block being freed */
 };
 
+/* A ring entry's seq_kind word: the low 36 bits of the sequence number (the recorder restores the
+ * rest from the global counter: no event stays in a ring for 2^35 events), a 24-bit stack id and
+ * the 4-bit kind. */
+#define TPROF_EV_SEQ_SHIFT 28
+#define TPROF_EV_SEQ_BITS 36
+static inline uint64_t tprof_ev_pack(uint64_t seq, uint32_t stack, unsigned kind)
+{
+	return seq << TPROF_EV_SEQ_SHIFT | (uint64_t)stack << 4 | kind;
+}
+
 /* Kind used only inside rings: the second entry of a realloc pair, carrying the old pointer. */
 #define TPROF_RING_REALLOC_TAIL 15u
 

@@ -1,93 +1,183 @@
 /* Stack capture, interning and the module table of libtprof.so (see stacks.h).
  *
- * Interning: an open-addressing table of slots, each a 64-bit tag (a hash of the frames and the
- * module generation) and an id. An inserting thread claims an empty slot with a compare-and-swap,
- * copies the frames into an append-only arena, fills the id's index entry and only then publishes
- * the tag; a reader that meets a slot being filled skips it. Nobody ever waits, so a signal or a
- * descheduled thread cannot stall another; the price is that two threads racing on the same new
- * stack may give it two ids, which the analyzer merges by content. Ids, frames and slots are never
- * reused, so the writer can read a stack back as soon as it sees an event that references it. */
+ * Interning: an open-addressing table of private slots, each a 64-bit tag (a hash of the frames and
+ * the module generation), the id and where its frames are. An inserting thread claims an empty slot
+ * with a compare-and-swap, copies the frames into the shared arena, fills the id's shared index
+ * entry and only then publishes the tag; a reader that meets a slot being filled skips it. Nobody
+ * waits on another (but for the rare mapping of a new chunk), so a signal or a descheduled thread
+ * cannot stall another; the price is that two threads racing on the same new stack may give it two
+ * ids, which the analyzer merges by content. Ids and frames are never reused, so the recorder can
+ * read a stack back as soon as it sees an event that references it. */
 #define UNW_LOCAL_ONLY
 #include <elf.h>
 #include <errno.h>
 #include <libunwind.h>
 #include <link.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "preload.h"
 #include "stacks.h"
+#include "sys.h"
 
-#define SLOT_BITS 22 /* 4 Mi slots: stays below half full up to the id limit */
+#define SLOT_BITS 21 /* 2 Mi slots: under half full up to a million distinct stacks */
 #define SLOTS (1u << SLOT_BITS)
 #define MAX_PROBES 128
-#define ARENA_WORDS (1u << 27) /* 1 GiB of address space, touched only as stacks arrive */
 #define TAG_BUSY 1ull
+#define ARENA_CHUNKS 256 /* 1 GiB of frames at most */
 
 struct slot {
 	_Atomic uint64_t tag;
+	const uint64_t *frames;
 	uint32_t id;
-	uint32_t pad;
-};
-
-struct index_entry {
-	uint32_t offset; /* in arena words */
 	uint16_t depth;
 	uint8_t truncated;
-	uint8_t pad;
+};
+
+/* A chunk of the shared file: 0 absent, 1 being mapped, 2 ready. */
+struct chunk {
+	_Atomic int state;
+	void *ptr;
+	uint64_t off;
 };
 
 static struct slot *slots;
-static struct index_entry *index_;
-static uint64_t *arena;
-static _Atomic uint32_t next_id = 1;
-static _Atomic uint64_t arena_used;
-static _Atomic uint64_t dropped;
+static struct chunk index_chunks[TPROF_STACK_CHUNKS];
+static struct chunk arena_chunks[ARENA_CHUNKS];
+static _Atomic uint64_t arena_pos; /* chunk << 32 | words used in it */
 static _Atomic uint64_t generation; /* bumped by dlclose: addresses may now mean other code */
 static unsigned max_depth;
-static uintptr_t self_lo, self_hi; /* libtprof.so's own code, whose frames are skipped */
-
-static void *map_lazy(size_t bytes)
-{
-	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return m == MAP_FAILED ? NULL : m;
-}
+static uintptr_t self_lo, self_hi;   /* libtprof.so's own code, whose frames are skipped */
+static uintptr_t unw_lo, unw_hi;     /* libunwind's code */
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
-	uintptr_t me = (uintptr_t)data;
+	uintptr_t *range = data, me = range[0];
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
 			continue;
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
 		if (me >= lo && me < hi) {
-			self_lo = lo;
-			self_hi = hi;
+			range[0] = lo;
+			range[1] = hi;
 			return 1;
 		}
 	}
 	return 0;
 }
 
+static void code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t r[2] = {(uintptr_t)addr, 0};
+	if (dl_iterate_phdr(find_self, r)) {
+		*lo = r[0];
+		*hi = r[1];
+	}
+}
+
+int tprof_unwinder_owns(const void *caller)
+{
+	return (uintptr_t)caller >= unw_lo && (uintptr_t)caller < unw_hi;
+}
+
+int tprof_readable(const void *addr)
+{
+	char c;
+	struct iovec local = {&c, 1}, remote = {(void *)addr, 1};
+	return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == 1;
+}
+
+/* A chunk of the shared file, mapped by whichever thread needs it first. */
+static void *chunk_get(struct chunk *c, uint64_t bytes)
+{
+	int st = atomic_load_explicit(&c->state, memory_order_acquire);
+	if (st == 2)
+		return c->ptr;
+	int expected = 0;
+	if (st == 0 && atomic_compare_exchange_strong(&c->state, &expected, 1)) {
+		c->ptr = tprof_shm_alloc(bytes, &c->off);
+		atomic_store_explicit(&c->state, c->ptr ? 2 : 0, memory_order_release);
+		return c->ptr;
+	}
+	for (int k = 0; k < 2000; k++) { /* another thread maps it: microseconds */
+		if (atomic_load_explicit(&c->state, memory_order_acquire) == 2)
+			return c->ptr;
+		sched_yield();
+	}
+	return NULL;
+}
+
+static struct tprof_shm_stack *index_entry(uint32_t id)
+{
+	uint32_t k = id / TPROF_STACK_CHUNK_IDS;
+	struct chunk *c = &index_chunks[k];
+	struct tprof_shm_stack *base = chunk_get(c, (uint64_t)TPROF_STACK_CHUNK_IDS * sizeof(*base));
+	if (!base)
+		return NULL;
+	if (atomic_load_explicit(&tprof_shm->stack_chunk_off[k], memory_order_relaxed) != c->off)
+		atomic_store_explicit(&tprof_shm->stack_chunk_off[k], c->off, memory_order_release);
+	return base + id % TPROF_STACK_CHUNK_IDS;
+}
+
+/* Room for n frames in the shared arena: the pointer and its file offset. */
+static uint64_t *arena_take(unsigned n, uint64_t *off)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t pos = atomic_fetch_add_explicit(&arena_pos, n, memory_order_relaxed);
+		uint32_t k = (uint32_t)(pos >> 32), used = (uint32_t)pos;
+		if (k >= ARENA_CHUNKS)
+			return NULL;
+		if (used + n <= TPROF_ARENA_CHUNK_WORDS) {
+			uint64_t *base = chunk_get(&arena_chunks[k], (uint64_t)TPROF_ARENA_CHUNK_WORDS * 8);
+			if (!base)
+				return NULL;
+			*off = arena_chunks[k].off + (uint64_t)used * 8;
+			return base + used;
+		}
+		/* this chunk is full: move everyone on to the next one (the first to get here does) */
+		uint64_t want = pos + n;
+		uint64_t next = (uint64_t)(k + 1) << 32;
+		while (want >> 32 == k && !atomic_compare_exchange_weak(&arena_pos, &want, next))
+			;
+	}
+	return NULL;
+}
+
 int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
+	code_range((const void *)&tprof_stacks_init, &self_lo, &self_hi);
+	code_range((const void *)&unw_backtrace, &unw_lo, &unw_hi);
+	tprof_modules_scan(0);
 	if (max_depth == 0)
 		return 0;
-	slots = map_lazy((size_t)SLOTS * sizeof(*slots));
-	index_ = map_lazy((size_t)TPROF_STACK_IDS * sizeof(*index_));
-	arena = map_lazy((size_t)ARENA_WORDS * sizeof(*arena));
-	if (!slots || !index_ || !arena) {
+	void *m = mmap(NULL, (size_t)SLOTS * sizeof(*slots), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
 		max_depth = 0;
 		return -1;
 	}
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)&tprof_stacks_init);
+	slots = m;
+	atomic_store(&tprof_shm->stack_next_id, 1);
 	/* libunwind's per-thread cache of frame descriptions: each thread unwinds without locks. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	return 0;
+}
+
+void tprof_stacks_reset(void)
+{
+	memset(index_chunks, 0, sizeof(index_chunks));
+	memset(arena_chunks, 0, sizeof(arena_chunks));
+	atomic_store(&arena_pos, 0);
+	if (slots)
+		madvise(slots, (size_t)SLOTS * sizeof(*slots), MADV_DONTNEED); /* zero again */
+	atomic_store(&tprof_shm->stack_next_id, 1);
+	tprof_modules_scan(0);
 }
 
 static inline uint64_t hash_frames(const uint64_t *f, unsigned n, uint64_t gen)
@@ -102,17 +192,21 @@ static inline uint64_t hash_frames(const uint64_t *f, unsigned n, uint64_t gen)
 	return h | (1ull << 63); /* never 0 (empty) nor TAG_BUSY */
 }
 
+static inline int same(const struct slot *s, const uint64_t *f, unsigned n, int truncated)
+{
+	return s->depth == n && s->truncated == truncated && memcmp(s->frames, f, n * sizeof(*f)) == 0;
+}
+
 static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 {
+	struct tprof_shm *shm = tprof_shm;
 	uint64_t tag = hash_frames(f, n, atomic_load_explicit(&generation, memory_order_relaxed));
 	uint32_t i = (uint32_t)tag & (SLOTS - 1);
 	for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & (SLOTS - 1)) {
 		struct slot *s = &slots[i];
 		uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
 		if (t == tag) {
-			const struct index_entry *e = &index_[s->id];
-			if (e->depth == n && e->truncated == truncated &&
-			    memcmp(arena + e->offset, f, n * sizeof(*f)) == 0)
+			if (same(s, f, n, truncated))
 				return s->id;
 			continue;
 		}
@@ -120,27 +214,30 @@ static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 			continue; /* another stack, or one being inserted */
 		if (!atomic_compare_exchange_strong_explicit(&s->tag, &t, TAG_BUSY, memory_order_acquire,
 							     memory_order_acquire)) {
-			if (t == tag) { /* lost the race to the same stack: it is published now */
-				const struct index_entry *e = &index_[s->id];
-				if (e->depth == n && e->truncated == truncated &&
-				    memcmp(arena + e->offset, f, n * sizeof(*f)) == 0)
-					return s->id;
-			}
+			if (t == tag && same(s, f, n, truncated)) /* lost the race to the same stack */
+				return s->id;
 			continue;
 		}
-		uint32_t id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
-		uint64_t off = atomic_fetch_add_explicit(&arena_used, n, memory_order_relaxed);
-		if (id >= TPROF_STACK_IDS || off + n > ARENA_WORDS) {
+		uint32_t id = atomic_fetch_add_explicit(&shm->stack_next_id, 1, memory_order_relaxed);
+		uint64_t off = 0;
+		struct tprof_shm_stack *e = id < TPROF_STACK_IDS ? index_entry(id) : NULL;
+		uint64_t *dst = e ? arena_take(n, &off) : NULL;
+		if (!dst) {
 			atomic_store_explicit(&s->tag, 0, memory_order_release); /* give the slot back */
 			break;
 		}
-		memcpy(arena + off, f, n * sizeof(*f));
-		index_[id] = (struct index_entry){(uint32_t)off, (uint16_t)n, (uint8_t)truncated, 0};
+		memcpy(dst, f, n * sizeof(*f));
+		e->off = off;
+		e->truncated = (uint8_t)truncated;
+		__atomic_store_n(&e->depth, (uint16_t)n, __ATOMIC_RELEASE); /* published */
+		s->frames = dst;
+		s->depth = (uint16_t)n;
+		s->truncated = (uint8_t)truncated;
 		s->id = id;
 		atomic_store_explicit(&s->tag, tag, memory_order_release);
 		return id;
 	}
-	atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&shm->stack_dropped, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -166,66 +263,33 @@ uint32_t tprof_stack_capture(void)
 	return intern((const uint64_t *)(buf + skip), (unsigned)n, truncated);
 }
 
-int tprof_stack_get(uint32_t id, struct tprof_stack_ref *out)
-{
-	if (id == 0 || id >= atomic_load_explicit(&next_id, memory_order_acquire) || id >= TPROF_STACK_IDS)
-		return 0;
-	const struct index_entry *e = &index_[id];
-	out->frames = arena + e->offset;
-	out->depth = e->depth;
-	out->truncated = e->truncated;
-	return e->depth != 0;
-}
-
-uint64_t tprof_stacks_dropped(void)
-{
-	return atomic_load(&dropped);
-}
-
-uint32_t tprof_stacks_count(void)
-{
-	uint32_t n = atomic_load(&next_id);
-	return n > TPROF_STACK_IDS ? TPROF_STACK_IDS - 1 : n - 1;
-}
-
 /* ---- modules ---- */
 
-#define MAX_MODULES 4096
-#define PATH_ARENA (4u << 20)
-
-static struct tprof_module_rec modules[MAX_MODULES];
-static uint32_t nmodules;
-static char *path_arena;
-static size_t path_used;
-static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
-static _Atomic uint64_t last_close_seq;
-
 struct scan_ctx {
-	uint8_t *present; /* per module index: seen in this scan */
-	unsigned long long adds, subs;
-	int changed;
-	int counters_only;
+	uint8_t present[TPROF_SHM_MODULES]; /* per module index: seen in this scan */
 };
 
-/* Runs on the writer thread, whose own allocations are never recorded. A relative path (as given in
- * LD_PRELOAD or to dlopen) is made absolute, so the trace can be read from any directory. */
-static const char *keep_path(const char *s)
+/* A relative path (as given in LD_PRELOAD or to dlopen) is made absolute, so the trace can be read
+ * from any directory. */
+static uint32_t keep_path(struct tprof_shm *shm, const char *s, uint32_t *len)
 {
-	static char abs[4096];
+	char abs[4096];
 	if (s[0] && s[0] != '/' && strchr(s, '/') && realpath(s, abs))
 		s = abs;
-	size_t n = strlen(s) + 1;
-	if (!path_arena)
-		path_arena = map_lazy(PATH_ARENA);
-	if (!path_arena || path_used + n > PATH_ARENA)
-		return "";
-	char *p = path_arena + path_used;
-	memcpy(p, s, n);
-	path_used += n;
-	return p;
+	size_t n = strnlen(s, 4095);
+	if (shm->paths_used + n + 1 > TPROF_SHM_PATHS) {
+		*len = 0;
+		return 0;
+	}
+	uint32_t at = shm->paths_used;
+	memcpy(shm->paths + at, s, n);
+	shm->paths[at + n] = 0;
+	shm->paths_used += (uint32_t)n + 1;
+	*len = (uint32_t)n;
+	return at;
 }
 
-static void read_build_id(const struct dl_phdr_info *info, struct tprof_module_rec *m)
+static void read_build_id(const struct dl_phdr_info *info, struct tprof_shm_module *m)
 {
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -253,13 +317,9 @@ static void read_build_id(const struct dl_phdr_info *info, struct tprof_module_r
 
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
+	(void)size;
 	struct scan_ctx *c = data;
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-		c->adds = info->dlpi_adds;
-		c->subs = info->dlpi_subs;
-	}
-	if (c->counters_only)
-		return 1;
+	struct tprof_shm *shm = tprof_shm;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -274,64 +334,51 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	if (hi == 0)
 		return 0;
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
-	for (uint32_t i = 0; i < nmodules; i++) {
-		struct tprof_module_rec *m = &modules[i];
-		if (!m->unload_seq && m->base == info->dlpi_addr && m->start == lo && m->end == hi &&
-		    strcmp(m->path, name) == 0) {
+	uint32_t n = atomic_load_explicit(&shm->nmodules, memory_order_relaxed);
+	for (uint32_t i = 0; i < n; i++) {
+		struct tprof_shm_module *m = &shm->modules[i];
+		if (!atomic_load_explicit(&m->unload_seq, memory_order_relaxed) && m->base == info->dlpi_addr &&
+		    m->start == lo && m->end == hi) {
 			c->present[i] = 1;
 			return 0;
 		}
 	}
-	if (nmodules == MAX_MODULES)
+	if (n == TPROF_SHM_MODULES)
 		return 0;
-	struct tprof_module_rec *m = &modules[nmodules];
+	struct tprof_shm_module *m = &shm->modules[n];
 	memset(m, 0, sizeof(*m));
-	m->id = nmodules;
 	m->base = info->dlpi_addr;
 	m->start = lo;
 	m->end = hi;
-	m->path = keep_path(name);
-	m->load_seq = atomic_load(&tprof_seq);
+	m->path_off = keep_path(shm, name, &m->path_len);
+	m->load_seq = atomic_load(&shm->seq);
 	read_build_id(info, m);
-	c->present[nmodules] = 1;
-	nmodules++;
-	c->changed = 1;
+	c->present[n] = 1;
+	atomic_store_explicit(&shm->nmodules, n + 1, memory_order_release);
 	return 0;
 }
 
-int tprof_modules_scan(int force)
+void tprof_modules_scan(int closing)
 {
-	static uint8_t present[MAX_MODULES];
-	struct scan_ctx c = {.present = present, .counters_only = 1};
-	if (!force) {
-		dl_iterate_phdr(scan_cb, &c);
-		if (c.adds == seen_adds && c.subs == seen_subs)
-			return 0;
+	struct tprof_shm *shm = tprof_shm;
+	if (!shm)
+		return;
+	int saved = errno;
+	uint32_t expect = 0;
+	while (!atomic_compare_exchange_weak(&shm->modules_busy, &expect, 1)) {
+		expect = 0;
+		sched_yield();
 	}
-	memset(present, 0, sizeof(present));
-	c.counters_only = 0;
-	c.changed = 0;
+	static struct scan_ctx c; /* serialized by modules_busy */
+	memset(&c, 0, sizeof(c));
 	dl_iterate_phdr(scan_cb, &c);
-	seen_adds = c.adds;
-	seen_subs = c.subs;
-	uint64_t closed = atomic_load(&last_close_seq);
-	for (uint32_t i = 0; i < nmodules; i++) {
-		if (!present[i] && !modules[i].unload_seq) {
-			modules[i].unload_seq = closed ? closed : atomic_load(&tprof_seq);
-			c.changed = 1;
-		}
-	}
-	return c.changed;
-}
-
-struct tprof_module_rec *tprof_modules(uint32_t *n)
-{
-	*n = nmodules;
-	return modules;
-}
-
-void tprof_modules_closed(uint64_t seq)
-{
-	atomic_store(&last_close_seq, seq);
-	atomic_fetch_add(&generation, 1);
+	uint64_t seq = atomic_load(&shm->seq);
+	uint32_t n = atomic_load(&shm->nmodules);
+	for (uint32_t i = 0; i < n; i++)
+		if (!c.present[i] && !atomic_load(&shm->modules[i].unload_seq))
+			atomic_store(&shm->modules[i].unload_seq, seq);
+	if (closing)
+		atomic_fetch_add(&generation, 1);
+	atomic_store_explicit(&shm->modules_busy, 0, memory_order_release);
+	errno = saved;
 }

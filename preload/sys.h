@@ -5,10 +5,12 @@
 #define TPROF_SYS_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,16 +20,17 @@ static inline pid_t tprof_gettid(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-/* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check. */
+/* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check.
+ * Shared futexes: the word may sit in memory mapped by the traced process and its recorder. */
 static inline void tprof_futex_wait(_Atomic uint32_t *addr, uint32_t val, long timeout_ns)
 {
 	struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
-	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
 static inline void tprof_futex_wake(_Atomic uint32_t *addr)
 {
-	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
 /* A message under construction; too-long messages are cut, never overflow. */
@@ -84,6 +87,34 @@ static inline int tprof_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)w;
 	}
 	return 0;
+}
+
+/* Reads a /proc file into buf (NUL-terminated, at most cap - 1 bytes); returns its length or -1.
+ * The program may close descriptors at any moment (daemons close them all, then open their own
+ * files), so the number opened here may stop being ours: the file is read with pread, which never
+ * takes a pipe's or socket's data nor moves a file's offset, and closed only if it is still the
+ * file opened. errno is kept. */
+static inline ssize_t tprof_proc_read(const char *path, char *buf, size_t cap)
+{
+	int saved = errno;
+	ssize_t n = -1;
+	struct stat a, b;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &a) != 0) /* a failed fstat: the number is closed already */
+		goto out;
+	do
+		n = pread(fd, buf, cap - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		n = -1;
+		goto out;
+	}
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
+out:
+	errno = saved;
+	return n;
 }
 
 #endif

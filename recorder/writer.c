@@ -1,35 +1,71 @@
-/* The writer thread of libtprof.so: drains every thread's ring, encodes the events as compact
- * records (docs/FORMAT.md), and appends checksummed blocks to the trace file. It also owns the file
- * (exclusive creation), clock calibration, thread appearance and death, and the final END block.
- * It is the only consumer of the rings; it never records its own allocations. */
+/* The trace writer of the recorder: one process per traced process image (recorder/server.c forks
+ * it), mapping the image's shared memory (preload/shm.h). It drains every thread's ring, encodes the
+ * events as compact records (docs/FORMAT.md), and appends checksummed blocks to the trace file the
+ * process created. It also writes clock calibration, thread appearance, renaming and death, the
+ * modules, stacks and annotation names the events use, resident set size samples, and, once the
+ * process is gone (its pidfd says so) or has exec'd, everything left in the rings and the END block
+ * with how the process ended. It is the only consumer of the rings. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY /* static contexts: exported by libzstd 1.5, declared here */
 #include <zstd.h>
 
-#include "preload.h"
+#include "recorder.h"
+#include "shm.h"
+#include "stacks.h"
 #include "sys.h"
 #include "tprof_ops.h"
 
-_Atomic uint32_t tprof_writer_sleeping;
-_Alignas(64) _Atomic uint32_t tprof_epoch;
-static int flushing; /* final or exec flush, or a dead thread: write everything, hold nothing back */
-_Atomic int tprof_writer_running;
-char tprof_trace_path[4096];
+/* The writer's own view of one thread slot (SLOT: the shared slot it follows). */
+struct wthread {
+	struct tprof_ring *ring; /* in our mapping; follows the slot's ring_off */
+	uint64_t ring_off;
+	pid_t tid;
+	uint64_t last_seq, last_tick; /* last event written, for delta encoding across blocks */
+	uint64_t lost_reported;
+	uint32_t seen_head; /* ring head at the previous pass */
+	uint64_t moved_ns;  /* when a pass last found the head moved */
+	uint64_t last_write_ns; /* when its events were last written */
+	char name[16]; /* the name its last THREAD block gave (a thread's name has at most 15 bytes) */
+	uint32_t name_len;
+	int announced;
+};
 
-static _Atomic uint32_t kick_word;
-static _Atomic uint32_t flush_req, flush_done;
-static int req_reason, req_value, req_final;
+static struct tprof_shm *shm;  /* the traced image's shared memory, mapped whole */
+static uint8_t *shm_base;
+static pid_t tpid;              /* the traced process */
+static struct wthread wthreads[TPROF_SHM_THREADS];
+#define SLOT(w) (&shm->threads[(w) - wthreads])
+static char prog_name[256]; /* for the line at the end */
+static char proc_dir[32];   /* "/proc/PID/" */
+
+static const char *proc_file(const char *name)
+{
+	static char path[64];
+	snprintf(path, sizeof(path), "%s%s", proc_dir, name);
+	return path;
+}
+
+static uint32_t threads_hwm(void)
+{
+	uint32_t h = atomic_load_explicit(&shm->threads_hwm, memory_order_acquire);
+	return h > TPROF_SHM_THREADS ? TPROF_SHM_THREADS : h;
+}
+static int clock_is_tsc;
+static int flushing; /* final or exec flush, or a dead thread: write everything, hold nothing back */
 static int trace_fd = -1;
-static pthread_t writer_tid;
 static uint64_t events_written, lost_written;
 
 #define OUT_CAP (1u << 20)
@@ -47,11 +83,17 @@ static size_t stk_len;
 static uint32_t stk_count;
 static uint8_t *stack_written; /* per stack id: already defined in this trace */
 static ZSTD_CCtx *zctx;        /* static context in mmap'd memory: compressing never allocates */
-static _Atomic uint32_t modules_req, modules_done;
 static size_t out_len;
 static int out_failed; /* a write failed: stop writing, keep draining so producers never block */
-static dev_t trace_dev; /* identity of the trace file, to notice a program that closed our */
-static ino_t trace_ino; /* descriptor and reused its number for a file of its own */
+
+static uint64_t now_tick(void)
+{
+	if (clock_is_tsc)
+		return __builtin_ia32_rdtsc();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -69,26 +111,10 @@ static uint64_t real_ns(void)
 
 static void out_flush(void)
 {
-	struct stat st;
-	if (out_len && !out_failed &&
-	    (fstat(trace_fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
-		out_failed = 1;
-		errno = EBADF; /* never write into a descriptor that is no longer ours */
-		struct tprof_sbuf s = {.n = 0};
-		tprof_sb_str(&s, "tprof: the program closed the descriptor of ");
-		tprof_sb_str(&s, tprof_trace_path);
-		tprof_sb_str(&s, "; the trace ends here\n");
-		tprof_sb_emit(&s);
-	}
 	if (out_len && !out_failed && tprof_write_all(trace_fd, out_buf, out_len) != 0) {
 		out_failed = 1;
-		struct tprof_sbuf s = {.n = 0};
-		tprof_sb_str(&s, "tprof: writing ");
-		tprof_sb_str(&s, tprof_trace_path);
-		tprof_sb_str(&s, " failed: ");
-		tprof_sb_str(&s, strerror(errno));
-		tprof_sb_str(&s, "; the trace ends here\n");
-		tprof_sb_emit(&s);
+		fprintf(stderr, "tprof: writing %s failed: %s; the trace ends here\n", shm->trace_path,
+			strerror(errno));
 	}
 	out_len = 0;
 }
@@ -137,80 +163,10 @@ static uint8_t *put_string(uint8_t *p, const char *s, size_t n)
 	return p + n;
 }
 
-static ssize_t read_file(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t n = 0;
-	while (n < cap) {
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	return (ssize_t)n;
-}
-
-/* Reads a /proc file into buf (NUL-terminated, at most cap - 1 bytes); returns its length or -1.
- * The program may close descriptors at any moment (daemons close them all, then open their own
- * files), so the number we opened may stop being ours: the file is read with pread, which never
- * takes a pipe's or socket's data nor moves a file's offset, and closed only if it is still the
- * file we opened. errno is kept: this also runs on the program's threads (the constructor, a fork
- * child, the final flush). */
-ssize_t tprof_proc_read(const char *path, char *buf, size_t cap)
-{
-	int saved = errno;
-	ssize_t n = -1;
-	struct stat a, b;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &a) != 0) /* a failed fstat: the number is closed already */
-		goto out;
-	do
-		n = pread(fd, buf, cap - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-		n = -1;
-		goto out;
-	}
-	close(fd);
-	if (n >= 0)
-		buf[n] = 0;
-out:
-	errno = saved;
-	return n;
-}
-
-/* The number of tasks of this process (/proc/self/stat), zombies included, and the state letter of
- * its leader (the main thread: 'Z' once it has called pthread_exit while other threads run); -1
- * when unknown. */
-int tprof_proc_threads(char *leader_state)
-{
-	char buf[1024];
-	if (tprof_proc_read("/proc/self/stat", buf, sizeof(buf)) <= 0)
-		return -1;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-	if (!p || p[1] != ' ' || !p[2])
-		return -1;
-	if (leader_state)
-		*leader_state = p[2];
-	/* after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
-	 * stime cutime cstime priority nice num_threads */
-	int field = 0;
-	for (p++; *p; p++) {
-		if (*p == ' ' && ++field == 18)
-			return atoi(p + 1);
-	}
-	return -1;
-}
-
 static void write_clock(void)
 {
 	uint8_t *p = block_begin(), *s = p;
-	p = tprof_put_varint(p, tprof_now());
+	p = tprof_put_varint(p, now_tick());
 	p = tprof_put_varint(p, mono_ns());
 	p = tprof_put_varint(p, real_ns());
 	block_end(TPROF_BLK_CLOCK, p);
@@ -239,10 +195,7 @@ static void rss_flush(void)
 static uint64_t read_rss(void)
 {
 	char buf[128];
-	/* the thread's own view: /proc/self reads zeros once the main thread has exited */
-	ssize_t n = tprof_proc_read("/proc/thread-self/statm", buf, sizeof(buf));
-	if (n < 0)
-		n = tprof_proc_read("/proc/self/statm", buf, sizeof(buf));
+	ssize_t n = tprof_proc_read(proc_file("statm"), buf, sizeof(buf));
 	if (n <= 0)
 		return 0;
 	const char *p = buf;
@@ -263,7 +216,7 @@ static void rss_sample(void)
 	uint64_t bytes = read_rss();
 	if (!bytes)
 		return;
-	uint64_t tick = tprof_now();
+	uint64_t tick = now_tick();
 	if (tick < rss_last_tick)
 		tick = rss_last_tick; /* the TSC of another core may be a few ticks behind */
 	if (rss_count == TPROF_RSS_BLOCK_MAX)
@@ -292,13 +245,9 @@ static void write_header_and_info(void)
 	tprof_put_u32(h + 12, 0);
 	out_len += TPROF_FILE_HEADER_LEN;
 
-	static char exe[4096], cmdline[32768];
-	ssize_t en = readlink("/proc/self/exe", exe, sizeof(exe));
-	if (en < 0)
-		en = 0;
-	ssize_t cn = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
-	if (cn < 0)
-		cn = 0;
+	const char *exe = shm->exe, *cmdline = shm->cmdline;
+	ssize_t en = shm->exe_len < sizeof(shm->exe) ? shm->exe_len : 0;
+	ssize_t cn = shm->cmdline_len < sizeof(shm->cmdline) ? shm->cmdline_len : 0;
 	uint64_t argc = 0;
 	for (ssize_t i = 0; i < cn; i++)
 		argc += cmdline[i] == 0;
@@ -307,15 +256,15 @@ static void write_header_and_info(void)
 
 	out_flush();
 	uint8_t *p = block_begin();
-	p = tprof_put_varint(p, (uint64_t)getpid());
-	p = tprof_put_varint(p, (uint64_t)getppid());
-	p = tprof_put_varint(p, (uint64_t)tprof_cfg.clock);
-	p = tprof_put_varint(p, tprof_cfg.lossy ? TPROF_INFO_LOSSY : 0);
+	p = tprof_put_varint(p, (uint64_t)tpid);
+	p = tprof_put_varint(p, (uint64_t)shm->ppid);
+	p = tprof_put_varint(p, (uint64_t)shm->clock);
+	p = tprof_put_varint(p, shm->lossy ? TPROF_INFO_LOSSY : 0);
 	p = tprof_put_varint(p, (uint64_t)sysconf(_SC_PAGESIZE));
 	p = tprof_put_varint(p, sizeof(void *));
-	p = tprof_put_varint(p, real_ns());
-	p = tprof_put_varint(p, tprof_cfg.ring_entries);
-	p = tprof_put_varint(p, tprof_cfg.depth);
+	p = tprof_put_varint(p, shm->start_realtime_ns);
+	p = tprof_put_varint(p, shm->ring_entries);
+	p = tprof_put_varint(p, shm->depth);
 	p = put_string(p, exe, (size_t)en);
 	p = tprof_put_varint(p, argc);
 	for (ssize_t i = 0; i < cn;) {
@@ -323,45 +272,71 @@ static void write_header_and_info(void)
 		p = put_string(p, cmdline + i, len);
 		i += (ssize_t)len + 1;
 	}
+	p = put_string(p, shm->malloc_owner, strnlen(shm->malloc_owner, sizeof(shm->malloc_owner)));
 	block_end(TPROF_BLK_INFO, p);
+	const char *a0 = cn ? cmdline : exe;
+	const char *slash = strrchr(a0, '/');
+	const char *base = slash ? slash + 1 : a0;
+	size_t bl = strnlen(base, sizeof(prog_name) - 1);
+	memcpy(prog_name, base, bl);
+	prog_name[bl] = 0;
 	write_clock();
 }
 
-/* MODULE and MODULE_END blocks for what the module table gained since the last call. */
-static void write_modules(void)
+/* MODULE and MODULE_END blocks for what the shared module table gained since the last call. */
+static uint32_t modules_written;
+static uint8_t module_end_written[TPROF_SHM_MODULES];
+
+static void modules_update(void)
 {
-	uint32_t n;
-	struct tprof_module_rec *m = tprof_modules(&n);
+	uint32_t n = atomic_load_explicit(&shm->nmodules, memory_order_acquire);
+	if (n > TPROF_SHM_MODULES)
+		n = TPROF_SHM_MODULES;
 	for (uint32_t i = 0; i < n; i++) {
-		if (!m[i].written) {
+		struct tprof_shm_module *m = &shm->modules[i];
+		if (i >= modules_written) {
 			uint8_t *p = block_begin();
-			size_t plen = strnlen(m[i].path, 4096);
-			p = tprof_put_varint(p, m[i].id);
-			p = tprof_put_varint(p, m[i].load_seq);
-			p = tprof_put_varint(p, m[i].base);
-			p = tprof_put_varint(p, m[i].start);
-			p = tprof_put_varint(p, m[i].end);
-			p = tprof_put_varint(p, m[i].build_id_len);
-			memcpy(p, m[i].build_id, m[i].build_id_len);
-			p += m[i].build_id_len;
-			p = put_string(p, m[i].path, plen);
+			uint32_t plen = m->path_off + m->path_len <= TPROF_SHM_PATHS ? m->path_len : 0;
+			uint8_t bl = m->build_id_len <= sizeof(m->build_id) ? m->build_id_len : 0;
+			p = tprof_put_varint(p, i);
+			p = tprof_put_varint(p, m->load_seq);
+			p = tprof_put_varint(p, m->base);
+			p = tprof_put_varint(p, m->start);
+			p = tprof_put_varint(p, m->end);
+			p = tprof_put_varint(p, bl);
+			memcpy(p, m->build_id, bl);
+			p += bl;
+			p = put_string(p, shm->paths + (plen ? m->path_off : 0), plen);
 			block_end(TPROF_BLK_MODULE, p);
-			m[i].written = 1;
+			modules_written = i + 1;
 		}
-		if (m[i].unload_seq && !m[i].unload_written) {
+		uint64_t u = atomic_load_explicit(&m->unload_seq, memory_order_relaxed);
+		if (u && !module_end_written[i]) {
 			uint8_t *p = block_begin();
-			p = tprof_put_varint(p, m[i].id);
-			p = tprof_put_varint(p, m[i].unload_seq);
+			p = tprof_put_varint(p, i);
+			p = tprof_put_varint(p, u < m->load_seq ? m->load_seq : u);
 			block_end(TPROF_BLK_MODULE_END, p);
-			m[i].unload_written = 1;
+			module_end_written[i] = 1;
 		}
 	}
 }
 
-static void modules_update(int force)
+/* A stack of the shared table, or 0 while it is not (yet) published. */
+static int stack_get(uint32_t id, const uint64_t **frames, uint32_t *depth, int *truncated)
 {
-	if (tprof_modules_scan(force) || force)
-		write_modules();
+	if (id == 0 || id >= TPROF_STACK_IDS)
+		return 0;
+	uint64_t coff = atomic_load_explicit(&shm->stack_chunk_off[id / TPROF_STACK_CHUNK_IDS], memory_order_acquire);
+	if (!coff || coff > TPROF_SHM_FILE_BYTES - (uint64_t)TPROF_STACK_CHUNK_IDS * sizeof(struct tprof_shm_stack))
+		return 0;
+	const struct tprof_shm_stack *e = (const struct tprof_shm_stack *)(shm_base + coff) + id % TPROF_STACK_CHUNK_IDS;
+	uint16_t d = __atomic_load_n(&e->depth, __ATOMIC_ACQUIRE);
+	if (d == 0 || d > TPROF_DEPTH_MAX || e->off > TPROF_SHM_FILE_BYTES - (uint64_t)d * 8)
+		return 0;
+	*frames = (const uint64_t *)(shm_base + e->off);
+	*depth = d;
+	*truncated = e->truncated;
+	return 1;
 }
 
 static void stacks_flush(void)
@@ -372,21 +347,22 @@ static void stacks_flush(void)
 /* Stages the definition of stack id unless this trace has it already. */
 static void define_stack(uint32_t id)
 {
-	if (id == 0 || stack_written[id])
+	const uint64_t *frames;
+	uint32_t depth;
+	int truncated;
+	if (id == 0 || stack_written[id] || !stack_get(id, &frames, &depth, &truncated))
 		return;
-	struct tprof_stack_ref s;
-	if (!tprof_stack_get(id, &s))
-		return;
-	if (stk_len + 32 + (size_t)s.depth * 10 > STK_CAP)
+	if (stk_len + 32 + (size_t)depth * 10 > STK_CAP)
 		stacks_flush();
 	uint8_t *p = stk_buf + stk_len;
 	p = tprof_put_varint(p, id);
-	p = tprof_put_varint(p, s.truncated ? TPROF_STACK_TRUNCATED : 0);
-	p = tprof_put_varint(p, s.depth);
+	p = tprof_put_varint(p, truncated ? TPROF_STACK_TRUNCATED : 0);
+	p = tprof_put_varint(p, depth);
 	uint64_t prev = 0;
-	for (uint32_t i = 0; i < s.depth; i++) {
-		p = i ? tprof_put_svarint(p, (int64_t)(s.frames[i] - prev)) : tprof_put_varint(p, s.frames[i]);
-		prev = s.frames[i];
+	for (uint32_t i = 0; i < depth; i++) {
+		uint64_t f = frames[i];
+		p = i ? tprof_put_svarint(p, (int64_t)(f - prev)) : tprof_put_varint(p, f);
+		prev = f;
 	}
 	stk_len = (size_t)(p - stk_buf);
 	stk_count++;
@@ -394,7 +370,7 @@ static void define_stack(uint32_t id)
 }
 
 /* A THREAD block: the thread's tid and name, as raw bytes (any byte but NUL). */
-static void write_thread(struct tprof_thread *t, const char *name, size_t n)
+static void write_thread(struct wthread *t, const char *name, size_t n)
 {
 	if (n > sizeof(t->name))
 		n = sizeof(t->name);
@@ -412,7 +388,9 @@ static ssize_t read_thread_name(pid_t tid, char *name, size_t cap)
 {
 	char path[64];
 	struct tprof_sbuf s = {.n = 0};
-	tprof_sb_str(&s, "/proc/self/task/");
+	tprof_sb_str(&s, "/proc/");
+	tprof_sb_u64(&s, (uint64_t)tpid);
+	tprof_sb_str(&s, "/task/");
 	tprof_sb_u64(&s, (uint64_t)tid);
 	tprof_sb_str(&s, "/comm");
 	memcpy(path, s.b, s.n);
@@ -423,7 +401,7 @@ static ssize_t read_thread_name(pid_t tid, char *name, size_t cap)
 	return n;
 }
 
-static void announce_thread(struct tprof_thread *t)
+static void announce_thread(struct wthread *t)
 {
 	char name[32];
 	ssize_t n = read_thread_name(t->tid, name, sizeof(name));
@@ -432,28 +410,31 @@ static void announce_thread(struct tprof_thread *t)
 
 /* A thread renamed since its THREAD block gets another one, with the new name: the latest names
  * it (docs/FORMAT.md). */
-static void thread_renamed(struct tprof_thread *t, const char *name, size_t n)
+static void thread_renamed(struct wthread *t, const char *name, size_t n)
 {
 	if (t->announced && (n != t->name_len || memcmp(name, t->name, n) != 0))
 		write_thread(t, name, n);
 }
 
 /* The name a thread had as it exited, when it could tell (core.c). */
-static void exit_name_check(struct tprof_thread *t)
+static void exit_name_check(struct wthread *t)
 {
-	if (atomic_load_explicit(&t->exit_named, memory_order_acquire))
-		thread_renamed(t, t->exit_name, strnlen(t->exit_name, sizeof(t->exit_name)));
+	struct tprof_shm_thread *sl = SLOT(t);
+	if (atomic_load_explicit(&sl->exit_named, memory_order_acquire))
+		thread_renamed(t, sl->exit_name, strnlen(sl->exit_name, sizeof(sl->exit_name)));
 }
 
-/* At the end of the trace: every thread still known gets the name it has now. */
+/* Every live thread gets the name it has now (the writer looks every 200 ms, and at an exec; once
+ * the process is gone only the names threads left as they exited remain). */
 static void live_names_check(void)
 {
-	uint32_t hwm = atomic_load(&tprof_threads_hwm);
+	uint32_t hwm = threads_hwm();
 	for (uint32_t i = 0; i < hwm; i++) {
-		struct tprof_thread *t = &tprof_threads[i];
-		if (atomic_load_explicit(&t->state, memory_order_acquire) != TPROF_SLOT_ACTIVE || !t->announced)
+		struct wthread *t = &wthreads[i];
+		if (atomic_load_explicit(&shm->threads[i].state, memory_order_acquire) != TPROF_SLOT_ACTIVE ||
+		    !t->announced)
 			continue;
-		if (atomic_load_explicit(&t->exit_named, memory_order_acquire)) {
+		if (atomic_load_explicit(&shm->threads[i].exit_named, memory_order_acquire)) {
 			exit_name_check(t); /* exited, not yet reaped: its task and name may be gone */
 			continue;
 		}
@@ -525,15 +506,16 @@ static uint8_t name_written[TPROF_NAME_IDS];
 
 static void define_name(uint32_t id)
 {
-	char name[TPROF_NAME_MAX + 1];
-	int n;
-	if (id == 0 || id >= TPROF_NAME_IDS || name_written[id] || (n = tprof_name_get(id, name)) < 0)
+	if (id == 0 || id >= TPROF_NAME_IDS || name_written[id] ||
+	    atomic_load_explicit(&shm->names[id].state, memory_order_acquire) != 2)
 		return;
+	const char *name = shm->names[id].name;
+	size_t n = shm->names[id].len <= TPROF_NAME_MAX ? shm->names[id].len : TPROF_NAME_MAX;
 	uint8_t *p = block_begin();
 	p = tprof_put_varint(p, 1);
 	p = tprof_put_varint(p, TPROF_NAMES_ANNOT);
 	p = tprof_put_varint(p, id);
-	p = put_string(p, name, (size_t)n);
+	p = put_string(p, name, n);
 	p = put_string(p, "", 0);
 	block_end(TPROF_BLK_NAMES, p);
 	name_written[id] = 1;
@@ -648,7 +630,7 @@ static inline int measured_heap(const struct tprof_ev *e)
 	return e->tick != 0 && (k <= TPROF_EV_KIND_MAX || k == TPROF_RING_REALLOC_TAIL);
 }
 
-static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, int hold, uint64_t ref)
+static uint32_t encode_run(struct wthread *t, uint32_t first, uint32_t n, int hold, uint64_t ref)
 {
 	static uint8_t streams[TPROF_NSTREAMS][BLOCK_TARGET + 4096];
 	static struct tprof_rec_encoder enc;
@@ -745,7 +727,7 @@ static uint32_t encode_run(struct tprof_thread *t, uint32_t first, uint32_t n, i
 static uint32_t busiest; /* most events found waiting in one ring during the last drain_all */
 
 /* Drains t's ring completely; returns the number of ring entries consumed. */
-static uint64_t drain_thread(struct tprof_thread *t)
+static uint64_t drain_thread(struct wthread *t)
 {
 	struct tprof_ring *r = t->ring;
 	uint64_t total = 0;
@@ -772,7 +754,7 @@ static uint64_t drain_thread(struct tprof_thread *t)
 			break; /* the rest arrived while we wrote: it waits for a full block too */
 		if (!t->announced)
 			announce_thread(t);
-		uint64_t ref = atomic_load(&tprof_seq); /* after the head: above every published seq */
+		uint64_t ref = atomic_load(&shm->seq); /* after the head: above every published seq */
 		uint32_t done = encode_run(t, first, n, hold, ref);
 		tprof_ring_consume(r, done);
 		total += done;
@@ -789,17 +771,46 @@ static uint64_t drain_thread(struct tprof_thread *t)
 	return total;
 }
 
+/* The slot's ring in our mapping; NULL when its offset is not a ring of the file. */
+static struct tprof_ring *ring_of(struct wthread *t)
+{
+	struct tprof_shm_thread *sl = SLOT(t);
+	uint64_t off = sl->ring_off;
+	if (off == t->ring_off && t->ring)
+		return t->ring;
+	uint32_t entries = sl->ring_entries;
+	if (!off || entries < 64 || entries & (entries - 1) ||
+	    off > TPROF_SHM_FILE_BYTES - tprof_ring_bytes(entries))
+		return NULL;
+	struct tprof_ring *r = (struct tprof_ring *)(shm_base + off);
+	if (r->mask != entries - 1)
+		return NULL;
+	t->ring = r;
+	t->ring_off = off;
+	return r;
+}
+
+/* A slot newly taken by a thread: forget what the writer knew of the slot's previous thread. */
+static void slot_taken(struct wthread *t, pid_t tid)
+{
+	t->tid = tid;
+	t->announced = 0;
+	t->last_seq = t->last_tick = 0;
+	t->lost_reported = 0;
+	t->moved_ns = t->last_write_ns = 0;
+}
+
 /* A thread that the kernel no longer knows has published its last event: drain, record its end,
  * free the slot for reuse. */
 static void reap_dead_threads(void)
 {
-	uint32_t hwm = atomic_load(&tprof_threads_hwm);
-	pid_t pid = getpid();
+	uint32_t hwm = threads_hwm();
 	for (uint32_t i = 0; i < hwm; i++) {
-		struct tprof_thread *t = &tprof_threads[i];
-		if (atomic_load_explicit(&t->state, memory_order_acquire) != TPROF_SLOT_ACTIVE)
+		struct wthread *t = &wthreads[i];
+		struct tprof_shm_thread *sl = &shm->threads[i];
+		if (atomic_load_explicit(&sl->state, memory_order_acquire) != TPROF_SLOT_ACTIVE || !t->ring)
 			continue;
-		if (syscall(SYS_tgkill, pid, t->tid, 0) == 0 || errno != ESRCH)
+		if (syscall(SYS_tgkill, tpid, t->tid, 0) == 0 || errno != ESRCH)
 			continue;
 		int was = flushing;
 		flushing = 1;
@@ -814,7 +825,7 @@ static void reap_dead_threads(void)
 		t->announced = 0;
 		t->lost_reported = 0;
 		atomic_store(&t->ring->lost, 0);
-		atomic_store_explicit(&t->state, TPROF_SLOT_FREE, memory_order_release);
+		atomic_store_explicit(&sl->state, TPROF_SLOT_FREE, memory_order_release);
 	}
 }
 
@@ -822,14 +833,19 @@ static uint64_t drain_all(void)
 {
 	uint64_t total = 0;
 	busiest = 0;
-	uint32_t hwm = atomic_load(&tprof_threads_hwm);
+	uint32_t hwm = threads_hwm();
 	for (uint32_t i = 0; i < hwm; i++) {
-		struct tprof_thread *t = &tprof_threads[i];
-		if (atomic_load_explicit(&t->state, memory_order_acquire) == TPROF_SLOT_ACTIVE && t->ring)
+		struct wthread *t = &wthreads[i];
+		struct tprof_shm_thread *sl = &shm->threads[i];
+		if (atomic_load_explicit(&sl->state, memory_order_acquire) != TPROF_SLOT_ACTIVE)
+			continue;
+		if (sl->tid != t->tid)
+			slot_taken(t, sl->tid);
+		if (ring_of(t))
 			total += drain_thread(t);
 	}
 	static uint64_t global_reported;
-	uint64_t g = atomic_load(&tprof_lost_global);
+	uint64_t g = atomic_load(&shm->lost_global);
 	if (g != global_reported) {
 		write_lost(0, g - global_reported);
 		global_reported = g;
@@ -837,150 +853,208 @@ static uint64_t drain_all(void)
 	return total;
 }
 
-static void write_end(int reason, int value)
+static uint64_t stacks_count(void)
+{
+	uint32_t n = atomic_load(&shm->stack_next_id);
+	return n == 0 ? 0 : n > TPROF_STACK_IDS ? TPROF_STACK_IDS - 1 : n - 1;
+}
+
+static void write_end(int reason, int value, unsigned flags)
 {
 	uint8_t *p = block_begin();
 	p = tprof_put_varint(p, (uint64_t)reason);
-	p = tprof_put_varint(p, (uint64_t)value);
-	p = tprof_put_varint(p, atomic_load(&tprof_seq));
+	p = tprof_put_varint(p, (uint64_t)(uint32_t)value);
+	p = tprof_put_varint(p, atomic_load(&shm->seq));
 	p = tprof_put_varint(p, events_written);
 	p = tprof_put_varint(p, lost_written);
-	p = tprof_put_varint(p, tprof_stacks_count());
-	p = tprof_put_varint(p, tprof_stacks_dropped());
+	p = tprof_put_varint(p, stacks_count());
+	p = tprof_put_varint(p, atomic_load(&shm->stack_dropped));
+	p = tprof_put_varint(p, flags);
 	block_end(TPROF_BLK_END, p);
 }
 
-static void report_path(void)
+static const char *end_words(int reason, int value, char *buf, size_t cap)
 {
-	if (tprof_cfg.quiet)
-		return;
-	struct tprof_sbuf s = {.n = 0};
-	tprof_sb_str(&s, "tprof: ");
-	tprof_sb_str(&s, program_invocation_short_name);
-	tprof_sb_str(&s, " (pid ");
-	tprof_sb_u64(&s, (uint64_t)getpid());
-	tprof_sb_str(&s, "): ");
-	tprof_sb_u64(&s, events_written);
-	tprof_sb_str(&s, " events");
-	if (lost_written) {
-		tprof_sb_str(&s, ", ");
-		tprof_sb_u64(&s, lost_written);
-		tprof_sb_str(&s, " LOST");
+	switch (reason) {
+	case TPROF_END_EXIT:
+		snprintf(buf, cap, "exited with status %d", value);
+		break;
+	case TPROF_END__EXIT:
+		snprintf(buf, cap, "_exit(%d)", value);
+		break;
+	case TPROF_END_QUICK_EXIT:
+		snprintf(buf, cap, "quick_exit(%d)", value);
+		break;
+	case TPROF_END_SIGNAL:
+		snprintf(buf, cap, "killed by signal %d (%s)", value, strsignal(value));
+		break;
+	case TPROF_END_EXEC:
+		snprintf(buf, cap, "exec'd");
+		break;
+	default:
+		snprintf(buf, cap, "ended without an exit call");
+		break;
 	}
-	tprof_sb_str(&s, out_failed ? ", trace incomplete: " : ", trace written to ");
-	tprof_sb_str(&s, tprof_trace_path);
-	if (tprof_cfg.debug) {
-		struct timespec cpu;
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-		tprof_sb_str(&s, " (writer thread CPU ");
-		tprof_sb_u64(&s, ((uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec) / 1000);
-		tprof_sb_str(&s, " us)");
-	}
-	tprof_sb_str(&s, "\n");
-	tprof_sb_emit(&s);
+	return buf;
 }
 
-/* Set once the writer has left its loop to run the program's exit (leave_to_exit); from then on,
- * the writer's work is done on that thread, on demand, by whatever runs there (draining when its
- * ring fills, the final flush from tprof's destructor). here_busy keeps a signal handler from
- * entering that work while it runs. */
-static _Atomic int writer_exiting;
-static volatile sig_atomic_t here_busy;
-static sigset_t program_mask; /* of the thread that started the writer */
-
-/* The end of a trace (final: of the process; else before exec): everything in the rings, the
- * modules, a last RSS sample and clock pair, then END; final also closes the file. */
-static void finish_trace(int reason, int value, int final)
+static void report_path(int reason, int value)
 {
-	if (final)
-		atomic_store(&tprof_recording, 0);
-	/* events already stamped but not yet published land within microseconds */
-	flushing = 1;
-	for (int k = 0; k < 3; k++) {
-		drain_all();
-		sched_yield();
+	if (shm->quiet || !tprof_recorder_stderr_ok(tpid))
+		return;
+	char how[96];
+	fprintf(stderr, "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", prog_name, (int)tpid,
+		end_words(reason, value, how, sizeof(how)), (unsigned long long)events_written,
+		lost_written ? ", LOST " : "", lost_written ? "some" : "",
+		out_failed ? "trace incomplete:" : "trace written to", shm->trace_path);
+	if (shm->debug) {
+		struct timespec cpu;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		fprintf(stderr, "tprof: recorder CPU for pid %d: %llu us\n", (int)tpid,
+			(unsigned long long)(((uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec) / 1000));
 	}
+}
+
+/* How the process ended: what it said itself (exit status, _exit, quick_exit), an exec, or what its
+ * zombie tells (/proc/PID/stat, field 52, while its parent has not reaped it): a signal, or an exit
+ * status without an exit call (the raw system call). Else it vanished. */
+static void end_of(int exec_seen, uint64_t starttime, int *reason, int *value)
+{
+	*value = 0;
+	if (exec_seen) {
+		*reason = TPROF_END_EXEC;
+		return;
+	}
+	int r = atomic_load(&shm->end_reason);
+	if (r == TPROF_END_EXIT || r == TPROF_END__EXIT || r == TPROF_END_QUICK_EXIT) {
+		*reason = r;
+		*value = atomic_load(&shm->end_value);
+		return;
+	}
+	if (atomic_load(&shm->exec_pending)) {
+		*reason = TPROF_END_EXEC;
+		return;
+	}
+	int status;
+	if (tprof_zombie_status(tpid, starttime, &status) == 0) {
+		if (WIFSIGNALED(status)) {
+			*reason = TPROF_END_SIGNAL;
+			*value = WTERMSIG(status);
+			return;
+		}
+		if (WIFEXITED(status)) {
+			*reason = TPROF_END__EXIT;
+			*value = WEXITSTATUS(status);
+			return;
+		}
+	}
+	*reason = TPROF_END_VANISHED;
+}
+
+/* The end of a trace: everything in the rings, the modules, a last clock pair, then END. */
+static void finish_trace(int exec_seen, uint64_t starttime, int alive)
+{
+	flushing = 1;
 	drain_all();
-	live_names_check();
-	modules_update(0);
-	if (tprof_cfg.rss_interval_ms)
-		rss_sample(); /* the last sample of the trace (or of the image, before exec) */
+	if (alive)
+		live_names_check();
+	uint32_t hwm = threads_hwm();
+	unsigned flags = 0;
+	for (uint32_t i = 0; i < hwm; i++) {
+		if (atomic_load(&shm->threads[i].state) != TPROF_SLOT_ACTIVE)
+			continue;
+		exit_name_check(&wthreads[i]);
+		if (atomic_load(&shm->threads[i].inflight))
+			flags |= TPROF_ENDF_INFLIGHT;
+	}
+	modules_update();
+	stacks_flush();
 	rss_flush();
 	write_clock();
-	write_end(reason, value);
+	int reason, value;
+	end_of(exec_seen, starttime, &reason, &value);
+	write_end(reason, value, flags);
 	out_flush();
-	if (final) {
-		report_path();
-		close(trace_fd);
-		trace_fd = -1;
-		atomic_store(&tprof_writer_running, 0);
-		atomic_store(&writer_exiting, 0); /* nothing is left to do on any thread */
-	}
-	flushing = 0;
+	report_path(reason, value);
+	close(trace_fd);
+	trace_fd = -1;
 }
 
-static int exiting_here(void)
+/* Maps the whole file: the process may place a ring or a chunk anywhere below its size. */
+static int map_shm(int memfd)
 {
-	return atomic_load(&writer_exiting) && pthread_equal(pthread_self(), writer_tid) && !here_busy;
-}
-
-/* Every thread of the program is gone; the main thread called pthread_exit (the kernel keeps it as
- * a zombie until the process ends) and only the writer lives. Without tprof, glibc would have ended
- * the process when the last of them exited, as if it called exit(0): atexit handlers and
- * destructors run, on that thread. The writer is now that last thread: it writes out what it has
- * and returns, glibc's thread exit finds no thread left and calls exit(0) here, and tprof's
- * destructor does the final flush on this thread (tprof_writer_flush), after the program's
- * handlers, whose allocations are recorded like any thread's. The program's signal mask comes
- * back, so its signals behave as on the thread that would have run its exit. If the main thread
- * left by a raw exit system call, glibc still counts it and ends only the thread: the trace then
- * has every event but no END. */
-static void leave_to_exit(void)
-{
-	flushing = 1;
-	drain_all();
-	flushing = 0;
-	modules_update(0);
-	out_flush();
-	atomic_store(&tprof_writer_running, 0); /* a thread that appears now must not wait for us */
-	atomic_store(&writer_exiting, 1);
-	tprof_tls.guard = 0;
-	pthread_sigmask(SIG_SETMASK, &program_mask, NULL);
-}
-
-int tprof_writer_drain_here(void)
-{
-	if (!exiting_here())
+	void *m = mmap(NULL, TPROF_SHM_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+	if (m == MAP_FAILED)
 		return -1;
-	here_busy = 1;
-	flushing = 1;
-	drain_all();
-	flushing = 0;
-	here_busy = 0;
+	shm_base = m;
+	shm = m;
 	return 0;
 }
 
-static void *writer_main(void *arg)
+/* Waits for the process to fill in the header (it does right after the recorder's answer). */
+static int wait_header(int pidfd)
 {
-	(void)arg;
-	tprof_tls.guard = 1; /* for good: the writer's own allocations are not the program's */
+	for (int k = 0; k < 100000; k++) {
+		if (__atomic_load_n(&shm->magic, __ATOMIC_ACQUIRE) == TPROF_SHM_MAGIC)
+			return shm->version == TPROF_SHM_VERSION && shm->bytes == sizeof(*shm) ? 0 : -1;
+		struct pollfd pf = {pidfd, POLLIN, 0};
+		if (pidfd >= 0 && poll(&pf, 1, 0) == 1)
+			return -1;
+		usleep(100);
+	}
+	return -1;
+}
+
+int tprof_writer_run(const struct tprof_writer_args *a)
+{
+	tpid = a->pid;
+	trace_fd = a->tracefd;
+	snprintf(proc_dir, sizeof(proc_dir), "/proc/%d/", (int)tpid);
+	int pidfd = (int)syscall(SYS_pidfd_open, (long)tpid, 0L);
+	uint64_t st;
+	if (pidfd >= 0 && (tprof_proc_starttime(tpid, &st) != 0 || st != a->starttime)) {
+		close(pidfd); /* gone already, and its pid taken by another process */
+		pidfd = -1;
+	}
+	if (map_shm(a->memfd) != 0 || wait_header(pidfd) != 0) {
+		fprintf(stderr, "tprof: pid %d ended before it could be traced; %s is empty\n", (int)tpid,
+			a->path);
+		return 1;
+	}
+	close(a->memfd);
+	clock_is_tsc = shm->clock == TPROF_CLOCK_TSC;
+	stack_written = mmap(NULL, TPROF_STACK_IDS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			     -1, 0);
+	if (stack_written == MAP_FAILED)
+		return 1;
+	if (shm->compress) {
+		size_t ws = ZSTD_estimateCCtxSize(1);
+		void *m = mmap(NULL, ws, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED)
+			zctx = ZSTD_initStaticCCtx(m, ws);
+	}
+	rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
+	write_header_and_info();
+	write_op_names();
+	if (shm->rss_interval_ms)
+		rss_sample();
+	modules_update();
+	out_flush();
+
 	uint64_t last_clock = mono_ns(), last_reap = last_clock;
-	uint64_t rss_every = (uint64_t)tprof_cfg.rss_interval_ms * 1000000u;
-	uint64_t rss_due = last_clock + rss_every; /* the sample at start was taken in tprof_writer_start */
-	char leader;
+	uint64_t rss_every = (uint64_t)shm->rss_interval_ms * 1000000u;
+	uint64_t rss_due = last_clock + rss_every;
+	int exec_seen = 0, gone = pidfd < 0;
 	for (;;) {
-		uint32_t req = atomic_load(&flush_req);
-		atomic_fetch_add_explicit(&tprof_epoch, 1, memory_order_relaxed);
-		uint32_t mreq = atomic_load(&modules_req);
-		modules_update(0);
-		if (mreq != atomic_load(&modules_done)) {
-			atomic_store(&modules_done, mreq);
-			tprof_futex_wake(&modules_done);
-		}
+		atomic_fetch_add_explicit(&shm->epoch, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&shm->heartbeat, 1, memory_order_relaxed);
+		modules_update();
 		uint64_t n = drain_all();
 		uint64_t now = mono_ns();
 		int reaped = now - last_reap >= 200000000u;
 		if (reaped) {
 			reap_dead_threads();
+			live_names_check();
 			last_reap = now;
 		}
 		if (rss_every && now >= rss_due) {
@@ -995,28 +1069,23 @@ static void *writer_main(void *arg)
 			write_clock();
 			last_clock = now;
 		}
-		if (req != atomic_load(&flush_done)) {
-			int final = req_final;
-			finish_trace(req_reason, req_value, final);
-			atomic_store(&flush_done, req);
-			tprof_futex_wake(&flush_done);
-			if (final)
-				return NULL;
-			continue;
+		struct pollfd pf[2] = {{pidfd, POLLIN, 0}, {a->exec_fd, POLLIN, 0}};
+		if (poll(pf, 2, 0) > 0) {
+			if (pf[1].revents) /* the same process registered again: it exec'd */
+				exec_seen = 1;
+			if (pf[0].revents)
+				gone = 1;
 		}
-		/* two tasks, a zombie main thread and us: we alone keep the process alive */
-		if (reaped && tprof_proc_threads(&leader) == 2 && leader == 'Z') {
-			leave_to_exit();
-			return NULL; /* glibc: the last thread is gone, exit(0) */
-		}
+		if (gone || exec_seen)
+			break;
 		/* Poll adaptively: soon again while rings fill fast, rarely otherwise. A ring holding a
 		 * few events is held anyway (see drain_thread) and its producer wakes us each time its
-		 * head passes a quarter mark, so waking every millisecond for it would only take the
-		 * CPU from the program (a thousand wake-ups a second in a kernel-heavy run). */
-		uint32_t cap = tprof_cfg.ring_entries;
+		 * head passes a quarter mark. At most 10 ms: the process takes a recorder that has not
+		 * beaten for 2 s for gone. */
+		uint32_t cap = shm->ring_entries;
 		if (busiest < (cap >> 1)) {
 			long nap = busiest >= (cap >> 4) ? 100000 : 10000000;
-			if (rss_every) { /* wake for the next sample; the batching of busy threads is unchanged */
+			if (rss_every) {
 				uint64_t t = mono_ns();
 				if (rss_due <= t)
 					nap = 0;
@@ -1025,221 +1094,14 @@ static void *writer_main(void *arg)
 			}
 			if (n == 0)
 				out_flush();
-			uint32_t k = atomic_load(&kick_word);
-			atomic_store(&tprof_writer_sleeping, 1);
-			if (atomic_load(&flush_req) == atomic_load(&flush_done) &&
-			    atomic_load(&modules_req) == atomic_load(&modules_done))
-				tprof_futex_wait(&kick_word, k, nap);
-			atomic_store(&tprof_writer_sleeping, 0);
+			uint32_t k = atomic_load(&shm->kick);
+			atomic_store(&shm->writer_sleeping, 1);
+			if (nap)
+				tprof_futex_wait(&shm->kick, k, nap);
+			atomic_store(&shm->writer_sleeping, 0);
 		}
 	}
-}
-
-void tprof_modules_before_close(void)
-{
-	if (exiting_here()) {
-		here_busy = 1;
-		modules_update(0);
-		here_busy = 0;
-		return;
-	}
-	if (!atomic_load(&tprof_writer_running) || !atomic_load(&tprof_recording) ||
-	    pthread_equal(pthread_self(), writer_tid))
-		return;
-	int saved = errno;
-	uint32_t gen = atomic_fetch_add(&modules_req, 1) + 1;
-	tprof_writer_kick();
-	uint64_t deadline = mono_ns() + 100000000u;
-	for (;;) {
-		uint32_t done = atomic_load(&modules_done);
-		if ((int32_t)(done - gen) >= 0 || mono_ns() > deadline || !atomic_load(&tprof_writer_running))
-			break;
-		tprof_futex_wait(&modules_done, done, 10000000);
-	}
-	errno = saved;
-}
-
-void tprof_writer_kick(void)
-{
-	int saved = errno;
-	atomic_fetch_add(&kick_word, 1);
-	tprof_futex_wake(&kick_word);
-	errno = saved;
-}
-
-int tprof_writer_flush(int reason, int value, int final, long timeout_ns)
-{
-	if (exiting_here()) { /* no writer loop to ask: the work is done here */
-		here_busy = 1;
-		finish_trace(reason, value, final);
-		here_busy = 0;
-		return 0;
-	}
-	if (!atomic_load(&tprof_writer_running))
-		return -1;
-	if (pthread_equal(pthread_self(), writer_tid))
-		return -1;
-	req_reason = reason;
-	req_value = value;
-	req_final = final;
-	uint32_t gen = atomic_fetch_add(&flush_req, 1) + 1;
-	tprof_writer_kick();
-	uint64_t deadline = mono_ns() + (uint64_t)timeout_ns;
-	for (;;) {
-		uint32_t done = atomic_load(&flush_done);
-		if ((int32_t)(done - gen) >= 0)
-			break;
-		if (mono_ns() > deadline)
-			return -1;
-		tprof_futex_wait(&flush_done, done, 10000000);
-	}
-	if (final)
-		pthread_join(writer_tid, NULL);
+	/* An exec: the old image's threads are gone once the new image runs its first code. */
+	finish_trace(exec_seen, a->starttime, !gone && !exec_seen);
 	return 0;
-}
-
-/* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace. */
-static void make_path(char *buf, size_t cap)
-{
-	struct tprof_sbuf s = {.n = 0};
-	const char *o = tprof_cfg.output;
-	if (o && *o) {
-		for (; *o; o++) {
-			if (o[0] == '%' && o[1] == 'p') {
-				tprof_sb_u64(&s, (uint64_t)getpid());
-				o++;
-			} else if (o[0] == '%' && o[1] == '%') {
-				tprof_sb_str(&s, "%");
-				o++;
-			} else {
-				char c[2] = {*o, 0};
-				tprof_sb_str(&s, c);
-			}
-		}
-	} else {
-		tprof_sb_str(&s, "tprof.");
-		for (const char *c = program_invocation_short_name; c && *c; c++) {
-			char ch[2] = {(*c == '/' || *c < 32) ? '_' : *c, 0};
-			tprof_sb_str(&s, ch);
-		}
-		tprof_sb_str(&s, ".");
-		tprof_sb_u64(&s, (uint64_t)getpid());
-		tprof_sb_str(&s, ".trace");
-	}
-	size_t n = s.n < cap - 1 ? s.n : cap - 1;
-	memcpy(buf, s.b, n);
-	buf[n] = 0;
-}
-
-/* Creates the trace file exclusively: never through a symlink, never over an existing file. An
- * existing name gets a numeric suffix (.1, .2, ...). */
-static int open_trace(void)
-{
-	char base[sizeof(tprof_trace_path) - 16];
-	make_path(base, sizeof(base));
-	for (int k = 0; k < 1000; k++) {
-		struct tprof_sbuf s = {.n = 0};
-		tprof_sb_str(&s, base);
-		if (k) {
-			tprof_sb_str(&s, ".");
-			tprof_sb_u64(&s, (uint64_t)k);
-		}
-		memcpy(tprof_trace_path, s.b, s.n);
-		tprof_trace_path[s.n] = 0;
-		int fd = open(tprof_trace_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		struct stat st;
-		if (fd >= 0 && fstat(fd, &st) == 0) {
-			trace_dev = st.st_dev;
-			trace_ino = st.st_ino;
-			return fd;
-		}
-		if (errno != EEXIST)
-			break;
-	}
-	struct tprof_sbuf s = {.n = 0};
-	tprof_sb_str(&s, "tprof: cannot create ");
-	tprof_sb_str(&s, tprof_trace_path);
-	tprof_sb_str(&s, ": ");
-	tprof_sb_str(&s, strerror(errno));
-	tprof_sb_str(&s, "; not tracing\n");
-	tprof_sb_emit(&s);
-	return -1;
-}
-
-int tprof_writer_start(void)
-{
-	trace_fd = open_trace();
-	if (trace_fd < 0)
-		return -1;
-	out_len = 0;
-	out_failed = 0;
-	events_written = lost_written = 0;
-	stk_len = stk_count = 0;
-	if (!stack_written) {
-		void *m = mmap(NULL, TPROF_STACK_IDS, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		stack_written = m == MAP_FAILED ? NULL : m;
-	} else {
-		madvise(stack_written, TPROF_STACK_IDS, MADV_DONTNEED); /* a new trace defines all again */
-	}
-	if (!stack_written) {
-		close(trace_fd);
-		unlink(tprof_trace_path);
-		trace_fd = -1;
-		return -1;
-	}
-	if (tprof_cfg.compress && !zctx) {
-		size_t ws = ZSTD_estimateCCtxSize(1);
-		void *m = mmap(NULL, ws, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m != MAP_FAILED)
-			zctx = ZSTD_initStaticCCtx(m, ws);
-	}
-	uint32_t nm;
-	struct tprof_module_rec *mods = tprof_modules(&nm);
-	for (uint32_t i = 0; i < nm; i++)
-		mods[i].written = mods[i].unload_written = 0;
-	write_header_and_info();
-	write_op_names();
-	memset(name_written, 0, sizeof(name_written)); /* a new trace defines all again */
-	klen = kcount = 0;
-	kprev_tick = 0;
-	rss_len = rss_count = 0; /* after fork: the parent's staged samples are not the child's */
-	rss_last_tick = rss_last_bytes = 0;
-	rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (tprof_cfg.rss_interval_ms)
-		rss_sample(); /* at start, before the program runs on: the writer thread may start late */
-	modules_update(1);
-	out_flush();
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &program_mask);
-	atomic_store(&tprof_writer_running, 1);
-	atomic_store(&writer_exiting, 0);
-	int rc = pthread_create(&writer_tid, NULL, writer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &program_mask, NULL);
-	if (rc != 0) {
-		atomic_store(&tprof_writer_running, 0);
-		close(trace_fd);
-		unlink(tprof_trace_path);
-		trace_fd = -1;
-		return -1;
-	}
-	return 0;
-}
-
-void tprof_writer_after_fork_child(void)
-{
-	/* The parent's writer does not exist here; its buffers and descriptor are the parent's. */
-	if (trace_fd >= 0)
-		close(trace_fd);
-	trace_fd = -1;
-	atomic_store(&tprof_writer_running, 0);
-	atomic_store(&tprof_writer_sleeping, 0);
-	atomic_store(&flush_req, 0);
-	atomic_store(&flush_done, 0);
-	atomic_store(&modules_req, 0);
-	atomic_store(&modules_done, 0);
-	here_busy = 0;
-	if (tprof_writer_start() != 0)
-		atomic_store(&tprof_recording, 0);
 }

@@ -1,0 +1,572 @@
+/* The shared memory of libtprof.so and how a process hands it to a recorder. At start-up (and in
+ * every fork child) the process creates a memfd, creates its trace file (exclusively, in its own
+ * working directory, with its own permissions), connects to a recorder over an abstract unix
+ * socket, sends both descriptors and waits for one byte of answer; then it closes every descriptor
+ * it opened. What stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor
+ * limit can see. A recorder is found through TPROF_RECORDER (tprof record sets it), else at the
+ * name of the nearest traced ancestor that started one, else started here (tprof-recorder beside
+ * libtprof.so, detached: it is not this process's child).
+ *
+ * The file is allocated by bumping an offset; the process maps it piece by piece as it grows,
+ * without a descriptor: mremap with an old size of 0 makes a second mapping of a shared mapping's
+ * pages, here of the last piece's, extended past its end, and the part that overlaps the last
+ * piece is unmapped again. Address space is so taken only as the file is used. */
+#include <alloca.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "sys.h"
+
+extern char **environ;
+
+struct tprof_shm *tprof_shm;
+
+/* The pieces of the file this process has mapped, in file order. */
+#define MAX_PIECES 64
+static struct piece {
+	uint64_t off, len;
+	uint8_t *addr;
+} pieces[MAX_PIECES];
+static _Atomic uint32_t npieces;
+static uint64_t piece_end; /* file offset where the last piece ends */
+
+static char recorder_name[108]; /* the socket this process registered at, for its fork children */
+static size_t recorder_name_len;
+
+#define FIRST_PIECE (4ull << 20)
+
+/* ---- the allocator ---- */
+
+/* Maps [piece_end, piece_end + len) as a new piece. Called with alloc_busy held. */
+static int grow(uint64_t len)
+{
+	uint32_t n = atomic_load_explicit(&npieces, memory_order_relaxed);
+	if (n == MAX_PIECES || piece_end + len > TPROF_SHM_FILE_BYTES)
+		return -1;
+	struct piece *last = &pieces[n - 1];
+	uint8_t *m = mremap(last->addr, 0, last->len + len, MREMAP_MAYMOVE);
+	if (m == MAP_FAILED)
+		return -1;
+	munmap(m, last->len);
+	pieces[n] = (struct piece){piece_end, len, m + last->len};
+	piece_end += len;
+	atomic_store_explicit(&npieces, n + 1, memory_order_release);
+	return 0;
+}
+
+void *tprof_shm_alloc(uint64_t len, uint64_t *off)
+{
+	struct tprof_shm *s = tprof_shm;
+	if (!s || len == 0)
+		return NULL;
+	len = (len + 63) & ~63ull;
+	int saved = errno;
+	/* Rare (a new thread's ring, a chunk of stacks): a flag, not a lock. A thread that finds it
+	 * taken retries a few times, then gives up, so that a signal handler interrupting the holder
+	 * on its own thread cannot wait forever. */
+	uint32_t expect = 0;
+	int tries = 0;
+	while (!atomic_compare_exchange_weak(&s->alloc_busy, &expect, 1)) {
+		expect = 0;
+		if (++tries > 2000) {
+			errno = saved;
+			return NULL;
+		}
+		sched_yield();
+	}
+	void *p = NULL;
+	uint64_t at = atomic_load_explicit(&s->used, memory_order_relaxed);
+	if (at + len > piece_end) {
+		uint64_t want = piece_end; /* double what is mapped, at least what is asked */
+		if (want < len)
+			want = len;
+		want = (want + (2u << 20) - 1) & ~((2ull << 20) - 1);
+		if (grow(want) != 0 && (want == len || grow((len + 4095) & ~4095ull) != 0)) {
+			atomic_store(&s->reserve_failed, 1);
+			goto out;
+		}
+		at = pieces[atomic_load(&npieces) - 1].off; /* the rest of the older piece stays unused */
+	}
+	uint32_t n = atomic_load_explicit(&npieces, memory_order_relaxed);
+	for (uint32_t i = n; i-- > 0;) {
+		if (at >= pieces[i].off && at + len <= pieces[i].off + pieces[i].len) {
+			p = pieces[i].addr + (at - pieces[i].off);
+			break;
+		}
+	}
+	if (p) {
+		atomic_store_explicit(&s->used, at + len, memory_order_release);
+		*off = at;
+	}
+out:
+	atomic_store_explicit(&s->alloc_busy, 0, memory_order_release);
+	errno = saved;
+	return p;
+}
+
+/* ---- descriptors, carefully ---- */
+
+/* The program may run at a descriptor limit it has used up, or below the few start-up needs: the
+ * soft limit is raised to the hard one for the moment and put back. */
+struct nofile_guard {
+	struct rlimit old;
+	int raised;
+};
+
+static void nofile_raise(struct nofile_guard *g)
+{
+	g->raised = 0;
+	if (getrlimit(RLIMIT_NOFILE, &g->old) != 0 || g->old.rlim_cur >= g->old.rlim_max)
+		return;
+	struct rlimit r = {g->old.rlim_max, g->old.rlim_max};
+	g->raised = setrlimit(RLIMIT_NOFILE, &r) == 0;
+}
+
+static void nofile_restore(struct nofile_guard *g)
+{
+	if (g->raised)
+		setrlimit(RLIMIT_NOFILE, &g->old);
+}
+
+static void say(const char *a, const char *b, const char *c)
+{
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "tprof: ");
+	tprof_sb_str(&s, a);
+	tprof_sb_str(&s, b);
+	tprof_sb_str(&s, c);
+	tprof_sb_str(&s, "\n");
+	tprof_sb_emit(&s);
+}
+
+/* ---- the trace file ---- */
+
+/* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace. */
+static void make_path(char *buf, size_t cap, pid_t pid)
+{
+	struct tprof_sbuf s = {.n = 0};
+	const char *o = tprof_cfg.output;
+	if (o && *o) {
+		for (; *o; o++) {
+			if (o[0] == '%' && o[1] == 'p') {
+				tprof_sb_u64(&s, (uint64_t)pid);
+				o++;
+			} else if (o[0] == '%' && o[1] == '%') {
+				tprof_sb_str(&s, "%");
+				o++;
+			} else {
+				char c[2] = {*o, 0};
+				tprof_sb_str(&s, c);
+			}
+		}
+	} else {
+		tprof_sb_str(&s, "tprof.");
+		for (const char *c = program_invocation_short_name; c && *c; c++) {
+			char ch[2] = {(*c == '/' || *c < 32) ? '_' : *c, 0};
+			tprof_sb_str(&s, ch);
+		}
+		tprof_sb_str(&s, ".");
+		tprof_sb_u64(&s, (uint64_t)pid);
+		tprof_sb_str(&s, ".trace");
+	}
+	size_t n = s.n < cap - 1 ? s.n : cap - 1;
+	memcpy(buf, s.b, n);
+	buf[n] = 0;
+}
+
+/* Creates the trace file exclusively: never through a symlink, never over an existing file. An
+ * existing name gets a numeric suffix (.1, .2, ...). Returns the descriptor, path in path. */
+static int open_trace(char *path, size_t cap, pid_t pid)
+{
+	char base[4096 - 16];
+	make_path(base, sizeof(base), pid);
+	for (int k = 0; k < 1000; k++) {
+		struct tprof_sbuf s = {.n = 0};
+		tprof_sb_str(&s, base);
+		if (k) {
+			tprof_sb_str(&s, ".");
+			tprof_sb_u64(&s, (uint64_t)k);
+		}
+		size_t n = s.n < cap - 1 ? s.n : cap - 1;
+		memcpy(path, s.b, n);
+		path[n] = 0;
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			/* held by the recorder (the lock goes with the open file) until the trace is
+			 * complete: a reader waits for it (docs/FORMAT.md) */
+			flock(fd, LOCK_EX | LOCK_NB);
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	say("cannot create ", path, "; not tracing");
+	return -1;
+}
+
+/* ---- finding or starting a recorder ---- */
+
+/* Field 4 (ppid) and 22 (start time) of /proc/PID/stat; -1 when it cannot be read. */
+static int proc_stat(pid_t pid, pid_t *ppid, uint64_t *start)
+{
+	char path[64], buf[1024];
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "/proc/");
+	tprof_sb_u64(&s, (uint64_t)pid);
+	tprof_sb_str(&s, "/stat");
+	memcpy(path, s.b, s.n);
+	path[s.n] = 0;
+	if (tprof_proc_read(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	if (!p)
+		return -1;
+	int field = 2;
+	uint64_t v = 0;
+	*ppid = 0;
+	*start = 0;
+	for (p++; *p; p++) {
+		if (*p == ' ') {
+			field++;
+			v = 0;
+			continue;
+		}
+		if (*p < '0' || *p > '9')
+			continue;
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (p[1] == ' ' || p[1] == 0) {
+			if (field == 4)
+				*ppid = (pid_t)v;
+			if (field == 22) {
+				*start = v;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+static size_t socket_name(char *out, pid_t pid, uint64_t start)
+{
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "#tprof.");
+	tprof_sb_u64(&s, (uint64_t)getuid());
+	tprof_sb_str(&s, ".");
+	tprof_sb_u64(&s, (uint64_t)pid);
+	tprof_sb_str(&s, ".");
+	tprof_sb_u64(&s, start);
+	s.b[0] = 0; /* abstract namespace */
+	memcpy(out, s.b, s.n);
+	return s.n;
+}
+
+static int try_connect(const char *name, size_t len)
+{
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	if (len > sizeof(a.sun_path))
+		return -1;
+	memcpy(a.sun_path, name, len);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The path of tprof-recorder: beside libtprof.so. */
+static int recorder_path(char *out, size_t cap)
+{
+	Dl_info di;
+	if (!dladdr((void *)&tprof_region_start, &di) || !di.dli_fname)
+		return -1;
+	const char *slash = strrchr(di.dli_fname, '/');
+	size_t dir = slash ? (size_t)(slash - di.dli_fname) : 1;
+	const char *d = slash ? di.dli_fname : ".";
+	static const char exe[] = "/tprof-recorder";
+	if (dir + sizeof(exe) > cap)
+		return -1;
+	memcpy(out, d, dir);
+	memcpy(out + dir, exe, sizeof(exe));
+	return 0;
+}
+
+/* Starts a recorder listening at name, detached from this process (a grandchild made with raw clone
+ * calls, so that the program's wait calls never see it and no fork handler runs), and returns a
+ * socket connected to it, or -1. */
+static int spawn_recorder(const char *name, size_t len)
+{
+	char path[4096];
+	if (recorder_path(path, sizeof(path)) != 0 || access(path, X_OK) != 0) {
+		say("cannot find the recorder ", path, "; not tracing");
+		return -1;
+	}
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path, name, len);
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return -1;
+	if (bind(lfd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) != 0 ||
+	    listen(lfd, 64) != 0) {
+		int e = errno;
+		close(lfd);
+		return e == EADDRINUSE ? try_connect(name, len) : -1; /* a sibling started one first */
+	}
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* the recorder's environment: the program's, less the preload (it must not trace itself) */
+	size_t n = 0;
+	while (environ && environ[n])
+		n++;
+	char **envp = alloca((n + 1) * sizeof(char *));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+			envp[k++] = environ[i];
+	envp[k] = NULL;
+	char rootbuf[24];
+	struct tprof_sbuf rs = {.n = 0};
+	tprof_sb_u64(&rs, (uint64_t)getpid());
+	memcpy(rootbuf, rs.b, rs.n);
+	rootbuf[rs.n] = 0;
+	char *argv[] = {path, (char *)"--listen-fd", (char *)"3", (char *)"--root", rootbuf, NULL};
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	long c = syscall(SYS_clone, 0L /* no exit signal: invisible to the program's wait calls */, NULL, NULL,
+			 NULL, NULL);
+	if (c == 0) {
+		long g = syscall(SYS_clone, (long)SIGCHLD, NULL, NULL, NULL, NULL);
+		if (g == 0) {
+			setsid();
+			dup2(lfd, 3);
+			if (devnull >= 0) {
+				dup2(devnull, 0);
+				dup2(devnull, 1);
+			}
+			syscall(SYS_close_range, 4u, ~0u, 0u);
+			struct sigaction sa;
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = SIG_DFL;
+			for (int sig = 1; sig < 32; sig++)
+				if (sig != SIGKILL && sig != SIGSTOP)
+					syscall(SYS_rt_sigaction, (long)sig, &sa, NULL, 8L);
+			sigset_t none;
+			sigemptyset(&none);
+			syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &none, NULL, 8L);
+			syscall(SYS_execve, path, argv, envp);
+			syscall(SYS_exit_group, 127L);
+		}
+		syscall(SYS_exit_group, g < 0 ? 1L : 0L);
+	}
+	if (c > 0) {
+		int st;
+		while (syscall(SYS_wait4, c, &st, (long)__WALL, NULL) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(lfd);
+	if (devnull >= 0)
+		close(devnull);
+	if (c < 0)
+		return -1;
+	return try_connect(name, len);
+}
+
+/* A socket connected to this process's recorder, or -1. */
+static int find_recorder(int child)
+{
+	if (child && recorder_name_len) { /* the parent's */
+		int fd = try_connect(recorder_name, recorder_name_len);
+		if (fd >= 0)
+			return fd;
+	}
+	const char *env = getenv(TPROF_RECORDER_ENV);
+	if (env && *env && strlen(env) < sizeof(recorder_name) - 1) {
+		recorder_name[0] = 0; /* abstract */
+		recorder_name_len = 1 + strlen(env);
+		memcpy(recorder_name + 1, env, recorder_name_len - 1);
+		int fd = try_connect(recorder_name, recorder_name_len);
+		if (fd >= 0)
+			return fd;
+	}
+	/* The nearest ancestor that started a recorder; the walk stops at the first process that
+	 * cannot be read (another user's, or gone) or after 32 steps. */
+	pid_t pid = getppid();
+	for (int depth = 0; depth < 32 && pid > 1; depth++) {
+		pid_t pp;
+		uint64_t start;
+		if (proc_stat(pid, &pp, &start) != 0)
+			break;
+		recorder_name_len = socket_name(recorder_name, pid, start);
+		int fd = try_connect(recorder_name, recorder_name_len);
+		if (fd >= 0)
+			return fd;
+		pid = pp;
+	}
+	pid_t pp;
+	uint64_t start;
+	if (proc_stat(getpid(), &pp, &start) != 0)
+		return -1;
+	recorder_name_len = socket_name(recorder_name, getpid(), start);
+	return spawn_recorder(recorder_name, recorder_name_len);
+}
+
+static int send_hello(int sock, int memfd, int tracefd, uint64_t start)
+{
+	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), start};
+	struct iovec iov = {&h, sizeof(h)};
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	int fds[2] = {memfd, tracefd};
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	ssize_t w;
+	do
+		w = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w != (ssize_t)sizeof(h))
+		return -1;
+	struct timeval tv = {10, 0};
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	char ack = 0;
+	ssize_t r;
+	do
+		r = recv(sock, &ack, 1, 0);
+	while (r < 0 && errno == EINTR);
+	return r == 1 && ack == 1 ? 0 : -1;
+}
+
+/* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
+static void drop_pieces(void)
+{
+	uint32_t n = atomic_load(&npieces);
+	for (uint32_t i = 0; i < n; i++)
+		munmap(pieces[i].addr, pieces[i].len);
+	atomic_store(&npieces, 0);
+	piece_end = 0;
+	tprof_shm = NULL;
+}
+
+/* The module whose malloc this program's calls reach, when it is not ours: the executable defines
+ * one, or an allocator was preloaded ahead of us. */
+static void find_malloc_owner(char *out, size_t cap)
+{
+	out[0] = 0;
+	void *seen = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info mine, theirs;
+	if (!seen || !dladdr((void *)&tprof_region_start, &mine) || !dladdr(seen, &theirs))
+		return;
+	if (theirs.dli_fbase == mine.dli_fbase)
+		return;
+	const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname : program_invocation_name;
+	size_t n = strnlen(name, cap - 1);
+	memcpy(out, name, n);
+	out[n] = 0;
+}
+
+int tprof_region_start(int child)
+{
+	int saved = errno;
+	int rc = -1, memfd = -1, tracefd = -1, sock = -1;
+	struct nofile_guard g;
+	if (child)
+		drop_pieces();
+	nofile_raise(&g);
+	pid_t pid = getpid(), pp;
+	uint64_t start = 0;
+	if (proc_stat(pid, &pp, &start) != 0)
+		start = 0;
+	memfd = (int)syscall(SYS_memfd_create, "tprof", (long)MFD_CLOEXEC);
+	if (memfd < 0) {
+		say("cannot create shared memory: ", strerror(errno), "; not tracing");
+		goto out;
+	}
+	/* The recorder sizes the file (it may have a larger file size limit than the program). */
+	char path[4096];
+	tracefd = open_trace(path, sizeof(path), pid);
+	if (tracefd < 0)
+		goto out;
+	sock = find_recorder(child);
+	if (sock < 0 || send_hello(sock, memfd, tracefd, start) != 0) {
+		if (sock >= 0 || !child)
+			say("no recorder took ", path, "; not tracing");
+		unlink(path);
+		goto out;
+	}
+	uint8_t *m = mmap(NULL, FIRST_PIECE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (m == MAP_FAILED) {
+		say("cannot map shared memory: ", strerror(errno), "; not tracing");
+		goto out;
+	}
+	pieces[0] = (struct piece){0, FIRST_PIECE, m};
+	piece_end = FIRST_PIECE;
+	atomic_store(&npieces, 1);
+	struct tprof_shm *s = (struct tprof_shm *)m;
+	s->version = TPROF_SHM_VERSION;
+	s->bytes = sizeof(*s);
+	s->pid = (int32_t)pid;
+	s->ppid = (int32_t)getppid();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	s->clock = (uint32_t)tprof_cfg.clock;
+	s->lossy = (uint32_t)tprof_cfg.lossy;
+	s->quiet = (uint32_t)tprof_cfg.quiet;
+	s->debug = (uint32_t)tprof_cfg.debug;
+	s->depth = tprof_cfg.depth;
+	s->ring_entries = tprof_cfg.ring_entries;
+	s->rss_interval_ms = tprof_cfg.rss_interval_ms;
+	s->compress = (uint32_t)tprof_cfg.compress;
+	memcpy(s->trace_path, path, strlen(path) + 1);
+	/* read here: the process may be gone before its recorder could look */
+	ssize_t en = readlink("/proc/self/exe", s->exe, sizeof(s->exe));
+	s->exe_len = en > 0 ? (uint32_t)en : 0;
+	ssize_t cn = tprof_proc_read("/proc/self/cmdline", s->cmdline, sizeof(s->cmdline));
+	s->cmdline_len = cn > 0 ? (uint32_t)cn : 0;
+	find_malloc_owner(s->malloc_owner, sizeof(s->malloc_owner));
+	atomic_store(&s->seq, 1);
+	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
+	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE); /* the recorder waits for it */
+	tprof_shm = s;
+	rc = 0;
+out:
+	if (sock >= 0)
+		close(sock);
+	if (tracefd >= 0)
+		close(tracefd);
+	if (memfd >= 0)
+		close(memfd);
+	nofile_restore(&g);
+	errno = saved;
+	return rc;
+}

@@ -1,0 +1,137 @@
+/* The memory that a traced process shares with its recorder: one memfd per process image, created by
+ * libtprof.so at start-up (and in every fork child), handed to the recorder over a unix socket, then
+ * closed in the process, whose mapping stays. Everything the recorder needs lives here: the
+ * configuration, the global sequence counter, the thread slots and their rings, the interned stacks,
+ * the module table, the annotation names and how the process ended. The process never waits for
+ * the recorder except when a ring is full in lossless mode; the recorder reads whatever is published
+ * here, during the process's life and after its end (the memfd outlives the process).
+ *
+ * The file is sparse: objects are bump-allocated at increasing file offsets (shm_alloc in
+ * preload/region.c) and the process maps only what it has allocated, piece by piece. Offsets are
+ * what the two sides exchange; pointers are private to each side. */
+#ifndef TPROF_SHM_H
+#define TPROF_SHM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ring.h"
+#include "tprof_trace.h"
+
+#define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
+#define TPROF_SHM_VERSION 1
+#define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
+#define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
+#define TPROF_SHM_MODULES 2048
+#define TPROF_SHM_PATHS (512u << 10)       /* module paths, NUL-terminated, back to back */
+#define TPROF_NAME_IDS 4096u               /* annotation names; id 0 is "no name" */
+
+#define TPROF_STACK_IDS_MAX (1u << 24)     /* stack ids travel in 24 bits of a ring entry */
+#define TPROF_STACK_CHUNK_IDS (1u << 16)   /* stack index entries per chunk */
+#define TPROF_STACK_CHUNKS (TPROF_STACK_IDS_MAX / TPROF_STACK_CHUNK_IDS)
+#define TPROF_ARENA_CHUNK_WORDS (1u << 19) /* 4 MiB of frames per arena chunk */
+
+enum { TPROF_SLOT_FREE = 0, TPROF_SLOT_ACTIVE = 1, TPROF_SLOT_SETUP = -1 };
+
+/* One recording thread. The process claims a free slot (FREE -> SETUP -> ACTIVE); the recorder
+ * frees it once the thread is gone and its ring drained. A slot keeps its ring for the next thread. */
+struct tprof_shm_thread {
+	_Atomic int state;
+	int32_t tid;
+	_Atomic uint32_t inflight; /* the thread is inside a heap hook (see TPROF_ENDF_INFLIGHT) */
+	_Atomic int exit_named;    /* exit_name holds the name the thread had as it exited */
+	uint64_t ring_off;         /* file offset of its ring, 0 while it has none */
+	uint32_t ring_entries;
+	uint32_t pad;
+	char exit_name[16];
+	uint64_t pad2[2];
+};
+
+/* One interned stack: its frames are arena words at file offset `off`. */
+struct tprof_shm_stack {
+	uint64_t off;
+	uint16_t depth; /* 0: not yet published */
+	uint8_t truncated;
+	uint8_t pad[5];
+};
+
+/* A module (the main program, a shared library, the vDSO) as dl_iterate_phdr reported it. */
+struct tprof_shm_module {
+	uint64_t base, start, end;
+	uint64_t load_seq;
+	_Atomic uint64_t unload_seq; /* 0: still loaded */
+	uint32_t path_off, path_len; /* in paths[] */
+	uint8_t build_id[32];
+	uint8_t build_id_len;
+	uint8_t pad[7];
+};
+
+struct tprof_shm_name {
+	_Atomic int state; /* 0 empty, 1 being filled, 2 ready */
+	uint8_t len;
+	char name[TPROF_NAME_MAX + 1];
+};
+
+struct tprof_shm {
+	uint64_t magic;
+	uint32_t version, bytes; /* TPROF_SHM_VERSION, sizeof(struct tprof_shm) */
+	int32_t pid, ppid;
+	uint64_t start_realtime_ns;
+	/* configuration, fixed before registration */
+	uint32_t clock, lossy, quiet, debug, depth, ring_entries, rss_interval_ms, compress;
+	char trace_path[4096];   /* as the process created it (relative to its working directory) */
+	char exe[4096];          /* /proc/self/exe, as the process saw it at start-up */
+	uint32_t exe_len, cmdline_len;
+	char cmdline[32768];     /* /proc/self/cmdline: NUL-separated arguments (may be cut short) */
+	char malloc_owner[512];  /* the module whose malloc the program reaches, "" when it is ours */
+
+	/* the bump allocator over the file (region.c) */
+	_Atomic uint64_t used;
+	_Atomic uint32_t alloc_busy;
+	_Atomic uint32_t reserve_failed; /* a piece could not be mapped (address space limit) */
+
+	_Alignas(64) _Atomic uint64_t seq; /* global event order */
+	_Alignas(64) _Atomic uint32_t epoch; /* advanced by the recorder on every pass */
+	_Atomic uint32_t writer_sleeping;    /* the recorder waits on kick */
+	_Atomic uint32_t kick;
+	_Atomic uint32_t heartbeat;          /* advanced by the recorder at least every 10 ms */
+	_Atomic uint32_t recorder_gone;      /* the process saw no heartbeat for a long time: drop */
+	_Atomic uint32_t threads_hwm;        /* slots in use are below this index */
+	_Alignas(64) _Atomic uint64_t lost_global; /* events lost without a ring */
+
+	/* how the process ended, as far as it could say */
+	_Atomic int32_t end_reason; /* enum tprof_end_reason, 0 while running */
+	_Atomic int32_t end_value;
+	_Atomic uint32_t exec_pending; /* an exec call is under way */
+
+	/* stacks (stacks.c): ids below stack_next_id are allocated, published once depth != 0 */
+	_Atomic uint32_t stack_next_id;
+	_Atomic uint64_t stack_dropped;
+	_Atomic uint64_t stack_chunk_off[TPROF_STACK_CHUNKS]; /* file offsets of index chunks */
+
+	/* modules (stacks.c): records below nmodules are complete */
+	_Atomic uint32_t nmodules;
+	_Atomic uint32_t modules_busy;
+	uint32_t paths_used;
+
+	struct tprof_shm_thread threads[TPROF_SHM_THREADS];
+	struct tprof_shm_name names[TPROF_NAME_IDS];
+	struct tprof_shm_module modules[TPROF_SHM_MODULES];
+	char paths[TPROF_SHM_PATHS];
+};
+
+/* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with two
+ * descriptors: the memfd and the trace file it created. The recorder answers one byte: 1 when it
+ * took the process, 0 when it refused. */
+struct tprof_hello {
+	uint64_t magic; /* TPROF_SHM_MAGIC */
+	uint32_t version;
+	int32_t pid;
+	uint64_t starttime; /* /proc/PID/stat field 22: with the pid, names the process for good */
+};
+
+/* Where a recorder listens: an abstract unix socket, "\0tprof.<uid>.<pid>.<starttime>" of the
+ * process that started it, or the name in TPROF_RECORDER (set by tprof record). */
+#define TPROF_RECORDER_ENV "TPROF_RECORDER"
+
+#endif
