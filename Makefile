@@ -68,7 +68,7 @@ $(BUILD)/tprof-recorder: $(BUILD)/obj/recorder/main.o $(RECORDER_OBJ)
 
 $(BUILD)/obj/analyzer/%.o: analyzer/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -Irecorder -Ipreload -c $< -o $@
 
 $(BUILD)/tprof: $(ANALYZER_OBJ) $(RECORDER_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(ANALYZER_LIBS) $(LDLIBS)

@@ -360,8 +360,10 @@ static int op_cmp(const void *pa, const void *pb)
 /* The ops of both runs matched by name, largest change first; *n receives the count. */
 static struct op_pair *match_ops(struct run *a, struct run *b, size_t *n)
 {
-	qsort(a->ops.rows, a->ops.nrows, sizeof(struct ops_row), row_by_name);
-	qsort(b->ops.rows, b->ops.nrows, sizeof(struct ops_row), row_by_name);
+	if (a->ops.nrows) /* a run without kernel calls may have no rows array, which qsort may not get */
+		qsort(a->ops.rows, a->ops.nrows, sizeof(struct ops_row), row_by_name);
+	if (b->ops.nrows)
+		qsort(b->ops.rows, b->ops.nrows, sizeof(struct ops_row), row_by_name);
 	struct op_pair *p = xcalloc(a->ops.nrows + b->ops.nrows + 1, sizeof(*p));
 	size_t i = 0, j = 0, k = 0;
 	while (i < a->ops.nrows || j < b->ops.nrows) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "cmds.h"
 #include "reader.h"
 #include "util.h"
@@ -16,12 +17,9 @@ int cmd_dump(int argc, char **argv)
 			"usage: tprof dump FILE\n");
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 1;
 	}
-	char err[512];
-	struct tprof_trace *t;
-	if (tprof_trace_open(argv[1], &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	struct tprof_trace *t = cmd_open_trace(argv[1]);
+	if (!t)
 		return 2;
-	}
 	printf("# seq time_ns tid call size ptr [old_ptr] stack=ID\n");
 	struct tprof_event e;
 	int r;

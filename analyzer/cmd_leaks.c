@@ -83,9 +83,12 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	printf(" (");
 	tprof_text_str(stdout, t->info.program, 0);
 	printf(", pid %" PRIu64 ")\n", t->info.pid);
-	if (!t->complete)
+	if (!t->ended)
 		printf("\nThe trace is incomplete (the process was killed, or the file was cut short):\n"
 		       "these are the blocks live where it ends, not at exit.\n");
+	else if (!t->complete)
+		printf("\nA thread was inside a heap call when the process ended, and that call may be\n"
+		       "missing: one block may be missing below, or one shown that it freed.\n");
 	if (t->lost_events)
 		printf("\n%s events were lost (lossy mode): blocks whose free was lost show as leaks.\n",
 		       tprof_commas(t->lost_events, a));

@@ -1,18 +1,29 @@
-/* tprof record: runs a program with libtprof.so preloaded and says where its trace went. The
- * library is looked up beside the tprof executable (or at TPROF_LIB). It goes first in LD_PRELOAD,
- * ahead of anything already there, so that it also sees programs whose allocator is itself
- * preloaded (jemalloc, tcmalloc): the real functions it forwards to are then theirs. */
+/* tprof record: runs a program with libtprof.so preloaded and is itself the recorder of it and of
+ * every traced process it starts (recorder/server.c): the program and its descendants register at
+ * the socket named in TPROF_RECORDER. Being the program's parent, it knows how the program ended
+ * and ends the same way (the same exit status, or the same signal). SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT sent to tprof record itself are passed on to the program (a terminal's ^C reaches the
+ * program directly, as the whole foreground group gets it). The library is looked up beside the
+ * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
+ * there, so that it also sees programs whose allocator is itself preloaded. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmds.h"
+#include "recorder.h"
+#include "shm.h"
 #include "util.h"
 
 static int find_library(char *out, size_t cap)
@@ -34,6 +45,38 @@ static int find_library(char *out, size_t cap)
 	return access(out, R_OK);
 }
 
+static volatile sig_atomic_t child_pid;
+
+/* Passes on a signal someone sent to tprof record (kill, a service manager); one that the terminal
+ * sent to the whole foreground group has reached the program already. */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
+		kill(child_pid, sig);
+}
+
+static int listen_socket(char *name, size_t cap)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, cap, "tprof.record.%d.%ld", (int)getpid(), (long)ts.tv_nsec);
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	size_t len = strlen(name);
+	memcpy(a.sun_path + 1, name, len); /* abstract */
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) != 0 ||
+	    listen(fd, 64) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	const char *output = NULL;
@@ -46,8 +89,10 @@ int cmd_record(int argc, char **argv)
 			output = argv[++i];
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			printf("usage: tprof record [-o FILE] -- PROGRAM ARGS...\n"
-			       "  -o FILE   write the trace to FILE (%%p expands to the pid); default\n"
-			       "            tprof.<program>.<pid>.trace in the working directory\n");
+			       "  -o FILE   write the trace to FILE (%%p expands to the pid; an existing FILE\n"
+			       "            gets a suffix .1, .2, ...); default tprof.<program>.<pid>.trace\n"
+			       "            in the working directory. Every traced process says where its\n"
+			       "            trace went, on stderr (TPROF_QUIET=1: nothing).\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			tprof_err("record: unknown option '%s'", argv[i]);
@@ -65,35 +110,54 @@ int cmd_record(int argc, char **argv)
 		tprof_err("record: cannot find libtprof.so (looked at %s; set TPROF_LIB)", lib);
 		return 1;
 	}
-	if (output && !strstr(output, "%p")) {
-		struct stat st;
-		if (lstat(output, &st) == 0) {
-			tprof_err("record: %s exists; not overwriting it", output);
-			return 1;
-		}
+	char name[96];
+	int lfd = listen_socket(name, sizeof(name));
+	if (lfd < 0) {
+		tprof_err("record: cannot create the recorder's socket: %s", strerror(errno));
+		return 1;
 	}
 	const char *old = getenv("LD_PRELOAD");
 	size_t len = strlen(lib) + (old ? strlen(old) : 0) + 2;
 	char *preload = xmalloc(len);
 	snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
 
+	/* Signals are set up before the fork so that none is missed; the child puts them back. */
+	struct sigaction sa, old_sa[4];
+	static const int fwd[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (int k = 0; k < 4; k++)
+		sigaction(fwd[k], &sa, &old_sa[k]);
+	fflush(stdout);
+	fflush(stderr);
 	pid_t pid = fork();
 	if (pid < 0) {
 		tprof_err("record: fork: %s", strerror(errno));
 		return 1;
 	}
 	if (pid == 0) {
+		for (int k = 0; k < 4; k++)
+			sigaction(fwd[k], &old_sa[k], NULL);
 		setenv("LD_PRELOAD", preload, 1);
+		setenv(TPROF_RECORDER_ENV, name, 1);
 		if (output)
 			setenv("TPROF_OUTPUT", output, 1);
 		execvp(argv[i], argv + i);
 		fprintf(stderr, "tprof: record: cannot run %s: %s\n", argv[i], strerror(errno));
 		_exit(127);
 	}
+	child_pid = pid;
 	free(preload);
-	/* Like a shell: a terminal's ^C or ^\ goes to the program, the recorder waits for it. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), -1};
+	if (o.root_pidfd < 0) {
+		tprof_err("record: pidfd_open: %s", strerror(errno));
+		return 1;
+	}
+	tprof_server_run(&o);
+	close(lfd);
 	int status;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
@@ -101,33 +165,18 @@ int cmd_record(int argc, char **argv)
 			return 1;
 		}
 	}
-	char path[PATH_MAX];
-	if (output) {
-		char pidbuf[32];
-		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
-		size_t o = 0;
-		for (const char *c = output; *c && o < sizeof(path) - 24; c++) {
-			if (c[0] == '%' && c[1] == 'p') {
-				o += (size_t)snprintf(path + o, sizeof(path) - o, "%s", pidbuf);
-				c++;
-			} else if (c[0] == '%' && c[1] == '%') {
-				path[o++] = '%';
-				c++;
-			} else {
-				path[o++] = *c;
-			}
-		}
-		path[o] = 0;
-	} else {
-		const char *base = strrchr(argv[i], '/');
-		base = base ? base + 1 : argv[i];
-		snprintf(path, sizeof(path), "tprof.%s.%d.trace", base, (int)pid);
+	child_pid = 0;
+	if (WIFSIGNALED(status)) { /* end the same way */
+		int sig = WTERMSIG(status);
+		fflush(stdout);
+		fflush(stderr);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		return 128 + sig;
 	}
-	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	if (access(path, R_OK) == 0)
-		fprintf(stderr, "tprof: record: %s exited with status %d; trace: %s\n", argv[i], code, path);
-	else
-		fprintf(stderr, "tprof: record: %s exited with status %d; no trace at %s (see above)\n",
-			argv[i], code, path);
-	return code;
+	return WEXITSTATUS(status);
 }

@@ -1,6 +1,8 @@
 /* tprof report: the summary of one trace. Heap totals counted the way valgrind memcheck's HEAP
  * SUMMARY counts them, the exact peak, what was in use at exit, the peak of the sampled resident set
- * size, per-function call counts, threads, lost events and whether the trace is complete. Text for
+ * size, per-function call counts, threads, lost events, how the process ended (exit status, signal)
+ * and whether the trace is complete (or where it was cut), and whether the recorder intercepted
+ * the program's malloc at all. Text for
  * people, --json for tools, --csv for spreadsheets (the summary as one row; --csv=threads the
  * threads). */
 #include <inttypes.h>
@@ -12,10 +14,12 @@
 #include "reader.h"
 #include "util.h"
 
-static const char *end_reason(const struct tprof_trace *t)
+/* How the process ended, as JSON's and CSV's "end" say it: the END block's reason, "none" when the
+ * file has none. */
+static const char *end_name(const struct tprof_trace *t)
 {
-	if (!t->complete)
-		return "incomplete (the process was killed, or the trace was cut short)";
+	if (!t->ended)
+		return "none";
 	switch (t->end_reason) {
 	case TPROF_END_EXIT:
 		return "exit";
@@ -25,8 +29,64 @@ static const char *end_reason(const struct tprof_trace *t)
 		return "fatal signal";
 	case TPROF_END_EXEC:
 		return "exec";
+	case TPROF_END_QUICK_EXIT:
+		return "quick_exit";
+	case TPROF_END_VANISHED:
+		return "vanished";
 	}
-	return "?";
+	return "?"; /* the reader admits no other reason */
+}
+
+/* The process ended by a call that has an exit status (END's value). */
+static int has_exit_status(const struct tprof_trace *t)
+{
+	return t->ended && (t->end_reason == TPROF_END_EXIT || t->end_reason == TPROF_END__EXIT ||
+			    t->end_reason == TPROF_END_QUICK_EXIT);
+}
+
+/* The name of signal sig as Linux numbers signals on x86-64 and arm64 (the generic numbering), the
+ * real-time ones counted from glibc's SIGRTMIN; NULL for a number that has none. */
+static const char *signal_name(uint64_t sig, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		NULL,      "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",  "SIGTRAP",   "SIGABRT", "SIGBUS",
+		"SIGFPE",  "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2", "SIGPIPE",   "SIGALRM", "SIGTERM",
+		"SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN",   "SIGTTOU", "SIGURG",
+		"SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO",    "SIGPWR",  "SIGSYS",
+	};
+	if (sig < sizeof(names) / sizeof(names[0]))
+		return names[sig];
+	if (sig >= 34 && sig <= 64) {
+		snprintf(buf, len, "SIGRTMIN+%u", (unsigned)(sig - 34));
+		return buf;
+	}
+	return NULL;
+}
+
+/* How the process ended, for people: "ended by exit (status 3)", "ended by fatal signal 11
+ * (SIGSEGV)", ... */
+static const char *end_text(const struct tprof_trace *t, char *buf, size_t len)
+{
+	char sb[32];
+	const char *sn;
+	if (!t->ended)
+		return "incomplete: no end recorded (the process was killed, or the trace was cut short)";
+	switch (t->end_reason) {
+	case TPROF_END_SIGNAL:
+		sn = signal_name(t->end_value, sb, sizeof(sb));
+		snprintf(buf, len, "ended by fatal signal %" PRIu64 "%s%s%s", t->end_value, sn ? " (" : "",
+			 sn ? sn : "", sn ? ")" : "");
+		return buf;
+	case TPROF_END_VANISHED:
+		return "ended without an exit call (raw exit system call or killed)";
+	case TPROF_END_EXEC:
+		return "ended by exec";
+	}
+	if (has_exit_status(t))
+		snprintf(buf, len, "ended by %s (status %" PRIu64 ")", end_name(t), t->end_value);
+	else
+		snprintf(buf, len, "ended by %s", end_name(t));
+	return buf;
 }
 
 /* The largest RSS sample (the first of equals), or NULL when the trace has none. */
@@ -78,9 +138,19 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 	printf(",\"lossy\":%s", in->flags & TPROF_INFO_LOSSY ? "true" : "false");
 	printf(",\"complete\":%s", t->complete ? "true" : "false");
 	printf(",\"end\":");
-	tprof_json_str(stdout, t->complete ? end_reason(t) : "none");
-	if (t->complete && t->end_reason == TPROF_END_SIGNAL)
+	tprof_json_str(stdout, end_name(t));
+	if (t->ended && t->end_reason == TPROF_END_SIGNAL)
 		printf(",\"signal\":%" PRIu64, t->end_value);
+	if (has_exit_status(t))
+		printf(",\"exit_status\":%" PRIu64, t->end_value);
+	else
+		printf(",\"exit_status\":null");
+	printf(",\"malloc_owner\":");
+	tprof_json_str(stdout, in->malloc_owner);
+	if (t->cut)
+		printf(",\"cut_at_byte\":%" PRIu64, t->cut_at);
+	else
+		printf(",\"cut_at_byte\":null");
 	printf(",\"calls\":{");
 	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
 		printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", tprof_event_name(k), s->calls[k]);
@@ -93,8 +163,9 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 	printf("]}\n");
 }
 
-/* The summary as one CSV row: the JSON's scalar fields in its order, calls.NAME as calls_NAME,
- * signal empty unless a signal ended the run. */
+/* The summary as one CSV row: the JSON's scalar fields, calls.NAME as calls_NAME, signal empty
+ * unless a signal ended the run, null as an empty field. Columns added later go at the end, so
+ * that a reader that takes them by position keeps working. */
 static void print_csv_summary(const struct tprof_trace *t, const struct heap_stats *s)
 {
 	const struct tprof_trace_info *in = &t->info;
@@ -103,7 +174,7 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 	       "reused_live_addresses,lost_events,lossy,complete,end,signal");
 	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
 		printf(",calls_%s", tprof_event_name(k));
-	printf(",peak_rss_bytes,peak_rss_time_ns,rss_samples" TPROF_CSV_EOL);
+	printf(",peak_rss_bytes,peak_rss_time_ns,rss_samples,exit_status,malloc_owner,cut_at_byte" TPROF_CSV_EOL);
 	tprof_csv_str(stdout, t->path);
 	putchar(',');
 	tprof_csv_str(stdout, in->program);
@@ -116,17 +187,26 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 	printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s,", s->live_bytes,
 	       s->live_blocks, s->unmatched_frees, s->failed, s->reused_live, t->lost_events,
 	       in->flags & TPROF_INFO_LOSSY ? "true" : "false", t->complete ? "true" : "false");
-	tprof_csv_str(stdout, t->complete ? end_reason(t) : "none");
+	tprof_csv_str(stdout, end_name(t));
 	putchar(',');
-	if (t->complete && t->end_reason == TPROF_END_SIGNAL)
+	if (t->ended && t->end_reason == TPROF_END_SIGNAL)
 		printf("%" PRIu64, t->end_value);
 	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
 		printf(",%" PRIu64, s->calls[k]);
 	const struct tprof_rss *r = peak_rss(t); /* empty fields without samples, as JSON's nulls */
 	if (r)
-		printf(",%" PRIu64 ",%" PRIu64 ",%zu" TPROF_CSV_EOL, r->rss_bytes, tprof_trace_ns(t, r->tick), t->nrss);
+		printf(",%" PRIu64 ",%" PRIu64 ",%zu", r->rss_bytes, tprof_trace_ns(t, r->tick), t->nrss);
 	else
-		printf(",,,0" TPROF_CSV_EOL);
+		printf(",,,0");
+	putchar(',');
+	if (has_exit_status(t))
+		printf("%" PRIu64, t->end_value);
+	putchar(',');
+	tprof_csv_str(stdout, in->malloc_owner);
+	putchar(',');
+	if (t->cut)
+		printf("%" PRIu64, t->cut_at);
+	printf(TPROF_CSV_EOL);
 }
 
 static void print_csv_threads(const struct tprof_trace *t)
@@ -154,13 +234,23 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 		tprof_text_str(stdout, in->argv[i], 0);
 	}
 	printf("%s\n", in->argc > 16 ? " ..." : "");
-	printf("  duration       %s, %zu thread%s, ended by %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a),
-	       t->nthreads, t->nthreads == 1 ? "" : "s", end_reason(t));
-	if (t->complete && t->end_reason == TPROF_END_SIGNAL)
-		printf("                 (signal %" PRIu64 ")\n", t->end_value);
+	char end[128], note[256];
+	printf("  duration       %s, %zu thread%s, %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a), t->nthreads,
+	       t->nthreads == 1 ? "" : "s", end_text(t, end, sizeof(end)));
+	if (t->ended && (t->end_flags & TPROF_ENDF_INFLIGHT))
+		printf("  incomplete     a thread was inside a heap call when the process ended: that call may "
+		       "be missing\n");
+	if (t->cut)
+		printf("  incomplete     %s\n", tprof_trace_cut_note(t, note, sizeof(note)));
 	printf("  events         %s recorded, %s lost%s\n", tprof_commas(s->events, a),
 	       tprof_commas(t->lost_events, b),
 	       t->lost_events ? " (TOTALS BELOW UNDERCOUNT: lossy mode dropped events)" : "");
+	if (!s->events && in->malloc_owner[0]) {
+		printf("  warning        no heap call was intercepted: the program's malloc is ");
+		tprof_text_str(stdout, in->malloc_owner, 0);
+		printf(" (the executable defines malloc itself, or another allocator was preloaded ahead of "
+		       "libtprof.so)\n");
+	}
 	printf("\n  heap usage     %s allocs, %s frees, %s bytes allocated\n",
 	       tprof_commas(s->allocations, a), tprof_commas(s->frees, b),
 	       tprof_commas(s->bytes_allocated, c));
@@ -202,7 +292,7 @@ int cmd_report(int argc, char **argv)
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
-	struct tprof_trace *t = cmd_open_trace(o.file);
+	struct tprof_trace *t = cmd_open_trace_unwarned(o.file); /* a cut is said in the report */
 	if (!t)
 		return 2;
 	struct heap_stats s;

@@ -103,7 +103,7 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 	return CMD_RUN;
 }
 
-struct tprof_trace *cmd_open_trace(const char *path)
+struct tprof_trace *cmd_open_trace_unwarned(const char *path)
 {
 	char err[512];
 	struct tprof_trace *t;
@@ -111,6 +111,26 @@ struct tprof_trace *cmd_open_trace(const char *path)
 		tprof_err("%s", err);
 		return NULL;
 	}
+	return t;
+}
+
+/* The paths whose cut was said: a command may open one trace more than once (diff, plot, the two
+ * passes of peak), and says it once. */
+static char *cut_said[CMD_MAX_FILES];
+static size_t ncut_said;
+
+struct tprof_trace *cmd_open_trace(const char *path)
+{
+	struct tprof_trace *t = cmd_open_trace_unwarned(path);
+	if (!t || !t->cut)
+		return t;
+	for (size_t i = 0; i < ncut_said; i++)
+		if (strcmp(cut_said[i], path) == 0)
+			return t;
+	if (ncut_said < CMD_MAX_FILES)
+		cut_said[ncut_said++] = xstrndup(path, strlen(path));
+	char note[256];
+	tprof_err("warning: %s: %s", path, tprof_trace_cut_note(t, note, sizeof(note)));
 	return t;
 }
 

@@ -1,8 +1,8 @@
 /* The command line shared by the analyzer's commands: --json, --csv[=TABLE], --top N, -h/--help,
  * unknown options and the FILE arguments parsed one way, each command's own options handed to a
- * callback, and the trace opened with the reader's message on failure. Messages start with the
- * command's name; statuses are those of cmds.h: 0 after --help, 1 for a usage error, 2 for a trace
- * that cannot be opened. */
+ * callback, and the trace opened with the reader's message on failure (a warning when it was cut).
+ * Messages start with the command's name; statuses are those of cmds.h: 0 after --help, 1 for a
+ * usage error, 2 for a trace that cannot be opened. */
 #ifndef TPROF_CMDLINE_H
 #define TPROF_CMDLINE_H
 
@@ -58,8 +58,12 @@ struct cmd_opts {
 int cmd_parse(struct cmd_opts *o, int argc, char **argv);
 
 /* Opens the trace at path. NULL after reporting why it cannot be read (the command exits with 2);
- * the caller closes a returned trace with tprof_trace_close. */
+ * the caller closes a returned trace with tprof_trace_close. A trace cut inside a block (t->cut)
+ * opens, with a warning on stderr that says where, once per path however often it is opened. */
 struct tprof_trace *cmd_open_trace(const char *path);
+
+/* The same without the warning, for a command whose own output says where the trace was cut. */
+struct tprof_trace *cmd_open_trace_unwarned(const char *path);
 
 /* The run's wall time as tprof report gives it: from time zero to the last clock reading or the
  * latest event read so far, whichever is later (so read the events first). */

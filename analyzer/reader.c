@@ -3,7 +3,8 @@
  * ones whole (STACKS, MODULE, NAMES, KERNELS, RSS), and indexes each thread's EVENTS blocks. Pass
  * two decodes the EVENTS lazily and merges the threads by sequence number, so memory stays
  * proportional to the threads: each thread's blocks are decoded chunk by chunk as the merge needs
- * them, while a decode thread decodes whole blocks a few ahead of it (see decoder_main). */
+ * them, while a decode thread decodes whole blocks a few ahead of it (see decoder_main). A file that
+ * ends inside a block is read up to that block, and says where it was cut. */
 #include "reader.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -186,7 +188,8 @@ static struct cursor *cursor_for(struct tprof_trace *t, uint32_t tid)
 	return c;
 }
 
-static int parse_info(struct tprof_trace *t, struct tprof_cursor *c)
+/* INFO; version 4 adds the module that owns the program's malloc after argv. */
+static int parse_info(struct tprof_trace *t, struct tprof_cursor *c, unsigned version, const char **why)
 {
 	struct tprof_trace_info *in = &t->info;
 	const char *s;
@@ -206,11 +209,51 @@ static int parse_info(struct tprof_trace *t, struct tprof_cursor *c)
 			return -1;
 		in->argv[i] = xstrndup(s, n);
 	}
+	n = 0;
+	s = "";
+	if (version >= 4 && tprof_get_string(c, &s, &n)) {
+		*why = "INFO block without the malloc owner that format version 4 ends it with";
+		return -1;
+	}
+	in->malloc_owner = xstrndup(s, n);
 	if (in->clock != TPROF_CLOCK_TSC && in->clock != TPROF_CLOCK_MONOTONIC)
 		return -1;
 	const char *base = in->argc && in->argv[0][0] ? in->argv[0] : in->exe;
 	const char *slash = strrchr(base, '/');
 	in->program = xstrndup(slash ? slash + 1 : base, strlen(slash ? slash + 1 : base));
+	return 0;
+}
+
+/* The END flags this reader knows; a file with any other bit set is corrupt (a recorder that sets
+ * a new one writes a newer version). */
+#define END_FLAGS_KNOWN ((uint64_t)TPROF_ENDF_INFLIGHT)
+
+/* END: reason, value, next seq, records, lost, stacks, stacks dropped; version 4 adds flags. A
+ * reason or flag the version cannot hold is corrupt, said in buf. */
+static int parse_end(struct tprof_trace *t, struct tprof_cursor *c, unsigned version, const char **why,
+		     char *buf, size_t len)
+{
+	unsigned reason_max = version >= 4 ? TPROF_END_VANISHED : TPROF_END_EXEC;
+	if (tprof_get_varint(c, &t->end_reason) || tprof_get_varint(c, &t->end_value) ||
+	    tprof_get_varint(c, &t->end_seq) || tprof_get_varint(c, &t->end_events) ||
+	    tprof_get_varint(c, &t->end_lost) || tprof_get_varint(c, &t->end_stacks) ||
+	    tprof_get_varint(c, &t->end_stacks_dropped))
+		return -1;
+	t->end_flags = 0;
+	if (version >= 4 && tprof_get_varint(c, &t->end_flags))
+		return -1;
+	if (t->end_reason < TPROF_END_EXIT || t->end_reason > reason_max) {
+		snprintf(buf, len, "END block with unknown reason %llu (format version %u has 1 to %u)",
+			 (unsigned long long)t->end_reason, version, reason_max);
+		*why = buf;
+		return -1;
+	}
+	if (t->end_flags & ~END_FLAGS_KNOWN) {
+		snprintf(buf, len, "END block with unknown flags 0x%llx",
+			 (unsigned long long)(t->end_flags & ~END_FLAGS_KNOWN));
+		*why = buf;
+		return -1;
+	}
 	return 0;
 }
 
@@ -561,6 +604,75 @@ static void index_jobs(struct tprof_reader_priv *p)
 		((struct block_ref *)p->jobs[j].b)->job = (uint32_t)j;
 }
 
+/* Adds to *n the records of every compressed EVENTS block indexed so far. Their counts are inside
+ * the compressed payloads, so each gives only the first bytes it decompresses to (zstd decodes at
+ * most one of its blocks, 128 KiB, for them). For a cut trace, which says how many events came
+ * before the cut: the plain blocks' counts are summed as they are read. 0, or -1 with a message
+ * when a block does not decompress to an EVENTS header of its thread. */
+static int count_compressed_events(struct tprof_trace *t, uint64_t *n, char *err, size_t errlen)
+{
+	struct tprof_reader_priv *p = t->priv;
+	ZSTD_DCtx *d = NULL;
+	int rc = 0;
+	for (size_t i = 0; i < p->ncur && rc == 0; i++) {
+		const struct cursor *cu = &p->cur[i];
+		for (size_t k = 0; k < cu->nblocks && rc == 0; k++) {
+			const struct block_ref *b = &cu->blocks[k];
+			if (!b->raw_len)
+				continue;
+			if (!d && !(d = ZSTD_createDCtx())) {
+				snprintf(err, errlen, "%s: cannot create a zstd context", t->path);
+				return -1;
+			}
+			uint8_t head[32];
+			ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+			ZSTD_inBuffer in = {p->map + b->off, b->len, 0};
+			ZSTD_outBuffer o = {head, b->raw_len < sizeof(head) ? b->raw_len : sizeof(head), 0};
+			while (o.pos < o.size && in.pos < in.size) {
+				size_t was_in = in.pos, was_out = o.pos;
+				size_t r = ZSTD_decompressStream(d, &o, &in);
+				if (ZSTD_isError(r) || (in.pos == was_in && o.pos == was_out))
+					break;
+			}
+			struct tprof_cursor c = {head, head + o.pos};
+			uint64_t tid, count;
+			if (tprof_get_varint(&c, &tid) || tid != cu->tid || tprof_get_varint(&c, &count) ||
+			    count == 0 || count > b->raw_len) {
+				set_err(err, errlen, t->path, b->off,
+					"corrupt: compressed EVENTS block of thread %u does not decompress to "
+					"its header",
+					cu->tid);
+				rc = -1;
+			} else {
+				*n += count;
+			}
+		}
+	}
+	ZSTD_freeDCtx(d);
+	return rc;
+}
+
+/* The recorder holds an exclusive lock on a trace until it is complete (it ends a moment after the
+ * process it records): wait for it, at most TPROF_WAIT_MS (default 10 s), then read what is there.
+ * Returns 1 when it waited. */
+static int wait_for_recorder(int fd, const char *path)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+		return 0;
+	const char *env = getenv("TPROF_WAIT_MS");
+	long limit = env && *env ? strtol(env, NULL, 10) : 10000;
+	for (long waited = 0; waited < limit; waited += 10) {
+		if (waited == 1000)
+			fprintf(stderr, "tprof: waiting for the recorder to finish %s\n", path);
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+			return 1;
+	}
+	fprintf(stderr, "tprof: %s is still being recorded; reading what it holds so far\n", path);
+	return 1;
+}
+
 int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -572,6 +684,11 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if (wait_for_recorder(fd, path) && fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -633,16 +750,12 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			drop_pages(map, map + dropped_to, map + off);
 			dropped_to = off;
 		}
-		if (size - off < TPROF_BLOCK_HEADER_LEN) {
-			set_err(err, errlen, path, off,
-				"truncated: block header cut after %zu of %d bytes (read %llu complete "
-				"blocks, %llu events before it)",
-				(size_t)(size - off), TPROF_BLOCK_HEADER_LEN, (unsigned long long)t->blocks,
-				(unsigned long long)events_seen);
-			goto fail;
-		}
+		/* The header fields that are there are checked first: a block whose type or length is
+		 * wrong is corrupt, even where the file ends; one that is right but runs past the end of
+		 * the file was cut there. */
+		uint64_t have = size - off;
 		uint8_t type = map[off];
-		uint32_t len = tprof_load_u32(map + off + 1), crc = tprof_load_u32(map + off + 5);
+		uint32_t len = have >= 5 ? tprof_load_u32(map + off + 1) : 0;
 		if (type < TPROF_BLK_INFO || type > tprof_block_type_max(version)) {
 			if (type <= TPROF_BLK_RSS)
 				set_err(err, errlen, path, off,
@@ -656,14 +769,15 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 				TPROF_BLOCK_MAX_PAYLOAD);
 			goto fail;
 		}
-		if (len > size - off - TPROF_BLOCK_HEADER_LEN) {
-			set_err(err, errlen, path, off,
-				"truncated: block of %u bytes has only %llu (read %llu complete blocks, "
-				"%llu events before it)",
-				len, (unsigned long long)(size - off - TPROF_BLOCK_HEADER_LEN),
-				(unsigned long long)t->blocks, (unsigned long long)events_seen);
-			goto fail;
+		if (have < TPROF_BLOCK_HEADER_LEN || len > have - TPROF_BLOCK_HEADER_LEN) {
+			t->cut = 1;
+			t->cut_at = off;
+			t->cut_blocks = t->blocks;
+			t->cut_have = have;
+			t->cut_want = have < 5 ? 0 : (uint64_t)TPROF_BLOCK_HEADER_LEN + len;
+			break;
 		}
+		uint32_t crc = tprof_load_u32(map + off + 5);
 		const uint8_t *pl = map + off + TPROF_BLOCK_HEADER_LEN;
 		uint32_t want = tprof_crc32c_update(tprof_crc32c_update(0, &type, 1), pl, len);
 		if (want != crc) {
@@ -678,9 +792,10 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		}
 		int bad = 0;
 		const char *why = NULL;
+		char whybuf[96];
 		switch (type) {
 		case TPROF_BLK_INFO:
-			bad = t->blocks != 0 || parse_info(t, &c);
+			bad = t->blocks != 0 || parse_info(t, &c, version, &why);
 			break;
 		case TPROF_BLK_CLOCK: {
 			uint64_t tick, mono, real;
@@ -773,10 +888,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			break;
 		}
 		case TPROF_BLK_END:
-			bad = tprof_get_varint(&c, &t->end_reason) || tprof_get_varint(&c, &t->end_value) ||
-			      tprof_get_varint(&c, &t->end_seq) || tprof_get_varint(&c, &t->end_events) ||
-			      tprof_get_varint(&c, &t->end_lost) || tprof_get_varint(&c, &t->end_stacks) ||
-			      tprof_get_varint(&c, &t->end_stacks_dropped);
+			bad = parse_end(t, &c, version, &why, whybuf, sizeof(whybuf));
 			break;
 		}
 		if (bad) {
@@ -790,11 +902,30 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		t->blocks++;
 		off += TPROF_BLOCK_HEADER_LEN + len;
 	}
+	if (t->blocks == 0 && t->cut) {
+		if (t->cut_want)
+			set_err(err, errlen, path, off,
+				"truncated: no complete INFO block: the first block has %llu of its %llu bytes",
+				(unsigned long long)t->cut_have, (unsigned long long)t->cut_want);
+		else
+			set_err(err, errlen, path, off,
+				"truncated: no complete INFO block: the file ends %llu bytes into the first "
+				"block's %d-byte header",
+				(unsigned long long)t->cut_have, TPROF_BLOCK_HEADER_LEN);
+		goto fail;
+	}
 	if (t->blocks == 0) {
 		set_err(err, errlen, path, off, "truncated: no INFO block after the file header");
 		goto fail;
 	}
-	t->complete = last_was_end;
+	if (t->cut) {
+		t->cut_events = events_seen;
+		if (count_compressed_events(t, &t->cut_events, err, errlen) != 0)
+			goto fail;
+		dropped_to = 0;
+	}
+	t->ended = last_was_end && !t->cut;
+	t->complete = t->ended && !(t->end_flags & TPROF_ENDF_INFLIGHT);
 	if (t->nannots)
 		qsort(t->annots, t->nannots, sizeof(*t->annots), annot_by_seq);
 	drop_pages(map, map + dropped_to, map + size);
@@ -859,6 +990,7 @@ void tprof_trace_close(struct tprof_trace *t)
 	free(t->threads);
 	free(t->info.exe);
 	free(t->info.program);
+	free(t->info.malloc_owner);
 	if (t->info.argv)
 		for (uint64_t i = 0; i < t->info.argc; i++)
 			free(t->info.argv[i]);
@@ -877,6 +1009,22 @@ void tprof_trace_close(struct tprof_trace *t)
 		free(t->annot_names[i]);
 	free(t->annot_names);
 	free(t);
+}
+
+const char *tprof_trace_cut_note(const struct tprof_trace *t, char *buf, size_t len)
+{
+	char block[96];
+	if (t->cut_want)
+		snprintf(block, sizeof(block), "the block there has %llu of its %llu bytes",
+			 (unsigned long long)t->cut_have, (unsigned long long)t->cut_want);
+	else
+		snprintf(block, sizeof(block), "the file ends %llu bytes into a %d-byte block header",
+			 (unsigned long long)t->cut_have, TPROF_BLOCK_HEADER_LEN);
+	snprintf(buf, len, "trace cut at byte %llu after %llu complete blocks: the rest is lost (%llu events "
+		 "before it; %s)",
+		 (unsigned long long)t->cut_at, (unsigned long long)t->cut_blocks,
+		 (unsigned long long)t->cut_events, block);
+	return buf;
 }
 
 uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick)

@@ -1,7 +1,9 @@
 /* The validating trace reader: opens a trace (docs/FORMAT.md), checks every block (bounds, CRC-32C,
  * known types, version), and yields the events of all threads merged into their global order (the
  * sequence numbers the recorder assigned). Everything that is not a well-formed trace is rejected
- * with a message naming the file and the byte offset; nothing here exits or crashes on bad input. */
+ * with a message naming the file and the byte offset, but for a file cut inside its last block
+ * (disk full, a killed writer), which is read up to that block and marked cut; nothing here exits
+ * or crashes on bad input. */
 #ifndef TPROF_READER_H
 #define TPROF_READER_H
 
@@ -74,6 +76,10 @@ struct tprof_trace_info {
 	char *program; /* basename of argv[0], else of exe */
 	uint64_t argc;
 	char **argv;
+	/* The module whose malloc the program's calls reached when it was not libtprof.so (the
+	 * executable defines malloc itself, or another allocator was preloaded ahead of it): then no
+	 * heap call was recorded. "" when the calls were intercepted, and in traces before version 4. */
+	char *malloc_owner;
 };
 
 struct tprof_trace {
@@ -82,10 +88,23 @@ struct tprof_trace {
 	struct tprof_thread_info *threads;
 	size_t nthreads;
 	uint64_t lost_events;   /* sum of LOST blocks */
-	uint64_t blocks;
-	int complete;           /* the file ends with an END block */
+	uint64_t blocks;        /* complete blocks read */
+	/* The file ends with an END block: the end_* fields below say how the process ended. */
+	int ended;
+	/* ended, and nothing may be missing: no thread was inside a heap call then (END flags), and
+	 * the file was not cut */
+	int complete;
 	uint64_t end_reason, end_value, end_seq, end_events, end_lost;
 	uint64_t end_stacks, end_stacks_dropped; /* distinct stacks; allocations without a stack */
+	uint64_t end_flags;     /* TPROF_ENDF_*; 0 before version 4 */
+	/* The file ends inside a block (disk full, a writer killed mid-write): everything before that
+	 * block was read, the trace is not complete, and these say where it was cut. */
+	int cut;
+	uint64_t cut_at;        /* byte offset of the block cut short */
+	uint64_t cut_blocks;    /* complete blocks before it */
+	uint64_t cut_events;    /* event records in them */
+	uint64_t cut_have, cut_want; /* bytes of that block in the file, and its length with header
+				      * (0 when its header itself is cut) */
 	struct tprof_module *modules; /* every module seen, in order of discovery */
 	size_t nmodules;
 	uint32_t nstacks;       /* stack ids are below this */
@@ -112,9 +131,15 @@ struct tprof_trace {
 };
 
 /* Opens and validates path. On success returns 0 and *out; on failure returns -1 and copies a
- * message ("FILE: byte N: what") into err. The caller frees *out with tprof_trace_close. */
+ * message ("FILE: byte N: what") into err. The caller frees *out with tprof_trace_close. A file cut
+ * inside its last block opens (t->cut) as long as its INFO block is whole; a block that is there
+ * but wrong (checksum, type, length, contents) fails. */
 int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size_t errlen);
 void tprof_trace_close(struct tprof_trace *t);
+
+/* Says where a cut trace was cut, for people: "trace cut at byte X after N complete blocks: the
+ * rest is lost (...)", into buf; returns buf. */
+const char *tprof_trace_cut_note(const struct tprof_trace *t, char *buf, size_t len);
 
 /* Next event in global order: 1 with *ev filled, 0 at the end, -1 on a corrupt record (t->err). */
 int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev);

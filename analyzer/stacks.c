@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "util.h"
 
 /* At most this many frames per return address: inlining deeper than that keeps the innermost ones
@@ -120,12 +121,9 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
 
 int stacks_find_peak(const char *path, struct heap_stats *peak)
 {
-	char err[512];
-	struct tprof_trace *t;
-	if (tprof_trace_open(path, &t, err, sizeof(err)) != 0) {
-		tprof_err("%s", err);
+	struct tprof_trace *t = cmd_open_trace(path);
+	if (!t)
 		return 2;
-	}
 	int r = heap_analyze(t, peak);
 	if (r < 0)
 		tprof_err("%s", t->err);

@@ -1,4 +1,5 @@
-/* The tprof trace format, version 3: the contract between the recorder (libtprof.so) and the reader
+/* The tprof trace format, version 4: the contract between the recorder (tprof-recorder, fed by
+ * libtprof.so through shared memory) and the reader
  * (the tprof analyzer). Constants, block and record kinds, and the byte-level codec (little-endian
  * fixed fields, LEB128 varints, zigzag signed varints, CRC-32C) that both sides share. Every layout
  * here is documented byte by byte in docs/FORMAT.md; change both together and bump the version when
@@ -11,7 +12,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 3           /* readers reject newer files */
+#define TPROF_VERSION 4           /* readers reject newer files */
 #define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
@@ -107,6 +108,9 @@ enum tprof_clock_id {
 
 /* INFO flags */
 #define TPROF_INFO_LOSSY 0x1u /* TPROF_LOSSY=1: full rings dropped events instead of waiting */
+/* Version 4 INFO ends with one more string: the module whose malloc the program's calls reach when
+ * it is not libtprof.so (the executable defines malloc itself, or another allocator was preloaded
+ * ahead of it), empty when the calls are intercepted. */
 
 /* END reasons */
 enum tprof_end_reason {
@@ -114,7 +118,14 @@ enum tprof_end_reason {
 	TPROF_END__EXIT = 2,  /* _exit()/_Exit() called directly */
 	TPROF_END_SIGNAL = 3, /* a fatal signal with default action; value = signal number */
 	TPROF_END_EXEC = 4,   /* the image was replaced by exec; value = 0 */
+	TPROF_END_QUICK_EXIT = 5, /* quick_exit(); value = status (version 4) */
+	TPROF_END_VANISHED = 6,   /* gone without an exit call the recorder saw: the raw exit system
+				   * call, or a signal it could not learn; value = 0 (version 4) */
 };
+
+/* Version 4 END ends with one more varint of flags: */
+#define TPROF_ENDF_INFLIGHT 0x1u /* a thread was inside a heap call when the process ended: that
+				  * one call may be missing, so the trace is not complete */
 
 static inline const char *tprof_event_name(unsigned kind)
 {

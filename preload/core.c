@@ -159,6 +159,9 @@ void tprof_init(void)
 	RESOLVE(quick_exit, "quick_exit");
 	RESOLVE(dlopen, "dlopen");
 	RESOLVE(dlmopen, "dlmopen");
+	extern void *tprof_dlopen_real, *tprof_dlmopen_real;
+	tprof_dlopen_real = (void *)tprof_real.dlopen;
+	tprof_dlmopen_real = (void *)tprof_real.dlmopen;
 	RESOLVE(pipe2, "pipe2");
 	RESOLVE(read, "read");
 	RESOLVE(write, "write");
@@ -336,6 +339,8 @@ static void on_exit_status(int status, void *arg)
 {
 	(void)arg;
 	tprof_note_end(TPROF_END_EXIT, status);
+	if (tprof_tls.thread) /* the exiting thread's last name: the process is gone when it is read */
+		on_thread_exit(tprof_tls.thread);
 }
 
 /* valgrind runs __libc_freeres at exit; doing the same makes "in use at exit" comparable. It must

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -104,8 +105,9 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 static inline void *call_realloc(unsigned kind, void *ptr, size_t size, size_t nmemb, size_t elem)
 {
 	if (kind == TPROF_EV_REALLOC || !tprof_real.reallocarray) {
-		if (kind != TPROF_EV_REALLOC && size == 0 && nmemb && elem) {
-			errno = ENOMEM; /* nmemb * elem overflowed */
+		size_t bytes;
+		if (kind != TPROF_EV_REALLOC && __builtin_mul_overflow(nmemb, elem, &bytes)) {
+			errno = ENOMEM;
 			return NULL;
 		}
 		return tprof_real.realloc(ptr, size);
@@ -128,8 +130,6 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 		return ptr ? NULL : tprof_boot_alloc(size, 16);
 	if (tprof_tls.guard)
 		return call_realloc(kind, ptr, size, nmemb, elem);
-	if (kind == TPROF_EV_REALLOCARRAY && size == 0 && nmemb && elem)
-		return call_realloc(kind, ptr, size, nmemb, elem); /* overflows: fails, changes nothing */
 	ENTER();
 	int rec = atomic_load_explicit(&tprof_recording, memory_order_relaxed);
 	uint64_t seq = 0, tick = 0;
@@ -157,7 +157,7 @@ TPROF_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 {
 	size_t bytes;
 	if (__builtin_mul_overflow(nmemb, size, &bytes))
-		bytes = 0; /* the real call fails with ENOMEM; the record shows a failed call */
+		bytes = SIZE_MAX; /* the real call fails with ENOMEM: a failed call, never a free */
 	return realloc_common(TPROF_EV_REALLOCARRAY, ptr, bytes, nmemb, size);
 }
 
@@ -208,25 +208,44 @@ ALIGNED_HOOK(pvalloc, TPROF_EV_PVALLOC, 4096, size_t size)
 
 /* ---- dlopen, dlclose: the module table follows what is loaded ---- */
 
-TPROF_EXPORT void *dlopen(const char *file, int mode)
+/* dlopen and dlmopen find the caller's library by their return address (its RUNPATH, $ORIGIN and
+ * namespace decide what is loaded), so the wrappers must not be a frame of their own: they record
+ * what was loaded before this call, then jump to the real function, which returns straight to the
+ * caller. What this call loads is recorded at the next scan: another dlopen or dlclose, a new
+ * thread's first event, or exit. */
+void tprof_dlopen_before(void);
+void *tprof_dlopen_real, *tprof_dlmopen_real; /* hidden: the trampolines jump through them */
+void tprof_dlopen_before(void)
 {
-	if (!ready() || !tprof_real.dlopen)
-		return NULL;
-	void *h = tprof_real.dlopen(file, mode);
-	if (h && atomic_load_explicit(&tprof_recording, memory_order_acquire))
+	if (ready() && atomic_load_explicit(&tprof_recording, memory_order_acquire) && !tprof_tls.guard)
 		tprof_modules_scan(0);
-	return h;
 }
 
-TPROF_EXPORT void *dlmopen(long lmid, const char *file, int mode)
-{
-	if (!ready() || !tprof_real.dlmopen)
-		return NULL;
-	void *h = tprof_real.dlmopen(lmid, file, mode);
-	if (h && atomic_load_explicit(&tprof_recording, memory_order_acquire))
-		tprof_modules_scan(0);
-	return h;
-}
+__asm__(".text\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	"dlopen:\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	sub $8, %rsp\n" /* the stack aligned to 16 at the call */
+	"	call tprof_dlopen_before\n"
+	"	add $8, %rsp\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	jmp *tprof_dlopen_real(%rip)\n"
+	".size dlopen, .-dlopen\n"
+	".globl dlmopen\n"
+	".type dlmopen, @function\n"
+	"dlmopen:\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	push %rdx\n"
+	"	call tprof_dlopen_before\n"
+	"	pop %rdx\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	jmp *tprof_dlmopen_real(%rip)\n"
+	".size dlmopen, .-dlmopen\n");
 
 /* Code may be unmapped, and its addresses reused by the next dlopen: what was loaded is recorded
  * while it is still mapped, and its end after. */

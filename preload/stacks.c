@@ -89,7 +89,9 @@ int tprof_readable(const void *addr)
 {
 	char c;
 	struct iovec local = {&c, 1}, remote = {(void *)addr, 1};
-	return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == 1;
+	/* this thread's id, not the process's: a main thread that called pthread_exit is a zombie
+	 * without memory, and the call would fail for every thread */
+	return syscall(SYS_process_vm_readv, (long)tprof_gettid(), &local, 1L, &remote, 1L, 0L) == 1;
 }
 
 /* A chunk of the shared file, mapped by whichever thread needs it first. */

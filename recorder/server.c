@@ -115,19 +115,18 @@ int tprof_recorder_stderr_ok(pid_t traced)
 	return !stderr_dropped;
 }
 
+/* Only the writers: tprof record's program is a child too, and must stay a zombie until its
+ * writer has read how it ended. */
 static void reap_writers(void)
 {
-	int status;
-	pid_t w;
-	while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (int i = 0; i < MAX_WRITERS; i++) {
-			if (writers[i].writer != w)
-				continue;
+	for (int i = 0; i < MAX_WRITERS && nwriters; i++) {
+		int status;
+		if (!writers[i].writer || waitpid(writers[i].writer, &status, WNOHANG) <= 0)
+			continue;
+		if (writers[i].exec_wfd >= 0)
 			close(writers[i].exec_wfd);
-			writers[i].writer = 0;
-			nwriters--;
-			break;
-		}
+		writers[i].writer = 0;
+		nwriters--;
 	}
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,10 +193,10 @@ static void rss_flush(void)
 }
 
 /* The resident set size in bytes (statm's second field, in pages), or 0 when it cannot be read. */
-static uint64_t read_rss(void)
+static uint64_t statm_rss(const char *path)
 {
 	char buf[128];
-	ssize_t n = tprof_proc_read(proc_file("statm"), buf, sizeof(buf));
+	ssize_t n = tprof_proc_read(path, buf, sizeof(buf));
 	if (n <= 0)
 		return 0;
 	const char *p = buf;
@@ -207,6 +208,23 @@ static uint64_t read_rss(void)
 	for (int k = 0; *p >= '0' && *p <= '9' && k < 16; p++, k++)
 		pages = pages * 10 + (uint64_t)(*p - '0');
 	return pages * rss_page;
+}
+
+/* The process's statm reads zeros once its main thread has called pthread_exit (a zombie without
+ * memory): then a live thread's view is read. */
+static uint64_t read_rss(void)
+{
+	uint64_t b = statm_rss(proc_file("statm"));
+	uint32_t hwm = threads_hwm();
+	for (uint32_t i = 0; !b && i < hwm; i++) {
+		if (atomic_load_explicit(&shm->threads[i].state, memory_order_acquire) != TPROF_SLOT_ACTIVE ||
+		    shm->threads[i].tid == tpid)
+			continue;
+		char path[96];
+		snprintf(path, sizeof(path), "%stask/%d/statm", proc_dir, (int)shm->threads[i].tid);
+		b = statm_rss(path);
+	}
+	return b;
 }
 
 /* Takes one sample; a failed read (or a resident size of 0, which no running process has) takes
@@ -839,8 +857,10 @@ static uint64_t drain_all(void)
 		struct tprof_shm_thread *sl = &shm->threads[i];
 		if (atomic_load_explicit(&sl->state, memory_order_acquire) != TPROF_SLOT_ACTIVE)
 			continue;
-		if (sl->tid != t->tid)
+		if (sl->tid != t->tid) {
 			slot_taken(t, sl->tid);
+			announce_thread(t); /* now: the thread may be gone by its first write */
+		}
 		if (ring_of(t))
 			total += drain_thread(t);
 	}
@@ -880,10 +900,10 @@ static const char *end_words(int reason, int value, char *buf, size_t cap)
 		snprintf(buf, cap, "exited with status %d", value);
 		break;
 	case TPROF_END__EXIT:
-		snprintf(buf, cap, "_exit(%d)", value);
+		snprintf(buf, cap, "exited with status %d (_exit)", value);
 		break;
 	case TPROF_END_QUICK_EXIT:
-		snprintf(buf, cap, "quick_exit(%d)", value);
+		snprintf(buf, cap, "exited with status %d (quick_exit)", value);
 		break;
 	case TPROF_END_SIGNAL:
 		snprintf(buf, cap, "killed by signal %d (%s)", value, strsignal(value));
@@ -915,6 +935,32 @@ static void report_path(int reason, int value)
 	}
 }
 
+/* A process that did not say how it ended was killed, or made the raw exit system call: only its
+ * zombie tells which, and its parent may reap it at once. So a thread of the writer waits on the
+ * pidfd alone and reads the zombie the moment it appears; it wins that race most of the time, and
+ * always under tprof record, which reaps its child only after the child's trace is written. */
+static _Atomic int zombie_known, zombie_status;
+static _Atomic uint32_t process_gone;
+static int watch_pidfd;
+static uint64_t watch_starttime;
+
+static void *watch_exit(void *arg)
+{
+	(void)arg;
+	struct pollfd pf = {watch_pidfd, POLLIN, 0};
+	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+	int st;
+	if (tprof_zombie_status(tpid, watch_starttime, &st) == 0) {
+		atomic_store(&zombie_status, st);
+		atomic_store(&zombie_known, 1);
+	}
+	atomic_store(&process_gone, 1);
+	atomic_fetch_add(&shm->kick, 1);
+	tprof_futex_wake(&shm->kick);
+	return NULL;
+}
+
 /* How the process ended: what it said itself (exit status, _exit, quick_exit), an exec, or what its
  * zombie tells (/proc/PID/stat, field 52, while its parent has not reaped it): a signal, or an exit
  * status without an exit call (the raw system call). Else it vanished. */
@@ -935,8 +981,8 @@ static void end_of(int exec_seen, uint64_t starttime, int *reason, int *value)
 		*reason = TPROF_END_EXEC;
 		return;
 	}
-	int status;
-	if (tprof_zombie_status(tpid, starttime, &status) == 0) {
+	int status = zombie_status;
+	if (zombie_known || tprof_zombie_status(tpid, starttime, &status) == 0) {
 		if (WIFSIGNALED(status)) {
 			*reason = TPROF_END_SIGNAL;
 			*value = WTERMSIG(status);
@@ -1045,6 +1091,11 @@ int tprof_writer_run(const struct tprof_writer_args *a)
 	uint64_t rss_every = (uint64_t)shm->rss_interval_ms * 1000000u;
 	uint64_t rss_due = last_clock + rss_every;
 	int exec_seen = 0, gone = pidfd < 0;
+	pthread_t watcher;
+	watch_pidfd = pidfd;
+	watch_starttime = a->starttime;
+	if (pidfd >= 0 && pthread_create(&watcher, NULL, watch_exit, NULL) != 0)
+		gone = 1; /* cannot watch: write what there is */
 	for (;;) {
 		atomic_fetch_add_explicit(&shm->epoch, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&shm->heartbeat, 1, memory_order_relaxed);
@@ -1069,13 +1120,11 @@ int tprof_writer_run(const struct tprof_writer_args *a)
 			write_clock();
 			last_clock = now;
 		}
-		struct pollfd pf[2] = {{pidfd, POLLIN, 0}, {a->exec_fd, POLLIN, 0}};
-		if (poll(pf, 2, 0) > 0) {
-			if (pf[1].revents) /* the same process registered again: it exec'd */
-				exec_seen = 1;
-			if (pf[0].revents)
-				gone = 1;
-		}
+		struct pollfd pf = {a->exec_fd, POLLIN, 0};
+		if (poll(&pf, 1, 0) > 0) /* the same process registered again: it exec'd */
+			exec_seen = 1;
+		if (atomic_load(&process_gone))
+			gone = 1;
 		if (gone || exec_seen)
 			break;
 		/* Poll adaptively: soon again while rings fill fast, rarely otherwise. A ring holding a

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The reader against files that are not good traces: every one gets a clear message naming the file
 # (and the byte offset where it applies) and exit status 2; a trace cut at a block boundary (what a
-# killed process leaves) reads as incomplete. Never a crash.
+# killed process leaves) reads as incomplete, and one cut inside its last block reads up to that
+# block and says where it was cut. Never a crash.
 
 load helpers
 
@@ -58,7 +59,7 @@ teardown_file() {
 	done
 }
 
-@test "truncated at every block boundary: incomplete, read up to there; inside a block: exit 2 with offset" {
+@test "cut at every block boundary: incomplete, read up to there; inside a block: read up to that block, the cut said" {
 	$PY - "$FIXTURE/good.trace" >bounds.txt <<'PY'
 import struct, sys
 d = open(sys.argv[1], "rb").read()
@@ -78,13 +79,66 @@ PY
 			[ "$status" -eq 0 ]
 			echo "$output" >cut.json
 			[ "$(jget cut.json complete)" = false ]
+			[ "$(jget cut.json cut_at_byte)" = None ]
 		fi
-		head -c "$((b + 5))" "$FIXTURE/good.trace" >mid.trace
-		run "$B/tprof" report mid.trace
-		[ "$status" -eq 2 ]
-		[[ "$output" == *"mid.trace: byte $b: truncated"* ]]
+		# 5 bytes into the block at b (its header cut), and 10 (its payload cut, if it has one)
+		for into in 5 10; do
+			head -c "$((b + into))" "$FIXTURE/good.trace" >mid.trace
+			run "$B/tprof" report mid.trace
+			echo "$b+$into: $output"
+			if [ "$b" -le 16 ]; then
+				# no complete INFO block: still an error, at the cut
+				[ "$status" -eq 2 ]
+				[[ "$output" == *"mid.trace: byte $b: truncated: no complete INFO block"* ]]
+				continue
+			fi
+			if [ "$(stat -c %s mid.trace)" -lt "$((b + into))" ]; then
+				continue # the file ends before: nothing cut at b
+			fi
+			next=$(awk -v b="$b" '$1 > b { print $1; exit }' bounds.txt)
+			if [ -n "$next" ] && [ "$((b + into))" -ge "$next" ]; then
+				continue # the block at b is whole: the cut is in a later one
+			fi
+			[ "$status" -eq 0 ]
+			[[ "$output" == *"trace cut at byte $b after $((n - 1)) complete blocks: the rest is lost ("*" events before it;"* ]]
+			"$B/tprof" report --json mid.trace >mid.json
+			[ "$(jget mid.json cut_at_byte)" = "$b" ]
+			[ "$(jget mid.json complete)" = false ]
+			[ "$(jget mid.json end)" = none ]
+			# the events counted before the cut are the ones read (reallocs are one record, two events)
+			records=$("$B/tprof" dump mid.trace 2>/dev/null | grep -v '^#' | grep -vc '/new' || true)
+			[[ "$output" == *"($records events before it;"* ]]
+		done
 	done <bounds.txt
 	[ "$n" -ge 4 ]
+}
+
+@test "a cut trace: report says where in every format, every other command warns once on stderr" {
+	size=$(stat -c %s "$FIXTURE/good.trace")
+	at=$($PY - "$FIXTURE/good.trace" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off, last = 16, 16
+while off < len(d):
+    last = off
+    off += 9 + struct.unpack_from("<I", d, off + 1)[0]
+print(last)
+PY
+)
+	head -c "$((size - 1))" "$FIXTURE/good.trace" >cut.trace
+	run "$B/tprof" report --csv cut.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *",$at"$'\r' ]]
+	for cmd in "leaks" "peak" "allocs" "dump" "export --folded out.folded"; do
+		"$B/tprof" $cmd cut.trace >out.txt 2>err.txt
+		cat err.txt
+		[ "$(wc -l <err.txt)" -eq 1 ]
+		grep -q "^tprof: warning: cut.trace: trace cut at byte $at after [0-9]* complete blocks: the rest is lost" err.txt
+	done
+	# report prints the cut, and nothing on stderr
+	"$B/tprof" report cut.trace >out.txt 2>err.txt
+	[ ! -s err.txt ]
+	grep -q "^  incomplete     trace cut at byte $at after" out.txt
 }
 
 @test "fuzz: 300 random mutations never crash the reader" {
@@ -136,7 +190,7 @@ PY
 	printf '\x01\x00' | dd of=v1.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	run "$B/tprof" report v1.trace
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 3)"* ]]
+	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 4)"* ]]
 	TPROF_RSS_INTERVAL_MS=0 TPROF_OUTPUT=plain.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
 	printf '\x02\x00' | dd of=plain.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	"$B/tprof" report --json plain.trace >r.json

@@ -182,9 +182,16 @@ assert d["sites"][0]["bytes_delta"] == 20000, d["sites"]' d.json
 	[[ "$output" == *"bad.trace"*"not a tprof trace"* ]]
 	run "$B/tprof" diff bad.trace after.trace
 	[ "$status" -eq 2 ]
+	# a trace cut inside a block is read up to the cut, which is said once
 	head -c 200 after.trace >cut.trace
 	run "$B/tprof" diff before.trace cut.trace
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'warning: cut.trace: trace cut at byte' <<<"$output")" -eq 1 ]
+	cp after.trace flip.trace
+	printf '\xff' | dd of=flip.trace bs=1 seek=30 conv=notrunc 2>/dev/null
+	run "$B/tprof" diff before.trace flip.trace
 	[ "$status" -eq 2 ]
+	[[ "$output" == *"flip.trace: byte 16: corrupt"* ]]
 	run "$B/tprof" diff before.trace missing.trace
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"missing.trace"* ]]

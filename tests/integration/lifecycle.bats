@@ -82,10 +82,23 @@ report() { "$B/tprof" report --json "$1" >"$2"; }
 	[ "$(jget r.json leaked_bytes)" = 100000 ]
 }
 
+# Deaths by signal: a bare run's trace has every event, and says the process ended without an exit
+# call unless the recorder caught the signal from its zombie before the parent reaped it; under
+# tprof record, the program's parent, the signal is always known.
+signal_end() { # TRACE_JSON SIGNAL
+	[ "$(jget "$1" end)" = vanished ] || [ "$(jget "$1" signal)" = "$2" ]
+}
+
 @test "abort(): the program still dies of SIGABRT and the trace reads" {
 	run traced "$B/progs/lifecycle" abort
 	[ "$status" -eq 134 ]
 	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	signal_end r.json 6
+	[ "$(jget r.json leaked_bytes)" = 100000 ]
+	run "$B/tprof" record -o rec.trace -- "$B/progs/lifecycle" abort
+	[ "$status" -eq 134 ]
+	report rec.trace r.json
 	[ "$(jget r.json complete)" = true ]
 	[ "$(jget r.json signal)" = 6 ]
 	[ "$(jget r.json leaked_bytes)" = 100000 ]
@@ -95,19 +108,31 @@ report() { "$B/tprof" report --json "$1" >"$2"; }
 	run traced "$B/progs/lifecycle" segv
 	[ "$status" -eq 139 ]
 	report t.trace r.json
+	signal_end r.json 11
+	[ "$(jget r.json allocations)" = 100 ]
+	run "$B/tprof" record -o rec.trace -- "$B/progs/lifecycle" segv
+	[ "$status" -eq 139 ]
+	report rec.trace r.json
 	[ "$(jget r.json signal)" = 11 ]
 	[ "$(jget r.json allocations)" = 100 ]
 }
 
-@test "SIGKILL: the trace reads up to its last block and says incomplete" {
+@test "SIGKILL: nothing is lost, the events are in shared memory the moment they are made" {
 	run traced "$B/progs/lifecycle" kill
 	[ "$status" -eq 137 ]
 	report t.trace r.json
-	[ "$(jget r.json complete)" = false ]
+	[ "$(jget r.json complete)" = true ]
+	signal_end r.json 9
 	[ "$(jget r.json allocations)" = 100 ]
-	run "$B/tprof" report t.trace
+	[ "$(jget r.json leaked_bytes)" = 100000 ]
+	run "$B/tprof" record -o rec.trace -- "$B/progs/lifecycle" kill
+	[ "$status" -eq 137 ]
+	report rec.trace r.json
+	[ "$(jget r.json signal)" = 9 ]
+	[ "$(jget r.json allocations)" = 100 ]
+	run "$B/tprof" report rec.trace
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"incomplete"* ]]
+	[[ "$output" == *"SIGKILL"* ]]
 }
 
 @test "exec: both images are traced" {
@@ -170,27 +195,45 @@ PY
 }
 
 @test "tprof record: runs the program, returns its status, says where the trace is" {
+	unset TPROF_QUIET
 	run "$B/tprof" record -o r.trace -- sh -c 'exit 3'
 	[ "$status" -eq 3 ]
-	[[ "$output" == *"r.trace"* ]]
+	[[ "$output" == *"status 3"*"trace written to r.trace"* ]]
 	[ -f r.trace ]
+	# -o and TPROF_OUTPUT treat an existing file alike: never clobbered, a suffix instead
 	run "$B/tprof" record -o r.trace -- true
-	[ "$status" -eq 1 ]
-	[[ "$output" == *"exists"* ]]
-	run env LD_PRELOAD=/nonexistent-but-kept.so "$B/tprof" record -o p.trace -- sh -c 'echo "$LD_PRELOAD"'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"trace written to r.trace.1"* ]]
+	[ -f r.trace.1 ]
+	run env TPROF_QUIET=1 LD_PRELOAD=/nonexistent-but-kept.so "$B/tprof" record -o p.trace -- sh -c 'echo "$LD_PRELOAD"'
 	[[ "$output" == *"libtprof.so:/nonexistent-but-kept.so"* ]]
-	run "$B/tprof" record -- "$B/progs/heap_known"
+	run env TPROF_QUIET=1 "$B/tprof" record -- "$B/progs/heap_known"
 	[ "$status" -eq 0 ]
 	ls tprof.heap_known.*.trace
+	# every process of the tree gets its trace, and each is named
+	run "$B/tprof" record -o 'tree.%p.trace' -- sh -c '"$0" >/dev/null; "$0" >/dev/null' "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'heap_known (pid' <<<"$output")" -eq 2 ]
+	[ "$(ls tree.*.trace | wc -l)" -eq 3 ]
 }
 
-@test "a program that closes the trace's descriptor and reuses the number is never written into" {
+@test "tprof record passes on SIGTERM sent to it, and ends as the program ended" {
+	"$B/tprof" record -o s.trace -- sleep 30 &
+	rec=$!
+	sleep 0.5
+	kill -TERM "$rec"
+	wait "$rec" && st=0 || st=$?
+	[ "$st" -eq 143 ]
+	report s.trace r.json
+	[ "$(jget r.json signal)" = 15 ]
+}
+
+@test "a program that closes every descriptor and reuses the numbers: its files hold only its data" {
 	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/fd_closer" mine.txt
 	[ "$status" -eq 0 ]
 	[ "$(cat mine.txt)" = mine ]
-	run "$B/tprof" report --json t.trace
-	[ "$status" -eq 0 ]
-	[[ "$output" == *'"complete":false'* ]]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
 }
 
 @test "timestamps: events 20 ms apart are 20 ms apart in the trace; times never go back" {

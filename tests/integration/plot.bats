@@ -215,10 +215,18 @@ PY
 	[[ "$output" == *"bad.trace"* ]]
 	[ ! -e out ]
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
-	head -c 200 t.trace >cut.trace
-	run "$B/tprof" plot -o out cut.trace
+	cp t.trace flip.trace
+	printf '\xff' | dd of=flip.trace bs=1 seek=30 conv=notrunc 2>/dev/null
+	run "$B/tprof" plot -o out flip.trace
 	[ "$status" -eq 2 ]
+	[[ "$output" == *"flip.trace: byte 16: corrupt"* ]]
 	[ ! -e out ]
+	# a trace cut inside a block is drawn from what came before the cut, which is said once
+	head -c 200 t.trace >cut.trace
+	run "$B/tprof" plot -o cutout cut.trace
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'warning: cut.trace: trace cut at byte' <<<"$output")" -eq 1 ]
+	[ -e cutout/memory.png ]
 	run "$B/tprof" plot --format jpeg t.trace
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"--format takes png or svg"* ]]

@@ -328,7 +328,9 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 	traced "$B/progs/stacks_peak"
 	head -c $(($(stat -c %s t.trace) - 5)) t.trace >cut.trace # inside the last block
 	for cmd in leaks peak allocs; do
-		run "$B/tprof" $cmd cut.trace
-		[ "$status" -eq 2 ]
+		# read up to the cut, said once on stderr
+		"$B/tprof" $cmd cut.trace >out.txt 2>err.txt
+		[ "$(wc -l <err.txt)" -eq 1 ]
+		grep -q '^tprof: warning: cut.trace: trace cut at byte [0-9]* after [0-9]* complete blocks: the rest is lost' err.txt
 	done
 }

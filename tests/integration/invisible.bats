@@ -1,0 +1,775 @@
+#!/usr/bin/env bats
+# tprof is invisible and complete. A program run under the preload behaves exactly as it does bare:
+# the same exit status or terminating signal, stdout, stderr and files, and the same view of itself
+# (descriptors, signal dispositions and masks, threads, children, errno). And whatever way the
+# process ends, its trace holds every heap call it made, exact to the block and byte where the
+# program counts them itself.
+#
+# Each test runs a command twice with `pair`: bare in bare/, and under the preload in traced/ with its
+# traces in tr/; then compares the two runs, checks that the bare run did what the test expects (so
+# that a comparison of two equal failures cannot pass), and reads the traces. Programs: tests/progs/
+# inv_*.c, and real programs nobody here wrote (skipped when not installed).
+
+load helpers
+
+P="$B/progs"
+
+setup() {
+	WORK=$(mktemp -d)
+	cd "$WORK"
+	export TPROF_QUIET=1
+	mkdir bare traced tr
+}
+
+# close_fds: closes every descriptor above 2 of the calling (sub)shell, such as bats's own
+close_fds() {
+	local f fd
+	for f in /proc/$BASHPID/fd/*; do
+		fd=${f##*/}
+		[ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+	done
+	return 0
+}
+
+# one bare|traced CMD ARGS...: one run of `pair`
+one() {
+	local how=$1 pre=() rc=0
+	shift
+	[ "$how" = traced ] && pre=(env "TPROF_OUTPUT=$WORK/tr/%p.trace" "LD_PRELOAD=$B/libtprof.so")
+	(
+		cd "$how" || exit 200
+		close_fds
+		# shellcheck disable=SC2086 # WRAP is words
+		exec timeout -s KILL 60 $WRAP "${pre[@]}" "$@" </dev/null >"../$how.out" 2>"../$how.err"
+	) || rc=$?
+	echo $rc >"$how.rc"
+}
+
+# pair CMD ARGS...: runs CMD bare in bare/, then under the preload in traced/ (traces in tr/, named by
+# pid), each with stdin from /dev/null, no descriptor above 2, at most 60 s (then SIGKILL: status
+# 124). Keeps the status in bare.rc and traced.rc (128 + N when signal N ended it), stdout in *.out,
+# stderr in *.err. $WRAP (words, e.g. "prlimit --nofile=4:4") goes before CMD in both runs, outside
+# the preload.
+pair() {
+	one bare "$@"
+	one traced "$@"
+}
+
+# same: the two runs' statuses, stdouts and stderrs are equal; shows the differences
+same() {
+	local f bad=0
+	for f in rc out err; do
+		if ! cmp -s "bare.$f" "traced.$f"; then
+			echo "# $f differs (< bare, > traced):"
+			diff "bare.$f" "traced.$f" | head -40
+			bad=1
+		fi
+	done
+	if [ "$(cat traced.rc)" = 124 ]; then
+		echo "# the traced run timed out"
+		bad=1
+	fi
+	return $bad
+}
+
+# same_file NAME...: bare/NAME and traced/NAME exist and are byte for byte equal
+same_file() {
+	local f
+	for f in "$@"; do
+		[ -f "bare/$f" ] || { echo "# bare/$f is missing"; return 1; }
+		cmp "bare/$f" "traced/$f" || { echo "# $f differs"; return 1; }
+	done
+}
+
+# expect WHAT VALUE: the bare run's rc, out or err is VALUE (a test of the test: a comparison of two
+# equal failures must not pass)
+expect() {
+	local got
+	got=$(cat "bare.$1")
+	if [ "$got" != "$2" ]; then
+		echo "# bare $1 is not what the test expects:"
+		printf '%s\n' "$got" | head -20
+		return 1
+	fi
+}
+
+# settle: waits (at most 10 s) until no process has a file in tr/ open and none runs with this
+# test's TPROF_OUTPUT in its environment (a traced daemon, or whatever finishes a trace after its
+# process ended): the traces are final then
+settle() {
+	local i
+	for i in $(seq 100); do
+		find /proc/[0-9]*/fd -maxdepth 1 -lname "$WORK/tr/*" -print -quit 2>/dev/null | grep -q . ||
+			grep -lsF "TPROF_OUTPUT=$WORK/tr/" /proc/[0-9]*/environ | grep -q . ||
+			return 0
+		sleep 0.1
+	done
+	echo "# still busy after 10 s:" $(find /proc/[0-9]*/fd -maxdepth 1 -lname "$WORK/tr/*" 2>/dev/null) \
+		$(grep -lsF "TPROF_OUTPUT=$WORK/tr/" /proc/[0-9]*/environ)
+}
+
+# reports: reads every trace in tr/ with `tprof report --json` into rep/NAME.json, and flattens each
+# (one python for all) into rep/NAME.kv, a "KEY VALUE" line per scalar member (calls.malloc for
+# calls); fails when a trace does not read
+reports() {
+	local t
+	settle
+	mkdir -p rep
+	for t in tr/*; do
+		[ -f "$t" ] || continue
+		timeout 60 "$B/tprof" report --json "$t" >"rep/${t#tr/}.json" || {
+			echo "# $t does not read"
+			return 1
+		}
+	done
+	$PY - <<'PY'
+import glob, json
+for f in glob.glob("rep/*.json"):
+    r = json.load(open(f))
+    with open(f[:-5] + ".kv", "w") as out:
+        for k, v in r.items():
+            for k2, v2 in (v.items() if isinstance(v, dict) else [(None, v)]):
+                if isinstance(v2, (list, dict)):
+                    continue
+                v2 = str(v2).lower() if isinstance(v2, bool) or v2 is None else str(v2)
+                out.write("%s %s\n" % (k if k2 is None else k + "." + k2, v2.replace("\n", " ")))
+PY
+}
+
+# traces_where KEY VALUE [KEY VALUE]...: the traces whose report has these values, one a line
+traces_where() {
+	local f
+	for f in rep/*.kv; do
+		[ -f "$f" ] || continue
+		awk -v want="$*" 'BEGIN { n = split(want, w, " "); for (i = 1; i < n; i += 2) need[w[i]] = w[i + 1] }
+			($1 in need) && substr($0, length($1) + 2) == need[$1] { got[$1] = 1 }
+			END { for (k in need) if (!(k in got)) exit 1 }' "$f" && {
+			f=${f#rep/}
+			echo "tr/${f%.kv}"
+		}
+	done
+	return 0
+}
+
+# the_trace KEY VALUE...: the one trace whose report has these values; fails unless there is one
+the_trace() {
+	local t n
+	t=$(traces_where "$@")
+	n=$(printf '%s' "$t" | grep -c . || true)
+	if [ "$n" != 1 ]; then
+		echo "# $n traces with $*: $(ls tr)" >&2
+		return 1
+	fi
+	echo "$t"
+}
+
+# rj TRACE KEY: KEY of TRACE's report (true/false/null in lower case)
+rj() {
+	awk -v k="$2" '$1 == k { print substr($0, length($1) + 2); found = 1 } END { exit !found }' \
+		"rep/${1#tr/}.kv"
+}
+
+# totals_are TRACE "allocations A frees F bytes B": the report's heap totals are what the program
+# counted (its line on stderr)
+totals_are() {
+	local got
+	got="allocations $(rj "$1" allocations) frees $(rj "$1" frees) bytes $(rj "$1" bytes_allocated)"
+	if [ "$got" != "$2" ]; then
+		echo "# $1 reports: $got"
+		echo "# the program did: $2"
+		return 1
+	fi
+}
+
+# known TRACE SIZE: "A F", the allocations of SIZE bytes among the trace's events (tprof dump) and
+# the frees of those blocks. The test programs give their blocks sizes nothing else uses.
+known() {
+	timeout 60 "$B/tprof" dump "$1" >dump.txt || {
+		echo "# tprof dump $1 failed" >&2
+		return 1
+	}
+	# dump lines: seq time_ns tid call size ptr [old_ptr] stack=ID; "#" lines are the rest
+	awk -v size="$2" '
+		/^#/ || NF < 6 { next }
+		$4 ~ /^(malloc|calloc|realloc\/new|reallocarray\/new|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)$/ && $5 == size { a++; live[$6] = 1; next }
+		$4 == "free" && ($6 in live) { f++; delete live[$6] }
+		END { print a + 0, f + 0 }' dump.txt
+}
+
+# is GOT WANT: GOT is WANT; else says both
+is() {
+	[ "$1" = "$2" ] || {
+		echo "# got \"$1\", expected \"$2\""
+		return 1
+	}
+}
+
+# traces_ok [MIN]: at least MIN (default 1) traces, each reads, complete, nothing lost
+traces_ok() {
+	reports
+	local n t bad=0
+	n=$(ls tr | wc -l)
+	[ "$n" -ge "${1:-1}" ] || {
+		echo "# $n traces, expected at least ${1:-1}"
+		return 1
+	}
+	for t in tr/*; do
+		if [ "$(rj "$t" complete)" != true ] || [ "$(rj "$t" lost_events)" != 0 ]; then
+			echo "# $t ($(rj "$t" program)): complete $(rj "$t" complete), lost $(rj "$t" lost_events), end $(rj "$t" end)"
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+need() {
+	command -v "$1" >/dev/null || skip "$1 is not installed"
+}
+
+# ---- descriptors ----
+
+@test "fds: the descriptors open in main are the program's own, at start and after mallocs" {
+	pair "$P/inv_fds" list
+	expect out "at start: 0 1 2
+after mallocs: 0 1 2"
+	same
+}
+
+@test "fds: a program run by a traced shell sees only its own descriptors" {
+	pair bash -c 'cd /proc/$$/fd && echo *; ls /proc/self/fd'
+	expect out "0 1 2 3
+0
+1
+2
+3"
+	same
+}
+
+@test "fds: after closefrom(3) the next files opened are 3 and 4, and hold what was written" {
+	pair "$P/inv_fds" closefrom
+	expect rc 0
+	expect out "opened a.txt as 3, b.txt as 4
+a.txt holds 4 bytes: aaa|
+b.txt holds 4 bytes: bbb|"
+	same
+	same_file a.txt b.txt
+}
+
+@test "fds: files dup2'ed onto 3 and 4 hold exactly what the program wrote" {
+	pair "$P/inv_fds" dup2
+	expect out "dup2 onto 3 and 4: 3 4
+fd 3 holds 6 bytes: three|
+fd 4 holds 5 bytes: four|"
+	same
+	same_file three.txt four.txt
+	[ "$(cat traced/three.txt)" = three ]
+	[ "$(cat traced/four.txt)" = four ]
+}
+
+@test "fds: at ulimit -n 4 the program opens as many files as bare, and is traced" {
+	WRAP="prlimit --nofile=4:4" pair "$P/inv_fds" nofile
+	expect out "opened /dev/null 1 times, then: Too many open files"
+	same
+	reports
+	t=$(the_trace program inv_fds)
+	[ "$(rj "$t" calls.malloc)" -ge 40000 ]
+	[ "$(rj "$t" lost_events)" = 0 ]
+}
+
+@test "fds: bash's exec 5>f, a command substitution, echo >&5" {
+	pair bash -c 'exec 5>f; x=$(echo hi); echo x >&5; cat f; echo "$x"'
+	expect out "x
+hi"
+	same
+	same_file f
+}
+
+@test "fds: the program's own file on descriptor 2 holds only what it wrote" {
+	pair "$P/inv_fds" stderr mine.txt
+	expect rc 0
+	expect out "mine.txt opened as 2"
+	same
+	is "$(cat traced/mine.txt)" mine
+	same_file mine.txt
+}
+
+@test "fds: the program's own file on descriptor 2 holds only what it wrote, without TPROF_QUIET too" {
+	unset TPROF_QUIET
+	pair "$P/inv_fds" stderr mine.txt
+	expect out "mine.txt opened as 2"
+	is "$(cat traced/mine.txt)" mine
+	same_file mine.txt
+	[ "$(cat traced.rc)" = 0 ]
+	[ "$(cat traced.out)" = "$(cat bare.out)" ]
+}
+
+# ---- signals ----
+
+@test "signals: every disposition, the blocked and the pending set are the program's own" {
+	pair "$P/inv_signals"
+	expect rc 0
+	# 62 signals (1..64 but the C library's 32 and 33), all at their defaults, none blocked or pending
+	[ "$(grep -c ' SIG_DFL$' bare.out)" = 124 ]
+	[ "$(grep -c '^blocked:$' bare.out)" = 2 ]
+	[ "$(grep -c '^pending:$' bare.out)" = 2 ]
+	same
+}
+
+@test "signals: python's signal.getsignal sees the default handlers" {
+	pair $PY -c 'import signal; print([signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGSEGV, signal.SIGUSR1)])'
+	expect out "[<Handlers.SIG_DFL: 0>, <built-in function default_int_handler>, <Handlers.SIG_DFL: 0>, <Handlers.SIG_DFL: 0>, <Handlers.SIG_DFL: 0>]"
+	same
+}
+
+@test "signals: yes | head: the writer still dies of SIGPIPE" {
+	pair bash -c 'yes | head -n 3; echo "${PIPESTATUS[*]}"'
+	expect out "y
+y
+y
+141 0"
+	same
+}
+
+# ---- threads, children, privileges, the rest of what a process sees of itself ----
+
+@test "threads: one task at the start of main and after mallocs" {
+	pair "$P/inv_self" tasks
+	expect out "tasks at start of main: 1
+tasks after mallocs: 1"
+	same
+}
+
+@test "self: no child, timer, seccomp filter, prctl flag, limit or environment of tprof's" {
+	pair "$P/inv_self"
+	expect rc 0
+	grep -qx 'tasks: 1' bare.out
+	grep -qx 'waitpid(-1, WNOHANG): -1 No child processes' bare.out
+	grep -qx 'Seccomp:	0' bare.out
+	same
+}
+
+@test "threads: python forks with -W error (a warning when threads run); one task" {
+	pair $PY -W error -c 'import os
+n = len(os.listdir("/proc/self/task"))
+pid = os.fork()
+if pid == 0:
+    os._exit(3)
+_, st = os.waitpid(pid, 0)
+print(n, os.waitstatus_to_exitcode(st))'
+	expect out "1 3"
+	same
+}
+
+@test "privileges: dropped to nobody, the program runs as bare and its allocations are traced" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	pair "$P/inv_privdrop"
+	expect rc 0
+	expect out "uid 65534 65534 65534 gid 65534 65534 65534 groups 0
+1000 blocks of 7001 bytes allocated and freed as nobody"
+	same
+	reports
+	t=$(the_trace program inv_privdrop)
+	is "$(known "$t" 7001)" "1000 1000"
+}
+
+# ---- errno ----
+
+@test "errno: failed allocations give NULL and ENOMEM, blocks stay intact, errno survives" {
+	pair "$P/inv_errno"
+	expect rc 0
+	expect out "malloc(SIZE_MAX): NULL errno=ENOMEM
+realloc(b, SIZE_MAX): NULL errno=ENOMEM, b intact
+calloc(SIZE_MAX/2, 4): NULL errno=ENOMEM
+reallocarray(b, SIZE_MAX/2, 4): NULL errno=ENOMEM, b intact
+errno after malloc+free: 1234
+errno after calloc+realloc+free: 1234
+errno after posix_memalign+free: 1234 (returned 0)
+errno after free(NULL): 1234
+errno after a 16 MiB malloc+free: 1234"
+	same
+	reports
+	t=$(the_trace program inv_errno)
+	line=$(cat bare.err)
+	totals_are "$t" "${line% failed *}"
+	# the four failed calls are heap calls too (docs/FORMAT.md: counted in failed_allocations)
+	is "$(rj "$t" failed_allocations)" "${line##* failed }"
+}
+
+# ---- every way out of a process ----
+# How a fatal signal ended a process is in its status (compared with the bare run's); the trace is
+# not asked for the signal's number, which a process with no handler of tprof's cannot tell.
+
+# end_case MODE STATUS [STDOUT]: inv_ends MODE, bare and traced: the same status (STATUS), stdout,
+# stderr; then its one trace (set as $t) reads
+end_case() {
+	pair "$P/inv_ends" "$1"
+	expect rc "$2"
+	expect out "${3-}"
+	same
+	reports
+	t=$(the_trace program inv_ends)
+}
+
+MAIN_TOTALS="allocations 100 frees 60 bytes 300100"
+
+@test "ends: exit(3) from main" {
+	end_case exit 3
+	totals_are "$t" "$(cat bare.err)"
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" end)" = exit ]
+}
+
+@test "ends: return 4 from main" {
+	end_case return 4
+	totals_are "$t" "$MAIN_TOTALS"
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" end)" = exit ]
+}
+
+@test "ends: _exit(5)" {
+	end_case _exit 5
+	totals_are "$t" "$MAIN_TOTALS"
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" end)" = _exit ]
+}
+
+@test "ends: quick_exit(6) with an at_quick_exit handler" {
+	end_case quick_exit 6 "at_quick_exit handler"
+	totals_are "$t" "$MAIN_TOTALS"
+}
+
+@test "ends: abort() dies of SIGABRT" {
+	end_case abort 134
+	totals_are "$t" "$MAIN_TOTALS"
+	[ "$(rj "$t" complete)" = true ]
+}
+
+@test "ends: raise(SIGTERM)" {
+	end_case sigterm 143
+	totals_are "$t" "$MAIN_TOTALS"
+	[ "$(rj "$t" complete)" = true ]
+}
+
+@test "ends: a null pointer write dies of SIGSEGV" {
+	end_case segv 139
+	totals_are "$t" "$MAIN_TOTALS"
+	[ "$(rj "$t" complete)" = true ]
+}
+
+@test "ends: SIGKILL right after the last free loses nothing" {
+	end_case sigkill 137
+	is "$(known "$t" 3001)" "100 60"
+	[ "$(rj "$t" allocations)" -ge 100 ]
+	totals_are "$t" "$MAIN_TOTALS"
+}
+
+@test "ends: SIGKILL while two more threads hold their blocks loses nothing" {
+	end_case kill_threads 137
+	is "$(known "$t" 3001)" "100 60"
+	is "$(known "$t" 3004)" "1000 0"
+}
+
+@test "ends: the raw exit_group system call" {
+	end_case exit_group 7
+	totals_are "$t" "$MAIN_TOTALS"
+}
+
+@test "ends: a thread calls exit(8) while main waits in pthread_join" {
+	end_case thread_exit 8
+	is "$(known "$t" 3001)" "100 60"
+	is "$(known "$t" 3002)" "50 20"
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" end)" = exit ]
+}
+
+@test "ends: main calls pthread_exit while a worker allocates, frees and returns" {
+	end_case main_pthread_exit 0
+	is "$(known "$t" 3001)" "100 60"
+	is "$(known "$t" 3003)" "200 150"
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" end)" = exit ]
+}
+
+@test "ends: exec of /bin/true: the first image's trace ends by exec, the second has its own" {
+	pair "$P/inv_ends" exec
+	expect rc 0
+	same
+	reports
+	t=$(the_trace program inv_ends)
+	totals_are "$t" "$MAIN_TOTALS"
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" end)" = exec ]
+	u=$(the_trace program true)
+	[ "$(rj "$u" pid)" = "$(rj "$t" pid)" ]
+	[ "$(rj "$u" complete)" = true ]
+}
+
+# ---- destructors and exit handlers ----
+
+@test "destructors and exit handlers: their heap calls are traced; in use at exit as valgrind says" {
+	# libinvdtor.so's constructor allocates 3 blocks of 5001 bytes; its destructor frees them and
+	# allocates one of 5002 that stays; the program's atexit handler frees its block of 5003
+	need cc
+	cat >lib.c <<'EOF'
+#include <stdlib.h>
+#include <unistd.h>
+static void *blocks[3];
+__attribute__((constructor)) static void made(void)
+{
+	for (int i = 0; i < 3; i++)
+		blocks[i] = malloc(5001);
+}
+__attribute__((destructor)) static void unmade(void)
+{
+	for (int i = 0; i < 3; i++)
+		free(blocks[i]);
+	blocks[0] = malloc(5002);
+	if (write(1, "destructor\n", 11) != 11)
+		_exit(9);
+}
+int lib_blocks(void) { return 3; }
+EOF
+	cat >main.c <<'EOF'
+#include <stdlib.h>
+#include <unistd.h>
+int lib_blocks(void);
+static void *global;
+static void handler(void)
+{
+	free(global);
+	if (write(1, "atexit\n", 7) != 7)
+		_exit(9);
+}
+int main(void)
+{
+	global = malloc(5003);
+	atexit(handler);
+	return lib_blocks() == 3 ? 0 : 1;
+}
+EOF
+	cc -shared -fPIC -o libinvdtor.so lib.c
+	cc -o dtor main.c -L. -linvdtor -Wl,-rpath,"$WORK"
+	pair "$WORK/dtor"
+	expect out "atexit
+destructor"
+	same
+	reports
+	t=$(the_trace program dtor)
+	is "$(known "$t" 5001)" "3 3"
+	is "$(known "$t" 5002)" "1 0"
+	is "$(known "$t" 5003)" "1 1"
+	[ "$(rj "$t" leaked_blocks)" = 1 ]
+	[ "$(rj "$t" leaked_bytes)" = 5002 ]
+	command -v valgrind >/dev/null || return 0
+	timeout 60 valgrind "$WORK/dtor" >/dev/null 2>vg.log
+	inuse=$(sed -n 's/.*in use at exit: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1 \2/p' vg.log | tr -d ,)
+	is "$(rj "$t" leaked_bytes) $(rj "$t" leaked_blocks)" "$inuse"
+}
+
+# ---- fork, vfork, posix_spawn, exec, daemons ----
+
+@test "fork: 3 children with their own statuses; each child's trace and the parent's are exact" {
+	pair "$P/inv_fork" fork3
+	expect rc 0
+	expect out "child 0 exited with 10
+child 1 exited with 11
+child 2 exited with 12"
+	same
+	reports
+	parent=$(cat traced/pid.txt)
+	p=$(the_trace pid "$parent")
+	totals_are "$p" "$(cat bare.err)"
+	[ "$(rj "$p" complete)" = true ]
+	i=0
+	for pid in $(cat traced/pids.txt); do
+		c=$(the_trace pid "$pid")
+		[ "$(rj "$c" ppid)" = "$parent" ]
+		n=$((10 * (i + 1)))
+		totals_are "$c" "allocations $n frees $((n / 2)) bytes $((n * (2100 + i)))"
+		[ "$(rj "$c" complete)" = true ]
+		[ "$(rj "$c" end)" = exit ]
+		i=$((i + 1))
+	done
+	[ "$i" = 3 ]
+}
+
+@test "vfork: the child's failed execve and _exit(9) leave the parent's trace complete and exact" {
+	pair "$P/inv_fork" vfork
+	expect rc 0
+	expect out "vfork child exited with 9"
+	same
+	reports
+	p=$(the_trace pid "$(cat traced/pid.txt)")
+	totals_are "$p" "$(cat bare.err)"
+	[ "$(rj "$p" complete)" = true ]
+	[ "$(rj "$p" end)" = exit ]
+}
+
+@test "posix_spawn: three /bin/true, each traced; the parent's trace is exact" {
+	pair "$P/inv_fork" spawn
+	expect rc 0
+	expect out "true exited with 0
+true exited with 0
+true exited with 0"
+	same
+	reports
+	p=$(the_trace pid "$(cat traced/pid.txt)")
+	totals_are "$p" "$(cat bare.err)"
+	[ "$(rj "$p" complete)" = true ]
+	[ "$(traces_where program true complete true | wc -l)" = 3 ]
+}
+
+@test "daemon: fork, setsid, fork, close everything: the daemon's own trace is exact" {
+	pair "$P/inv_fork" daemon .
+	expect rc 0
+	expect out "first child exited with 0"
+	same
+	# the daemons outlive the pair; wait for each one's last file
+	for d in bare traced; do
+		for _ in $(seq 100); do
+			[ -s "$d/daemon.txt" ] && break
+			sleep 0.1
+		done
+	done
+	same_file daemon.txt
+	reports
+	d=$(the_trace pid "$(cat traced/daemon.pid)")
+	totals_are "$d" "$(cat traced/daemon.txt)"
+	[ "$(rj "$d" complete)" = true ]
+	[ "$(rj "$d" end)" = exit ]
+}
+
+# ---- real programs ----
+
+@test "bash: a loop piped into sort -r" {
+	pair bash -c 'for i in 1 2 3; do echo $i; done | sort -r'
+	expect out "3
+2
+1"
+	same
+	traces_ok 2
+}
+
+@test "sh: exec 5>f, a command substitution, echo >&5, cat f" {
+	pair sh -c 'exec 5>f; x=$(echo hi); echo x >&5; cat f; echo "$x" >&2'
+	expect out x
+	expect err hi
+	same
+	same_file f
+	traces_ok 2
+}
+
+@test "python3: multiprocessing.Pool(2).map" {
+	pair $PY -c 'import multiprocessing as mp
+def sq(x):
+    return x * x
+if __name__ == "__main__":
+    with mp.Pool(2) as p:
+        print(p.map(sq, range(20)))'
+	expect out "[0, 1, 4, 9, 16, 25, 36, 49, 64, 81, 100, 121, 144, 169, 196, 225, 256, 289, 324, 361]"
+	same
+	traces_ok 3
+}
+
+@test "perl -e: a hash, stdout, stderr, exit 3" {
+	need perl
+	pair perl -e 'my %h; $h{$_} = $_ * 2 for 1 .. 20000; my $s = 0; $s += $_ for values %h;
+print "$s ", scalar(keys %h), "\n"; print STDERR "to stderr\n"; exit 3'
+	expect rc 3
+	expect out "400020000 20000"
+	expect err "to stderr"
+	same
+	traces_ok 1
+}
+
+@test "make -j2 on a tiny Makefile" {
+	need make
+	for d in bare traced; do
+		printf 'all: c\nc: a b\n\t@cat a b > c; echo built\na:\n\t@echo a > a\nb:\n\t@echo b > b\n' >$d/Makefile
+	done
+	pair make -j2 -s
+	expect rc 0
+	expect out built
+	same
+	same_file a b c
+	[ "$(cat traced/c)" = "a
+b" ]
+	traces_ok 3
+}
+
+@test "git init, add, commit, log in a fresh repository" {
+	need git
+	pair env GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+		GIT_AUTHOR_DATE="2020-01-01T00:00:00Z" GIT_COMMITTER_DATE="2020-01-01T00:00:00Z" \
+		sh -c 'git -c init.defaultBranch=main init -q repo && cd repo && echo hello >f &&
+git add f && git -c user.name=Inv -c user.email=inv@example.com commit -q -m first &&
+git log --format="%H %an %s" && git cat-file -p HEAD:f'
+	expect rc 0
+	grep -qxE '[0-9a-f]{40} Inv first' bare.out
+	[ "$(sed -n 2p bare.out)" = hello ]
+	same
+	traces_ok 3
+}
+
+@test "sqlite3 :memory: with a few statements" {
+	need sqlite3
+	pair sqlite3 :memory: "create table t(a integer, b text); insert into t values (1,'x'),(2,'y'),(3,'z');
+select sum(a), group_concat(b) from t; select count(*) from t where a > 1;"
+	expect out "6|x,y,z
+2"
+	same
+	traces_ok 1
+}
+
+@test "xz -T2 compresses and decompresses: the same bytes" {
+	need xz
+	seq 1 300000 >in
+	cp in bare/in
+	cp in traced/in
+	pair sh -c 'xz -T2 --block-size=262144 -c in >in.xz && xz -T2 -d -c in.xz >out && cmp in out && wc -c <in'
+	expect rc 0
+	expect out 1988895
+	same
+	same_file in.xz out
+	traces_ok 3
+}
+
+@test "gzip compresses and decompresses: the same bytes" {
+	need gzip
+	seq 1 100000 >in
+	cp in bare/in
+	cp in traced/in
+	pair sh -c 'gzip -n -c in >in.gz && gzip -d -c in.gz >out && cmp in out && echo same'
+	expect out same
+	same
+	same_file in.gz out
+	traces_ok 3
+}
+
+@test "valgrind -q --error-exitcode=9 /bin/true exits 0, traced too" {
+	need valgrind
+	pair valgrind -q --error-exitcode=9 /bin/true
+	expect rc 0
+	expect err ""
+	same
+}
+
+@test "openssl dgst -sha256" {
+	need openssl
+	printf 'abc' >bare/in
+	printf 'abc' >traced/in
+	pair openssl dgst -sha256 in
+	expect out "SHA2-256(in)= ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	same
+	traces_ok 1
+}
+
+@test "curl file://" {
+	need curl
+	printf 'hello from a file\n' >in
+	pair curl -sS "file://$WORK/in"
+	expect rc 0
+	expect out "hello from a file"
+	same
+	traces_ok 1
+}

@@ -1,0 +1,109 @@
+"""Writes a small trace by hand, block by block with correct checksums (rss_blocks.py's helpers),
+so that the reader tests can hold exactly the fields they test (docs/FORMAT.md): the INFO block of
+any version, plain EVENTS blocks of one thread, and an END block with any reason, value and flags.
+Prints one line per block, "OFFSET TYPE LENGTH", for tests that cut the file inside one.
+
+Usage: mktrace.py OUT [--version V] [--owner PATH] [--no-owner-field] [--events N] [--per-block K]
+                      [--end REASON,VALUE[,FLAGS] | --no-end]
+
+The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even ones are
+malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
+calls make (N + 1) / 2 allocations of which, for N odd, the last is still in use at the end.
+--owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
+(a version 4 INFO that is then malformed). --end defaults to 1,0 (exit, status 0); FLAGS is written
+in version 4 only, and is 0 unless given."""
+import argparse
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rss_blocks import block, svarint, varint  # noqa: E402
+
+INFO, CLOCK, THREAD, EVENTS, THREAD_END, END = 1, 2, 3, 4, 6, 7
+TID = 4242
+
+
+def string(s):
+    b = s.encode() if isinstance(s, str) else s
+    return varint(len(b)) + b
+
+
+def info(version, owner, owner_field):
+    p = varint(TID) + varint(1) + varint(2)  # pid, ppid, clock: CLOCK_MONOTONIC
+    p += varint(0) + varint(4096) + varint(8) + varint(1700000000000000000) + varint(65536) + varint(0)
+    p += string("/usr/bin/handmade") + varint(2) + string("handmade") + string("--x")
+    if version >= 4 and owner_field:
+        p += string(owner)
+    return p
+
+
+def events_block(calls, seq0):
+    """calls: [(seq, kind, size, ptr)] with consecutive seqs after seq0; ticks are 1000 + 10 * seq."""
+    streams = [bytearray() for _ in range(6)]
+    prev_tick, prev_ptr = 1000 + 10 * seq0, 0
+    for seq, kind, size, ptr in calls:
+        head = kind | 0x10  # SEQ_NEXT
+        if kind != 5:
+            head |= 0x20  # SAME_STACK: stack 0, as the block starts
+        streams[0].append(head)
+        streams[2] += svarint(1000 + 10 * seq - prev_tick)
+        prev_tick = 1000 + 10 * seq
+        if kind != 5:
+            streams[3] += varint(size)
+        streams[5] += svarint(ptr - prev_ptr)
+        prev_ptr = ptr
+    p = varint(TID) + varint(len(calls)) + varint(seq0) + varint(1000 + 10 * seq0)
+    for s in streams:
+        p += varint(len(s))
+    for s in streams:
+        p += bytes(s)
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--version", type=int, default=4)
+    ap.add_argument("--owner", default="")
+    ap.add_argument("--no-owner-field", action="store_true")
+    ap.add_argument("--events", type=int, default=6)
+    ap.add_argument("--per-block", type=int, default=4)
+    ap.add_argument("--end", default="1,0")
+    ap.add_argument("--no-end", action="store_true")
+    a = ap.parse_args()
+
+    calls = []
+    for i in range(a.events):
+        seq = i + 1
+        if i % 2 == 0:
+            calls.append((seq, 1, 16 * (i + 1), 0x10000 + 0x100 * i))
+        else:
+            calls.append((seq, 5, 0, 0x10000 + 0x100 * (i - 1)))
+    blocks = [(INFO, info(a.version, a.owner, not a.no_owner_field)),
+              (CLOCK, varint(1000) + varint(1000) + varint(1700000000000000000)),
+              (THREAD, varint(TID) + string("handmade"))]
+    for k in range(0, len(calls), a.per_block):
+        chunk = calls[k:k + a.per_block]
+        blocks.append((EVENTS, events_block(chunk, chunk[0][0] - 1)))
+    last = 1000 + 10 * (a.events + 1)
+    blocks.append((CLOCK, varint(last) + varint(last) + varint(1700000000000000000 + last)))
+    blocks.append((THREAD_END, varint(TID)))
+    if not a.no_end:
+        f = [int(x, 0) for x in a.end.split(",")]
+        reason, value, flags = f[0], f[1], f[2] if len(f) > 2 else 0
+        p = varint(reason) + varint(value) + varint(a.events + 1) + varint(a.events) + varint(0) + varint(0)
+        p += varint(0)
+        if a.version >= 4:
+            p += varint(flags)
+        blocks.append((END, p))
+
+    data = bytearray(b"TPROFTRC" + struct.pack("<HHI", a.version, 16, 0))
+    for t, p in blocks:
+        print(len(data), t, len(p))
+        data += block(t, p)
+    open(a.out, "wb").write(data)
+
+
+if __name__ == "__main__":
+    main()

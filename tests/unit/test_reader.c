@@ -1,0 +1,378 @@
+/* Unit tests of the reader's handling of what version 4 added and of files cut short
+ * (analyzer/reader.c): traces built here block by block, plain and zstd-compressed EVENTS blocks
+ * among them, are written to a temporary file and opened. INFO's malloc owner (and its absence
+ * before version 4), END flags and reasons by version, and every prefix of a trace: an error while
+ * INFO is not whole, else the blocks before the cut read, with the right offset and counts, and the
+ * same events as the whole file up to there. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../unittest.h"
+#include "../../analyzer/reader.c"
+#include "../../analyzer/util.c"
+
+#define TID 77
+
+struct buf {
+	uint8_t *p;
+	size_t n, cap;
+	size_t off[64]; /* where each block starts */
+	uint32_t records[64]; /* heap records in it */
+	size_t nblocks;
+};
+
+static void put(struct buf *b, const void *d, size_t n)
+{
+	if (b->n + n > b->cap) {
+		b->cap = (b->n + n) * 2 + 256;
+		b->p = xrealloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->n, d, n);
+	b->n += n;
+}
+
+static void put_varint(struct buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	put(b, tmp, (size_t)(tprof_put_varint(tmp, v) - tmp));
+}
+
+static void put_string(struct buf *b, const char *s)
+{
+	put_varint(b, strlen(s));
+	put(b, s, strlen(s));
+}
+
+static void file_header(struct buf *b, unsigned version)
+{
+	uint8_t h[TPROF_FILE_HEADER_LEN] = {0};
+	memcpy(h, TPROF_MAGIC, TPROF_MAGIC_LEN);
+	tprof_put_u16(h + 8, (uint16_t)version);
+	tprof_put_u16(h + 10, TPROF_FILE_HEADER_LEN);
+	put(b, h, sizeof(h));
+}
+
+static void block(struct buf *b, uint8_t type, const struct buf *payload, uint32_t records)
+{
+	uint8_t h[TPROF_BLOCK_HEADER_LEN];
+	h[0] = type;
+	tprof_put_u32(h + 1, (uint32_t)payload->n);
+	tprof_put_u32(h + 5, tprof_crc32c_update(tprof_crc32c_update(0, &type, 1), payload->p, payload->n));
+	b->off[b->nblocks] = b->n;
+	b->records[b->nblocks++] = records;
+	put(b, h, sizeof(h));
+	put(b, payload->p, payload->n);
+}
+
+/* INFO; owner NULL leaves out the string that version 4 ends it with. */
+static void info(struct buf *b, const char *owner)
+{
+	struct buf p = {0};
+	put_varint(&p, TID);
+	put_varint(&p, 1);
+	put_varint(&p, TPROF_CLOCK_MONOTONIC);
+	for (int i = 0; i < 6; i++) /* flags, page size, pointer size, start time, ring, depth */
+		put_varint(&p, i == 1 ? 4096 : i == 2 ? 8 : 0);
+	put_string(&p, "/bin/prog");
+	put_varint(&p, 1);
+	put_string(&p, "prog");
+	if (owner)
+		put_string(&p, owner);
+	block(b, TPROF_BLK_INFO, &p, 0);
+	free(p.p);
+}
+
+/* An EVENTS (or, compressed, ZEVENTS) block of n mallocs with seqs seq0 + 1 .. seq0 + n. */
+static void events(struct buf *b, uint64_t seq0, uint32_t n, int compress)
+{
+	struct tprof_rec_encoder *e = xmalloc(sizeof(*e));
+	tprof_rec_encoder_init(e, seq0, 1000 + seq0);
+	uint8_t *streams[TPROF_NSTREAMS], *start[TPROF_NSTREAMS];
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		streams[k] = start[k] = xmalloc((size_t)n * TPROF_REC_MAX_BYTES + 16);
+	for (uint32_t i = 0; i < n; i++) {
+		struct tprof_rec r = {.kind = TPROF_EV_MALLOC, .seq = seq0 + 1 + i, .tick = 1000 + seq0 + 1 + i,
+				      .size = 32 + i, .ptr = 0x100000 + 0x40 * (seq0 + i)};
+		tprof_rec_encode(streams, e, &r);
+	}
+	struct buf raw = {0};
+	put_varint(&raw, TID);
+	put_varint(&raw, n);
+	put_varint(&raw, seq0);
+	put_varint(&raw, 1000 + seq0);
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		put_varint(&raw, (uint64_t)(streams[k] - start[k]));
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		put(&raw, start[k], (size_t)(streams[k] - start[k]));
+	if (compress) {
+		struct buf z = {0};
+		put_varint(&z, TID);
+		put_varint(&z, raw.n);
+		size_t bound = ZSTD_compressBound(raw.n);
+		uint8_t *c = xmalloc(bound);
+		size_t got = ZSTD_compress(c, bound, raw.p, raw.n, 3);
+		CHECK(!ZSTD_isError(got));
+		put(&z, c, got);
+		block(b, TPROF_BLK_ZEVENTS, &z, n);
+		free(c);
+		free(z.p);
+	} else {
+		block(b, TPROF_BLK_EVENTS, &raw, n);
+	}
+	free(raw.p);
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		free(start[k]);
+	free(e);
+}
+
+static void end(struct buf *b, unsigned version, uint64_t reason, uint64_t value, uint64_t flags, uint64_t records)
+{
+	struct buf p = {0};
+	put_varint(&p, reason);
+	put_varint(&p, value);
+	put_varint(&p, records + 1);
+	put_varint(&p, records);
+	for (int i = 0; i < 3; i++)
+		put_varint(&p, 0);
+	if (version >= 4)
+		put_varint(&p, flags);
+	block(b, TPROF_BLK_END, &p, 0);
+	free(p.p);
+}
+
+/* A trace of the given version: INFO, CLOCK, then EVENTS blocks of 3, 5 (compressed), 2 and 7
+ * (compressed) mallocs, END. */
+static void build(struct buf *b, unsigned version, const char *owner, uint64_t reason, uint64_t value,
+		  uint64_t flags)
+{
+	memset(b, 0, sizeof(*b));
+	file_header(b, version);
+	info(b, owner);
+	struct buf c = {0};
+	put_varint(&c, 1000);
+	put_varint(&c, 1000);
+	put_varint(&c, 5);
+	block(b, TPROF_BLK_CLOCK, &c, 0);
+	free(c.p);
+	static const uint32_t n[] = {3, 5, 2, 7};
+	uint64_t seq = 0;
+	for (int i = 0; i < 4; i++) {
+		events(b, seq, n[i], i % 2);
+		seq += n[i];
+	}
+	end(b, version, reason, value, flags, seq);
+}
+
+static char path[64];
+
+/* Writes the first len bytes of b and opens them: 0 and *t, or -1 with err. */
+static int open_prefix(const struct buf *b, size_t len, struct tprof_trace **t, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	fwrite(b->p, 1, len, f);
+	fclose(f);
+	return tprof_trace_open(path, t, err, errlen);
+}
+
+static uint64_t count_events(struct tprof_trace *t)
+{
+	struct tprof_event e;
+	uint64_t n = 0;
+	int r;
+	while ((r = tprof_trace_next(t, &e)) > 0)
+		n++;
+	CHECK_EQ(r, 0);
+	return n;
+}
+
+static void test_malloc_owner(void)
+{
+	struct buf b;
+	struct tprof_trace *t;
+	char err[512];
+	build(&b, 4, "/usr/lib/libjemalloc.so.2", TPROF_END_EXIT, 3, 0);
+	CHECK_EQ(open_prefix(&b, b.n, &t, err, sizeof(err)), 0);
+	if (t) {
+		CHECK_STR(t->info.malloc_owner, "/usr/lib/libjemalloc.so.2");
+		CHECK(t->ended && t->complete && !t->cut);
+		CHECK_EQ(t->end_value, 3);
+		CHECK_EQ(count_events(t), 17);
+		tprof_trace_close(t);
+	}
+	free(b.p);
+	build(&b, 4, "", TPROF_END_EXIT, 0, 0);
+	CHECK_EQ(open_prefix(&b, b.n, &t, err, sizeof(err)), 0);
+	if (t) {
+		CHECK_STR(t->info.malloc_owner, "");
+		tprof_trace_close(t);
+	}
+	free(b.p);
+	build(&b, 3, NULL, TPROF_END_EXEC, 0, 0); /* no owner field before version 4 */
+	CHECK_EQ(open_prefix(&b, b.n, &t, err, sizeof(err)), 0);
+	if (t) {
+		CHECK_STR(t->info.malloc_owner, "");
+		CHECK_EQ(t->end_flags, 0);
+		CHECK(t->complete);
+		tprof_trace_close(t);
+	}
+	free(b.p);
+	build(&b, 4, NULL, TPROF_END_EXIT, 0, 0); /* version 4 without it */
+	CHECK_EQ(open_prefix(&b, b.n, &t, err, sizeof(err)), -1);
+	CHECK(strstr(err, "byte 16: corrupt: INFO block without the malloc owner") != NULL);
+	free(b.p);
+}
+
+static void test_end_flags_and_reasons(void)
+{
+	struct buf b;
+	struct tprof_trace *t;
+	char err[512];
+	build(&b, 4, "", TPROF_END_SIGNAL, 11, TPROF_ENDF_INFLIGHT);
+	CHECK_EQ(open_prefix(&b, b.n, &t, err, sizeof(err)), 0);
+	if (t) {
+		CHECK(t->ended);
+		CHECK(!t->complete);
+		CHECK(!t->cut);
+		CHECK_EQ(t->end_reason, TPROF_END_SIGNAL);
+		CHECK_EQ(t->end_value, 11);
+		CHECK_EQ(t->end_flags, TPROF_ENDF_INFLIGHT);
+		tprof_trace_close(t);
+	}
+	free(b.p);
+	static const struct {
+		unsigned version;
+		uint64_t reason, flags;
+		const char *err; /* NULL: reads */
+	} cases[] = {
+		{4, TPROF_END_QUICK_EXIT, 0, NULL},
+		{4, TPROF_END_VANISHED, 0, NULL},
+		{4, 7, 0, "corrupt: END block with unknown reason 7 (format version 4 has 1 to 6)"},
+		{4, 0, 0, "corrupt: END block with unknown reason 0 (format version 4 has 1 to 6)"},
+		{3, TPROF_END_QUICK_EXIT, 0, "corrupt: END block with unknown reason 5 (format version 3 has 1 to 4)"},
+		{2, TPROF_END_VANISHED, 0, "corrupt: END block with unknown reason 6 (format version 2 has 1 to 4)"},
+		{4, TPROF_END_EXIT, 2, "corrupt: END block with unknown flags 0x2"},
+		{4, TPROF_END_EXIT, 1ull << 63 | 1, "corrupt: END block with unknown flags 0x8000000000000000"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		build(&b, cases[i].version, cases[i].version >= 4 ? "" : NULL, cases[i].reason, 0, cases[i].flags);
+		int rc = open_prefix(&b, b.n, &t, err, sizeof(err));
+		if (cases[i].err) {
+			CHECK_EQ(rc, -1);
+			char want[256];
+			snprintf(want, sizeof(want), "byte %zu: %s", b.off[b.nblocks - 1], cases[i].err);
+			if (!strstr(err, want))
+				printf("# case %zu: %s\n", i, err);
+			CHECK(strstr(err, want) != NULL);
+		} else {
+			CHECK_EQ(rc, 0);
+			if (t) {
+				CHECK(t->complete);
+				CHECK_EQ(t->end_reason, cases[i].reason);
+				tprof_trace_close(t);
+			}
+		}
+		free(b.p);
+	}
+}
+
+/* Every prefix of the file: an error until INFO is whole; then the blocks before the cut read,
+ * the cut at the start of the block the file ends in, with the records of the EVENTS blocks before
+ * it counted (compressed ones included), and those events read. */
+static void test_every_prefix(void)
+{
+	struct buf b;
+	build(&b, 4, "", TPROF_END_EXIT, 0, 0);
+	char err[512];
+	for (size_t len = 0; len <= b.n; len++) {
+		struct tprof_trace *t = NULL;
+		int rc = open_prefix(&b, len, &t, err, sizeof(err));
+		if (len < b.off[1]) {
+			CHECK_EQ(rc, -1);
+			if (len > b.off[0] && !strstr(err, "byte 16: truncated: no complete INFO block")) {
+				printf("# %zu: %s\n", len, err);
+				CHECK(0);
+			}
+			continue;
+		}
+		CHECK_EQ(rc, 0);
+		if (rc != 0) {
+			printf("# %zu: %s\n", len, err);
+			continue;
+		}
+		size_t k = 0; /* the block the prefix ends in (or at) */
+		while (k + 1 < b.nblocks && b.off[k + 1] <= len)
+			k++;
+		int at_boundary = len == b.n || b.off[k] == len;
+		if (at_boundary && len != b.n)
+			k--; /* ends just before block k + 1: blocks 0..k whole */
+		uint64_t before = 0;
+		for (size_t i = 0; i < (at_boundary ? k + 1 : k); i++)
+			before += b.records[i];
+		CHECK_EQ(t->cut, !at_boundary);
+		CHECK_EQ(t->complete, len == b.n);
+		CHECK_EQ(t->ended, len == b.n);
+		if (t->cut) {
+			CHECK_EQ(t->cut_at, b.off[k]);
+			CHECK_EQ(t->cut_blocks, k);
+			CHECK_EQ(t->blocks, k);
+			CHECK_EQ(t->cut_events, before);
+			CHECK_EQ(t->cut_have, len - b.off[k]);
+			uint64_t whole = (k + 1 < b.nblocks ? b.off[k + 1] : b.n) - b.off[k];
+			CHECK_EQ(t->cut_want, t->cut_have >= 5 ? whole : 0);
+			char note[256], want[96];
+			tprof_trace_cut_note(t, note, sizeof(note));
+			snprintf(want, sizeof(want), "trace cut at byte %zu after %zu complete blocks: the rest is lost (",
+				 b.off[k], k);
+			CHECK(strncmp(note, want, strlen(want)) == 0);
+		}
+		CHECK_EQ(count_events(t), before);
+		tprof_trace_close(t);
+	}
+	free(b.p);
+}
+
+/* A cut compressed block that does not decompress to its header is corrupt, not counted as 0. */
+static void test_cut_after_bad_zevents(void)
+{
+	struct buf b;
+	build(&b, 4, "", TPROF_END_EXIT, 0, 0);
+	/* the second EVENTS block (block 3) is compressed: break its zstd magic, fix its checksum */
+	size_t o = b.off[3];
+	CHECK_EQ(b.p[o], TPROF_BLK_ZEVENTS);
+	uint32_t len = tprof_load_u32(b.p + o + 1);
+	uint8_t *pl = b.p + o + TPROF_BLOCK_HEADER_LEN;
+	struct tprof_cursor c = {pl, pl + len};
+	uint64_t v;
+	CHECK_EQ(tprof_get_varint(&c, &v), 0);
+	CHECK_EQ(tprof_get_varint(&c, &v), 0);
+	size_t zat = (size_t)(c.p - b.p);
+	b.p[zat] ^= 0xff;
+	uint8_t type = TPROF_BLK_ZEVENTS;
+	tprof_put_u32(b.p + o + 5, tprof_crc32c_update(tprof_crc32c_update(0, &type, 1), pl, len));
+	struct tprof_trace *t;
+	char err[512], want[128];
+	/* whole: opens (the block is read when the events are) */
+	CHECK_EQ(open_prefix(&b, b.n, &t, err, sizeof(err)), 0);
+	if (t)
+		tprof_trace_close(t);
+	/* cut: counting the events before the cut finds it */
+	CHECK_EQ(open_prefix(&b, b.n - 1, &t, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "byte %zu: corrupt: compressed EVENTS block of thread %d", zat, TID);
+	if (!strstr(err, want))
+		printf("# %s\n", err);
+	CHECK(strstr(err, want) != NULL);
+	free(b.p);
+}
+
+int main(void)
+{
+	snprintf(path, sizeof(path), "/tmp/tprof_test_reader.%d.trace", (int)getpid());
+	RUN(test_malloc_owner);
+	RUN(test_end_flags_and_reasons);
+	RUN(test_every_prefix);
+	RUN(test_cut_after_bad_zevents);
+	unlink(path);
+	return UT_DONE();
+}
