@@ -316,6 +316,16 @@ void tprof_writer_kick(void)
 
 /* ---- lifecycle ---- */
 
+/* The resident set size from /proc/self/statm, in bytes (0: unknown). */
+uint64_t tprof_rss_now(void)
+{
+	char buf[128];
+	if (tprof_proc_read("/proc/self/statm", buf, sizeof(buf)) <= 0)
+		return 0;
+	const char *p = strchr(buf, ' ');
+	return p ? strtoull(p + 1, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
 void tprof_note_end(int reason, int value)
 {
 	struct tprof_shm *shm = tprof_shm;
@@ -323,6 +333,13 @@ void tprof_note_end(int reason, int value)
 		return; /* a vfork child: the memory is its parent's */
 	atomic_store(&shm->end_value, value);
 	atomic_store(&shm->end_reason, reason);
+	if (shm->rss_interval_ms) {
+		uint64_t b = tprof_rss_now();
+		if (b) {
+			atomic_store(&shm->exit_rss_tick, tprof_now());
+			atomic_store(&shm->exit_rss_bytes, b);
+		}
+	}
 }
 
 void tprof_note_exec(int pending)
@@ -330,6 +347,13 @@ void tprof_note_exec(int pending)
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return;
+	if (pending && shm->rss_interval_ms) { /* the image's last sample */
+		uint64_t b = tprof_rss_now();
+		if (b) {
+			atomic_store(&shm->exit_rss_tick, tprof_now());
+			atomic_store(&shm->exit_rss_bytes, b);
+		}
+	}
 	atomic_store(&shm->exec_pending, (uint32_t)pending);
 }
 
@@ -341,6 +365,9 @@ static void on_exit_status(int status, void *arg)
 	tprof_note_end(TPROF_END_EXIT, status);
 	if (tprof_tls.thread) /* the exiting thread's last name: the process is gone when it is read */
 		on_thread_exit(tprof_tls.thread);
+	tprof_tls.guard++;
+	tprof_modules_scan(0); /* what dlopen loaded since the last scan */
+	tprof_tls.guard--;
 }
 
 /* valgrind runs __libc_freeres at exit; doing the same makes "in use at exit" comparable. It must

@@ -105,6 +105,7 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n); /* waits (lossless) or
  * the parent's memory and must never speak for it). */
 void tprof_note_end(int reason, int value);
 void tprof_note_exec(int pending);
+uint64_t tprof_rss_now(void);
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
 int tprof_proc_threads(char *leader_state);
 

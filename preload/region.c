@@ -554,6 +554,10 @@ int tprof_region_start(int child)
 	ssize_t cn = tprof_proc_read("/proc/self/cmdline", s->cmdline, sizeof(s->cmdline));
 	s->cmdline_len = cn > 0 ? (uint32_t)cn : 0;
 	find_malloc_owner(s->malloc_owner, sizeof(s->malloc_owner));
+	if (tprof_cfg.rss_interval_ms) {
+		s->start_rss_bytes = tprof_rss_now();
+		s->start_rss_tick = tprof_now();
+	}
 	atomic_store(&s->seq, 1);
 	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
 	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE); /* the recorder waits for it */

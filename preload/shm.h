@@ -99,6 +99,11 @@ struct tprof_shm {
 	_Atomic uint32_t threads_hwm;        /* slots in use are below this index */
 	_Alignas(64) _Atomic uint64_t lost_global; /* events lost without a ring */
 
+	/* resident set size samples the process takes itself: at start-up (before its recorder can)
+	 * and at exit, _exit and quick_exit (after which its recorder cannot) */
+	uint64_t start_rss_bytes, start_rss_tick;
+	_Atomic uint64_t exit_rss_bytes, exit_rss_tick;
+
 	/* how the process ended, as far as it could say */
 	_Atomic int32_t end_reason; /* enum tprof_end_reason, 0 while running */
 	_Atomic int32_t end_value;

@@ -52,6 +52,7 @@ static _Atomic uint64_t generation; /* bumped by dlclose: addresses may now mean
 static unsigned max_depth;
 static uintptr_t self_lo, self_hi;   /* libtprof.so's own code, whose frames are skipped */
 static uintptr_t unw_lo, unw_hi;     /* libunwind's code */
+static uint64_t last_scan_seq;       /* when the last module scan began (serialized by modules_busy) */
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -173,6 +174,7 @@ int tprof_stacks_init(unsigned depth)
 
 void tprof_stacks_reset(void)
 {
+	last_scan_seq = 0;
 	memset(index_chunks, 0, sizeof(index_chunks));
 	memset(arena_chunks, 0, sizeof(arena_chunks));
 	atomic_store(&arena_pos, 0);
@@ -269,7 +271,9 @@ uint32_t tprof_stack_capture(void)
 
 struct scan_ctx {
 	uint8_t present[TPROF_SHM_MODULES]; /* per module index: seen in this scan */
+	uint64_t since; /* a module new to this scan was loaded after the previous scan began */
 };
+
 
 /* A relative path (as given in LD_PRELOAD or to dlopen) is made absolute, so the trace can be read
  * from any directory. */
@@ -353,7 +357,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	m->start = lo;
 	m->end = hi;
 	m->path_off = keep_path(shm, name, &m->path_len);
-	m->load_seq = atomic_load(&shm->seq);
+	m->load_seq = c->since; /* scans come late (dlopen is not followed by one): events since may be its */
 	read_build_id(info, m);
 	c->present[n] = 1;
 	atomic_store_explicit(&shm->nmodules, n + 1, memory_order_release);
@@ -373,6 +377,8 @@ void tprof_modules_scan(int closing)
 	}
 	static struct scan_ctx c; /* serialized by modules_busy */
 	memset(&c, 0, sizeof(c));
+	c.since = last_scan_seq;
+	last_scan_seq = atomic_load(&shm->seq);
 	dl_iterate_phdr(scan_cb, &c);
 	uint64_t seq = atomic_load(&shm->seq);
 	uint32_t n = atomic_load(&shm->nmodules);

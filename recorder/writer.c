@@ -229,12 +229,8 @@ static uint64_t read_rss(void)
 
 /* Takes one sample; a failed read (or a resident size of 0, which no running process has) takes
  * none rather than a wrong one. */
-static void rss_sample(void)
+static void rss_add(uint64_t tick, uint64_t bytes)
 {
-	uint64_t bytes = read_rss();
-	if (!bytes)
-		return;
-	uint64_t tick = now_tick();
 	if (tick < rss_last_tick)
 		tick = rss_last_tick; /* the TSC of another core may be a few ticks behind */
 	if (rss_count == TPROF_RSS_BLOCK_MAX)
@@ -252,6 +248,13 @@ static void rss_sample(void)
 	rss_count++;
 	rss_last_tick = tick;
 	rss_last_bytes = bytes;
+}
+
+static void rss_sample(void)
+{
+	uint64_t bytes = read_rss();
+	if (bytes)
+		rss_add(now_tick(), bytes);
 }
 
 static void write_header_and_info(void)
@@ -1015,6 +1018,9 @@ static void finish_trace(int exec_seen, uint64_t starttime, int alive)
 	}
 	modules_update();
 	stacks_flush();
+	uint64_t xb = atomic_load(&shm->exit_rss_bytes);
+	if (xb && shm->rss_interval_ms) /* taken by the process on its way out */
+		rss_add(atomic_load(&shm->exit_rss_tick), xb);
 	rss_flush();
 	write_clock();
 	int reason, value;
@@ -1082,8 +1088,8 @@ int tprof_writer_run(const struct tprof_writer_args *a)
 	rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
 	write_header_and_info();
 	write_op_names();
-	if (shm->rss_interval_ms)
-		rss_sample();
+	if (shm->rss_interval_ms && shm->start_rss_bytes) /* taken by the process at start-up */
+		rss_add(shm->start_rss_tick, shm->start_rss_bytes);
 	modules_update();
 	out_flush();
 
