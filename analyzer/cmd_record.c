@@ -151,7 +151,7 @@ int cmd_record(int argc, char **argv)
 	child_pid = pid;
 	free(preload);
 	signal(SIGPIPE, SIG_IGN);
-	struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), -1};
+	struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), -1, 0};
 	if (o.root_pidfd < 0) {
 		tprof_err("record: pidfd_open: %s", strerror(errno));
 		return 1;

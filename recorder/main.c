@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 	lift_limit(RLIMIT_FSIZE);
 	lift_limit(RLIMIT_AS);
 	lift_limit(RLIMIT_NOFILE);
-	struct tprof_server_opts o = {listen_fd, root, -1, 200};
+	struct tprof_server_opts o = {listen_fd, root, -1, 200, 1};
 	if (root > 0)
 		o.root_pidfd = (int)syscall(SYS_pidfd_open, (long)root, 0L);
 	return tprof_server_run(&o);

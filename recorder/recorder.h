@@ -26,8 +26,9 @@ struct tprof_server_opts {
 	int listen_fd;   /* a listening SOCK_SEQPACKET unix socket */
 	pid_t root;      /* the process the recorder serves first: its stderr is kept while it lives */
 	int root_pidfd;  /* pidfd of root, or -1 */
-	int linger_ms;   /* with no process left, wait this long for a new one, then return; -1: only
-			  * return when root is gone and the writers of its pid have finished */
+	int linger_ms;   /* with no process left, wait this long for a new one, then return; -1: return
+			  * once root is gone and every writer of a process that is gone has finished */
+	int drop_stderr; /* let stderr go once root is gone (tprof-recorder: it is the root's) */
 };
 
 /* Takes registrations until the options say to stop; returns 0. Writers it forked may still run. */

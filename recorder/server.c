@@ -34,6 +34,7 @@ static int nwriters;
 static int stderr_dropped;
 static pid_t root_pid;
 static int root_fd = -1;
+static int drop_stderr;
 
 static uint64_t mono_ms(void)
 {
@@ -94,7 +95,7 @@ static int live_writers_of(pid_t pid);
  * root left behind. in_writer: a writer process asks (it cannot see the other writers). */
 static void check_root(int in_writer)
 {
-	if (stderr_dropped || root_fd < 0)
+	if (stderr_dropped || root_fd < 0 || !drop_stderr)
 		return;
 	struct pollfd pf = {root_fd, POLLIN, 0};
 	if (poll(&pf, 1, 0) != 1 || (!in_writer && live_writers_of(root_pid) != 0))
@@ -128,6 +129,15 @@ static void reap_writers(void)
 		writers[i].writer = 0;
 		nwriters--;
 	}
+}
+
+/* Writers still at work on a process that is gone (they finish within milliseconds). */
+static int finishing_writers(void)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_WRITERS; i++)
+		n += writers[i].writer && kill(writers[i].pid, 0) != 0 && errno == ESRCH;
+	return n;
 }
 
 static int live_writers_of(pid_t pid)
@@ -227,6 +237,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 {
 	root_pid = o->root;
 	root_fd = o->root_pidfd;
+	drop_stderr = o->drop_stderr;
 	uint64_t idle_since = mono_ms();
 	int root_gone = 0;
 	for (;;) {
@@ -237,7 +248,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 			root_gone = poll(&pf, 1, 0) == 1;
 		}
 		if (o->linger_ms < 0) {
-			if (root_gone && live_writers_of(root_pid) == 0)
+			if (root_gone && live_writers_of(root_pid) == 0 && finishing_writers() == 0)
 				return 0;
 		} else if (nwriters == 0) {
 			if (mono_ms() - idle_since >= (uint64_t)o->linger_ms)
