@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,8 +135,6 @@ static int tsc_is_invariant(void)
 
 /* ---- init ---- */
 
-static void start_recording(void);
-
 #define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))dlsym(RTLD_NEXT, name)
 
 void tprof_init(void)
@@ -184,7 +183,6 @@ void tprof_init(void)
 	tprof_clock_is_tsc = tprof_cfg.clock == TPROF_CLOCK_TSC;
 	atomic_store(&init_state, 2);
 	atomic_store_explicit(&tprof_ready, 1, memory_order_release);
-	start_recording();
 	errno = saved;
 }
 
@@ -222,6 +220,8 @@ static void watch_thread_exit(struct tprof_thread *t)
 
 struct tprof_thread *tprof_thread_attach(void)
 {
+	if (!tprof_shm && !tprof_start_recording())
+		return NULL;
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || !atomic_load_explicit(&tprof_recording, memory_order_acquire))
 		return NULL;
@@ -389,48 +389,69 @@ static void run_freeres(void)
 		libc_freeres();
 }
 
+/* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
+static _Atomic int reg_state;
+static int forked; /* this image is a fork child: its parent's memory is still mapped */
+static int handlers_set; /* on_exit and the thread key: inherited by fork children */
+
 static void after_fork_child(void)
 {
-	/* Only this thread survives, in memory that is still the parent's: the child gets shared
-	 * memory of its own, registers, and starts with fresh slots and stacks. */
+	/* Only this thread survives, in memory that is still the parent's: the child forgets it and
+	 * registers on its first recorded call, with memory, slots and stacks of its own. */
 	atomic_store(&tprof_recording, 0);
 	tprof_tls.thread = NULL;
-	if (!tprof_shm)
-		return; /* the parent was not recording */
-	tprof_tls.guard++;
 	memset(threads, 0, sizeof(threads));
-	if (tprof_region_start(1) == 0) {
-		tprof_stacks_reset();
-		atomic_store(&tprof_recording, 1);
+	if (atomic_load(&reg_state) == 2) {
+		tprof_region_forget();
+		forked = 1;
+		atomic_store(&reg_state, 0);
 	}
-	tprof_tls.guard--;
 }
 
-/* Registers with a recorder at the first heap call, which may come from another library's
- * constructor before ours runs: valgrind counts those calls too. */
-static void start_recording(void)
+/* A process image registers with a recorder at its first recorded call (a heap call, a kernel
+ * call), which may come from another library's constructor before ours runs: valgrind counts those
+ * calls too. An image that makes none (a shell's fork child that only execs, /bin/true) costs no
+ * registration and leaves no trace. 0: not yet, 1: under way, 2: recording, 3: gave up. */
+
+int tprof_start_recording(void)
 {
-	tprof_tls.guard++;
-	if (tprof_region_start(0) == 0) {
-		if (tprof_stacks_init(tprof_cfg.depth) != 0)
+	int st = atomic_load_explicit(&reg_state, memory_order_acquire);
+	if (st >= 2)
+		return st == 2;
+	int expected = 0;
+	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
+		tprof_tls.guard++;
+		int ok = tprof_region_start(forked) == 0;
+		if (ok && forked)
+			tprof_stacks_reset();
+		else if (ok && tprof_stacks_init(tprof_cfg.depth) != 0)
 			tprof_cfg.depth = 0;
-		if (pthread_key_create(&exit_key, on_thread_exit) == 0)
-			atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
-		pthread_atfork(NULL, NULL, after_fork_child);
-		on_exit(on_exit_status, NULL);
-		atomic_store_explicit(&tprof_recording, 1, memory_order_release);
+		if (ok && !handlers_set) {
+			if (pthread_key_create(&exit_key, on_thread_exit) == 0)
+				atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
+			on_exit(on_exit_status, NULL);
+			handlers_set = 1;
+		}
+		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
+		atomic_store_explicit(&reg_state, ok ? 2 : 3, memory_order_release);
+		tprof_tls.guard--;
+		return ok;
 	}
-	tprof_tls.guard--;
+	/* another thread registers: a one-time wait of about a millisecond */
+	for (int k = 0; k < 100000 && atomic_load_explicit(&reg_state, memory_order_acquire) == 1; k++)
+		sched_yield();
+	return atomic_load_explicit(&reg_state, memory_order_acquire) == 2;
 }
 
 __attribute__((constructor)) static void tprof_constructor(void)
 {
-	tprof_init(); /* for a program that reaches main without a heap call */
+	tprof_init();
+	pthread_atfork(NULL, NULL, after_fork_child);
 }
 
 __attribute__((destructor)) static void tprof_destructor(void)
 {
-	if (tprof_shm && tprof_cfg.freeres)
+	if (atomic_load(&reg_state) == 2 && tprof_cfg.freeres)
 		atexit(run_freeres);
 }
 

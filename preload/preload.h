@@ -109,10 +109,15 @@ uint64_t tprof_rss_now(void);
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
 int tprof_proc_threads(char *leader_state);
 
+/* Registers this process image with a recorder, once (core.c); 1 when it records. */
+int tprof_start_recording(void);
+
 /* region.c: the shared memory and the recorder */
 /* Creates this process's shared memory, registers with a recorder (starting one when none is
  * reachable) and maps it; 0 on success. child: after fork, forget the parent's. */
 int tprof_region_start(int child);
+/* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
+void tprof_region_forget(void);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;
  * returns the pointer and its file offset, or NULL when the file or the address space is full. */
 void *tprof_shm_alloc(uint64_t len, uint64_t *off);

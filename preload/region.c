@@ -434,9 +434,9 @@ static int find_recorder(int child)
 	return spawn_recorder(recorder_name, recorder_name_len);
 }
 
-static int send_hello(int sock, int memfd, int tracefd, uint64_t start)
+static int send_hello(int sock, int memfd, int tracefd)
 {
-	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), start};
+	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), 0};
 	struct iovec iov = {&h, sizeof(h)};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
@@ -467,7 +467,7 @@ static int send_hello(int sock, int memfd, int tracefd, uint64_t start)
 }
 
 /* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
-static void drop_pieces(void)
+void tprof_region_forget(void)
 {
 	uint32_t n = atomic_load(&npieces);
 	for (uint32_t i = 0; i < n; i++)
@@ -499,13 +499,8 @@ int tprof_region_start(int child)
 	int saved = errno;
 	int rc = -1, memfd = -1, tracefd = -1, sock = -1;
 	struct nofile_guard g;
-	if (child)
-		drop_pieces();
 	nofile_raise(&g);
-	pid_t pid = getpid(), pp;
-	uint64_t start = 0;
-	if (proc_stat(pid, &pp, &start) != 0)
-		start = 0;
+	pid_t pid = getpid();
 	memfd = (int)syscall(SYS_memfd_create, "tprof", (long)MFD_CLOEXEC);
 	if (memfd < 0) {
 		say("cannot create shared memory: ", strerror(errno), "; not tracing");
@@ -517,7 +512,7 @@ int tprof_region_start(int child)
 	if (tracefd < 0)
 		goto out;
 	sock = find_recorder(child);
-	if (sock < 0 || send_hello(sock, memfd, tracefd, start) != 0) {
+	if (sock < 0 || send_hello(sock, memfd, tracefd) != 0) {
 		if (sock >= 0 || !child)
 			say("no recorder took ", path, "; not tracing");
 		unlink(path);

@@ -132,7 +132,7 @@ struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */
 	uint32_t version;
 	int32_t pid;
-	uint64_t starttime; /* /proc/PID/stat field 22: with the pid, names the process for good */
+	uint64_t reserved; /* 0 */
 };
 
 /* Where a recorder listens: an abstract unix socket, "\0tprof.<uid>.<pid>.<starttime>" of the

@@ -187,6 +187,13 @@ static void take(int conn, int listen_fd)
 		close_fds(fds, nfds);
 		return;
 	}
+	/* with the pid, the start time names the process for good (an exec keeps both) */
+	uint64_t starttime;
+	if (tprof_proc_starttime(h.pid, &starttime) != 0) {
+		send(conn, &no, 1, MSG_NOSIGNAL);
+		close_fds(fds, nfds);
+		return;
+	}
 	int slot = -1;
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!writers[i].writer)
@@ -199,7 +206,7 @@ static void take(int conn, int listen_fd)
 	}
 	/* the same process again: an exec; its previous image's writer finishes that trace */
 	for (int i = 0; i < MAX_WRITERS; i++) {
-		if (writers[i].writer && writers[i].pid == h.pid && writers[i].starttime == h.starttime &&
+		if (writers[i].writer && writers[i].pid == h.pid && writers[i].starttime == starttime &&
 		    writers[i].exec_wfd >= 0) {
 			char one = 1;
 			ssize_t w = write(writers[i].exec_wfd, &one, 1);
@@ -219,7 +226,7 @@ static void take(int conn, int listen_fd)
 			if (writers[i].writer && writers[i].exec_wfd >= 0)
 				close(writers[i].exec_wfd);
 		struct tprof_writer_args a = {
-			.pid = h.pid, .starttime = h.starttime, .memfd = fds[0], .tracefd = fds[1],
+			.pid = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1],
 			.exec_fd = p[0], .path = "the trace"};
 		_exit(tprof_writer_run(&a));
 	}
@@ -229,7 +236,7 @@ static void take(int conn, int listen_fd)
 		close(p[1]);
 		return;
 	}
-	writers[slot] = (struct writer){w, h.pid, h.starttime, p[1]};
+	writers[slot] = (struct writer){w, h.pid, starttime, p[1]};
 	nwriters++;
 }
 

@@ -266,8 +266,17 @@ fd 4 holds 5 bytes: four|"
 	[ "$(cat traced/four.txt)" = four ]
 }
 
-@test "fds: at ulimit -n 4 the program opens as many files as bare, and is traced" {
+@test "fds: at ulimit -n 4 the program opens as many files as bare; tprof says it cannot trace it" {
+	# registering takes two descriptors at once (the shared memory and the trace file, then the
+	# socket): with one free under a hard limit of 4 the program runs untraced, and one line says so
 	WRAP="prlimit --nofile=4:4" pair "$P/inv_fds" nofile
+	expect out "opened /dev/null 1 times, then: Too many open files"
+	cmp bare.out traced.out
+	cmp bare.rc traced.rc
+	grep -v '^tprof: ' traced.err | cmp - bare.err
+	grep -q '^tprof: .*not tracing$' traced.err
+	# at a soft limit of 4 the limit is raised for the moment of registration: traced, as bare
+	WRAP="prlimit --nofile=4:64" pair "$P/inv_fds" nofile
 	expect out "opened /dev/null 1 times, then: Too many open files"
 	same
 	reports
@@ -490,7 +499,7 @@ MAIN_TOTALS="allocations 100 frees 60 bytes 300100"
 	[ "$(rj "$t" end)" = exit ]
 }
 
-@test "ends: exec of /bin/true: the first image's trace ends by exec, the second has its own" {
+@test "ends: exec of /bin/true: the first image's trace ends by exec; true, which makes no heap call, leaves none" {
 	pair "$P/inv_ends" exec
 	expect rc 0
 	same
@@ -499,9 +508,7 @@ MAIN_TOTALS="allocations 100 frees 60 bytes 300100"
 	totals_are "$t" "$MAIN_TOTALS"
 	[ "$(rj "$t" complete)" = true ]
 	[ "$(rj "$t" end)" = exec ]
-	u=$(the_trace program true)
-	[ "$(rj "$u" pid)" = "$(rj "$t" pid)" ]
-	[ "$(rj "$u" complete)" = true ]
+	[ -z "$(traces_where program true)" ]
 }
 
 # ---- destructors and exit handlers ----
@@ -605,7 +612,7 @@ child 2 exited with 12"
 	[ "$(rj "$p" end)" = exit ]
 }
 
-@test "posix_spawn: three /bin/true, each traced; the parent's trace is exact" {
+@test "posix_spawn: three /bin/true; the parent's trace is exact, true (no heap call) leaves none" {
 	pair "$P/inv_fork" spawn
 	expect rc 0
 	expect out "true exited with 0
@@ -616,7 +623,7 @@ true exited with 0"
 	p=$(the_trace pid "$(cat traced/pid.txt)")
 	totals_are "$p" "$(cat bare.err)"
 	[ "$(rj "$p" complete)" = true ]
-	[ "$(traces_where program true complete true | wc -l)" = 3 ]
+	[ -z "$(traces_where program true)" ]
 }
 
 @test "daemon: fork, setsid, fork, close everything: the daemon's own trace is exact" {

@@ -136,7 +136,7 @@ signal_end() { # TRACE_JSON SIGNAL
 }
 
 @test "exec: both images are traced" {
-	TPROF_OUTPUT=e.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/lifecycle" exec true
+	TPROF_OUTPUT=e.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/lifecycle" exec "$B/progs/heap_known" >/dev/null
 	[ -f e.*.trace ] || ls e.*
 	first=$(ls e.*.trace | head -1)
 	second=$(ls e.*.trace.1)
@@ -145,7 +145,7 @@ signal_end() { # TRACE_JSON SIGNAL
 	[ "$(jget a.json program)" = lifecycle ]
 	[ "$(jget a.json end)" = exec ]
 	[ "$(jget a.json leaked_bytes)" = 100000 ]
-	[ "$(jget b.json program)" = true ]
+	[ "$(jget b.json program)" = heap_known ]
 	[ "$(jget b.json pid)" = "$(jget a.json pid)" ]
 	[ "$(jget b.json complete)" = true ]
 }
@@ -201,7 +201,7 @@ PY
 	[[ "$output" == *"status 3"*"trace written to r.trace"* ]]
 	[ -f r.trace ]
 	# -o and TPROF_OUTPUT treat an existing file alike: never clobbered, a suffix instead
-	run "$B/tprof" record -o r.trace -- true
+	run "$B/tprof" record -o r.trace -- sh -c 'exit 0'
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"trace written to r.trace.1"* ]]
 	[ -f r.trace.1 ]
@@ -211,10 +211,11 @@ PY
 	[ "$status" -eq 0 ]
 	ls tprof.heap_known.*.trace
 	# every process of the tree gets its trace, and each is named
-	run "$B/tprof" record -o 'tree.%p.trace' -- sh -c '"$0" >/dev/null; "$0" >/dev/null' "$B/progs/heap_known"
+	run "$B/tprof" record -o 'tree.%p.trace' -- sh -c '"$0" >/dev/null; "$0" >/dev/null; /bin/true' "$B/progs/heap_known"
 	[ "$status" -eq 0 ]
 	[ "$(grep -c 'heap_known (pid' <<<"$output")" -eq 2 ]
-	[ "$(ls tree.*.trace | wc -l)" -eq 3 ]
+	[ "$(grep -c 'sh (pid' <<<"$output")" -eq 1 ]
+	[ "$(ls tree.*.trace | wc -l)" -eq 3 ] # true makes no heap call: no trace
 }
 
 @test "tprof record passes on SIGTERM sent to it, and ends as the program ended" {

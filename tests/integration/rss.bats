@@ -135,7 +135,7 @@ PY
 	last=$(awk '$1 == "#" && $2 == "rss" {t = $3} END {print t + 0}' d.txt)
 	echo "kill: last sample at $last ns"
 	[ "$last" -ge 150000000 ]
-	TPROF_OUTPUT=e.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/lifecycle" exec true
+	TPROF_OUTPUT=e.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/lifecycle" exec "$B/progs/heap_known" >/dev/null
 	for f in e.*.trace*; do
 		"$B/tprof" report --json "$f" >r.json
 		[ "$(jget r.json rss_samples)" -ge 2 ]

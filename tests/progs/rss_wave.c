@@ -45,6 +45,7 @@ int main(int argc, char **argv)
 			if ((kids[i] = fork()) < 0)
 				return 1;
 			if (kids[i] == 0) {
+				free(malloc(16)); /* a heap call: a traced child registers at its first */
 				sleep_ms(wait_ms);
 				return 0;
 			}
