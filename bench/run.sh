@@ -10,5 +10,8 @@ if [ -f "$here/workloads.sh" ]; then
 	bash "$here/workloads.sh"
 fi
 echo
+echo "== per-process cost: /bin/true and fork storms (bench/procs.sh)"
+bash "$here/procs.sh"
+echo
 echo "== kernel-call overhead (bench/kernels.sh)"
 bash "$here/kernels.sh"

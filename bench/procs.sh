@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# What tprof costs per process: 200 runs of /bin/true from a shell loop, and a fork storm of 200
+# children (exiting at once, or after one malloc/free pair, which makes each register with the
+# recorder and get a trace of its own), bare, under tprof record, under LD_PRELOAD alone (a recorder
+# started on first use) and under heaptrack, side by side. Each time is the best of RUNS runs, the
+# tools alternating run by run so that a noisy neighbour hits all alike. Ratios are to bare.
+# Run it on an idle machine.
+set -u
+BUILD=${BUILD:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+B="$root/$BUILD"
+RUNS=${PROCS_RUNS:-5}
+N=200
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
+best() { sort -n | head -1; }
+have_heaptrack=1
+command -v heaptrack >/dev/null || have_heaptrack=0
+loop="for i in \$(seq $N); do /bin/true; done"
+
+run_case() { # NAME COMMAND...: prints a row
+	local name=$1
+	shift
+	: >bare.txt; : >rec.txt; : >pre.txt; : >ht.txt
+	for r in $(seq "$RUNS"); do
+		ms "$@" >>bare.txt
+		rm -rf tr && mkdir tr
+		TPROF_QUIET=1 ms "$B/tprof" record -o "tr/%p.trace" -- "$@" >>rec.txt
+		rm -rf tr && mkdir tr
+		TPROF_QUIET=1 TPROF_OUTPUT="tr/%p.trace" ms env LD_PRELOAD="$B/libtprof.so" "$@" >>pre.txt
+		sleep 0.3 # the recorder started on first use finishes its last traces after the program
+		if [ $have_heaptrack = 1 ] && [ "$r" -le 2 ]; then
+			rm -rf ht && mkdir ht
+			(cd ht && ms heaptrack "$@") >>ht.txt
+		fi
+	done
+	local b r p h
+	b=$(best <bare.txt) r=$(best <rec.txt) p=$(best <pre.txt)
+	h=$([ -s ht.txt ] && best <ht.txt || echo 0)
+	awk -v n="$name" -v b="$b" -v r="$r" -v p="$p" -v h="$h" 'BEGIN {
+		printf "%-34s %8d %8d %7.2fx %8d %7.2fx %10s\n", n, b, r, r / (b ? b : 1), p, p / (b ? b : 1),
+		       (h ? sprintf("%d %.1fx", h, h / (b ? b : 1)) : "n/a") }'
+}
+
+printf '%-34s %8s %8s %8s %8s %8s %10s\n' case bare_ms record_ms ratio preload_ms ratio heaptrack
+run_case "200 x /bin/true from sh" sh -c "$loop"
+run_case "fork storm, children exit at once" "$B/bench/forkstorm" "$N"
+run_case "fork storm, children malloc+free" "$B/bench/forkstorm" "$N" alloc
+echo "(a process image that makes no heap call does not register; heaptrack: its own wrapper, one run in"
+echo " two, for scale only: it traces the fork children through the same process)"
