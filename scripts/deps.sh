@@ -9,6 +9,7 @@ pkgs=(
 	gnuplot-nox                     # tprof plot
 	valgrind heaptrack bats         # ground truth, the rival, the test runner
 	python3 python3-numpy sqlite3 gzip coreutils time   # real programs the tests trace; /usr/bin/time for peak RSS
+	curl cmake perl git make xz-utils openssl util-linux   # more real programs the tests trace (flock: util-linux)
 	libopenblas-dev libgomp1        # workloads (optional BLAS, OpenMP)
 )
 missing=()

@@ -7,6 +7,7 @@ set -u
 build=$1 work=$2
 shift 3
 cd "$work" || exit 2
+rm -f t.trace t.trace.* # traces are never overwritten: an older one would be read instead
 TPROF_QUIET=1 TPROF_OUTPUT=t.trace valgrind --leak-check=full --log-file=vg.log "$@" >vg.out 2>/dev/null
 vg_rc=$?
 # valgrind runs the program with three variables of its own; the tprof run gets the same, since a
