@@ -51,6 +51,7 @@ echo "(tprof: stacks at the default depth of 64; nostack: TPROF_DEPTH=0; ratio: 
 
 echo
 for threads in 1 2; do
+	flock -s "t$threads.trace" true # the recorder finishes a trace a moment after its process
 	tsize=$(stat -c %s "t$threads.trace")
 	line="trace size, $threads thread(s), $((PAIRS * 2)) events: tprof $tsize bytes ($(awk -v s="$tsize" -v n="$PAIRS" 'BEGIN{printf "%.2f", s/(2*n)}') B/event)"
 	if [ $have_heaptrack = 1 ]; then

@@ -54,8 +54,10 @@ TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value);
 TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value)
 {
 	if (kind < 1 || kind > TPROF_ANNOT_KIND_MAX || !atomic_load_explicit(&tprof_ready, memory_order_acquire) ||
-	    !atomic_load_explicit(&tprof_recording, memory_order_relaxed) || tprof_tls.guard)
+	    tprof_tls.guard)
 		return;
+	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) && !tprof_start_recording())
+		return; /* an annotation registers the process like a heap call */
 	int saved = errno;
 	tprof_tls.guard++;
 	uint32_t id = tprof_name_intern(name);

@@ -415,6 +415,11 @@ static void after_fork_child(void)
 
 int tprof_start_recording(void)
 {
+	if (!atomic_load_explicit(&tprof_ready, memory_order_acquire)) {
+		tprof_init();
+		if (!atomic_load_explicit(&tprof_ready, memory_order_acquire))
+			return 0;
+	}
 	int st = atomic_load_explicit(&reg_state, memory_order_acquire);
 	if (st >= 2)
 		return st == 2;

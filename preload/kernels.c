@@ -101,7 +101,8 @@ void tprof_kernels_forget(void)
 	if (unlikely(!real))                                                                             \
 		real = (__typeof__(NAME) *)tprof_kernel_resolve(TPROF_OP_##NAME, #NAME, (void *)NAME,     \
 								__builtin_return_address(0));            \
-	int rec = atomic_load_explicit(&tprof_recording, memory_order_relaxed) && !tprof_tls.guard
+	int rec = !tprof_tls.guard && (atomic_load_explicit(&tprof_recording, memory_order_relaxed) ||  \
+				       tprof_start_recording())
 
 #define TP_RECORD(NAME, SVALS)                                                                           \
 	if (rec) {                                                                                       \

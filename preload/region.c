@@ -531,8 +531,12 @@ int tprof_region_start(int child)
 	s->bytes = sizeof(*s);
 	s->pid = (int32_t)pid;
 	s->ppid = (int32_t)getppid();
-	struct timespec ts;
+	/* the first clock pair: every event of the image comes after it */
+	struct timespec ts, mt;
+	s->start_tick = tprof_now();
+	clock_gettime(CLOCK_MONOTONIC, &mt);
 	clock_gettime(CLOCK_REALTIME, &ts);
+	s->start_mono_ns = (uint64_t)mt.tv_sec * 1000000000u + (uint64_t)mt.tv_nsec;
 	s->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	s->clock = (uint32_t)tprof_cfg.clock;
 	s->lossy = (uint32_t)tprof_cfg.lossy;

@@ -77,6 +77,7 @@ struct tprof_shm {
 	uint32_t version, bytes; /* TPROF_SHM_VERSION, sizeof(struct tprof_shm) */
 	int32_t pid, ppid;
 	uint64_t start_realtime_ns;
+	uint64_t start_tick, start_mono_ns; /* the trace's first clock pair, taken at registration */
 	/* configuration, fixed before registration */
 	uint32_t clock, lossy, quiet, debug, depth, ring_entries, rss_interval_ms, compress;
 	char trace_path[4096];   /* as the process created it (relative to its working directory) */

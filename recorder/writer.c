@@ -164,14 +164,18 @@ static uint8_t *put_string(uint8_t *p, const char *s, size_t n)
 	return p + n;
 }
 
+static void write_clock_at(uint64_t tick, uint64_t mono, uint64_t real)
+{
+	uint8_t *p = block_begin();
+	p = tprof_put_varint(p, tick);
+	p = tprof_put_varint(p, mono);
+	p = tprof_put_varint(p, real);
+	block_end(TPROF_BLK_CLOCK, p);
+}
+
 static void write_clock(void)
 {
-	uint8_t *p = block_begin(), *s = p;
-	p = tprof_put_varint(p, now_tick());
-	p = tprof_put_varint(p, mono_ns());
-	p = tprof_put_varint(p, real_ns());
-	block_end(TPROF_BLK_CLOCK, p);
-	(void)s;
+	write_clock_at(now_tick(), mono_ns(), real_ns());
 }
 
 /* Resident set size samples: every TPROF_RSS_INTERVAL_MS the writer reads the process's resident
@@ -301,6 +305,8 @@ static void write_header_and_info(void)
 	size_t bl = strnlen(base, sizeof(prog_name) - 1);
 	memcpy(prog_name, base, bl);
 	prog_name[bl] = 0;
+	/* the pair the process took as it registered: its events all come after (time zero) */
+	write_clock_at(shm->start_tick, shm->start_mono_ns, shm->start_realtime_ns);
 	write_clock();
 }
 
@@ -944,6 +950,7 @@ static void report_path(int reason, int value)
  * always under tprof record, which reaps its child only after the child's trace is written. */
 static _Atomic int zombie_known, zombie_status;
 static _Atomic uint32_t process_gone;
+static uint64_t gone_clock[3]; /* tick, monotonic and real-time ns when the end was seen */
 static int watch_pidfd;
 static uint64_t watch_starttime;
 
@@ -953,6 +960,10 @@ static void *watch_exit(void *arg)
 	struct pollfd pf = {watch_pidfd, POLLIN, 0};
 	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
 		;
+	/* the trace's last clock pair: the end of the process, not the writer's last write */
+	gone_clock[0] = now_tick();
+	gone_clock[1] = mono_ns();
+	gone_clock[2] = real_ns();
 	int st;
 	if (tprof_zombie_status(tpid, watch_starttime, &st) == 0) {
 		atomic_store(&zombie_status, st);
@@ -1022,7 +1033,10 @@ static void finish_trace(int exec_seen, uint64_t starttime, int alive)
 	if (xb && shm->rss_interval_ms) /* taken by the process on its way out */
 		rss_add(atomic_load(&shm->exit_rss_tick), xb);
 	rss_flush();
-	write_clock();
+	if (atomic_load(&process_gone) && gone_clock[1])
+		write_clock_at(gone_clock[0], gone_clock[1], gone_clock[2]);
+	else
+		write_clock();
 	int reason, value;
 	end_of(exec_seen, starttime, &reason, &value);
 	write_end(reason, value, flags);
