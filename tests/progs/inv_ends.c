@@ -29,6 +29,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "inv.h"
+
 #define MAIN_BLOCKS 100
 #define MAIN_FREED 60
 #define MAIN_SIZE 3001
@@ -40,19 +42,6 @@
 #define WORKER_SIZE 3003
 #define KT_BLOCKS 500
 #define KT_SIZE 3004
-
-static void out(int fd, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof buf - 1)
-		n = sizeof buf - 1;
-	if (write(fd, buf, (size_t)n) != n)
-		_exit(99);
-}
 
 static void *blocks[1000];
 static pthread_t main_thread;

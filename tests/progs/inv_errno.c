@@ -13,18 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void out(int fd, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof buf - 1)
-		n = sizeof buf - 1;
-	if (write(fd, buf, (size_t)n) != n)
-		_exit(99);
-}
+#include "inv.h"
 
 static long allocs, frees, failed;
 static unsigned long long bytes;

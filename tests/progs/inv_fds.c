@@ -18,29 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void say(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof buf - 1)
-		n = sizeof buf - 1;
-	if (write(1, buf, (size_t)n) != n)
-		_exit(99);
-}
-
-static void *volatile sink;
-
-static void churn(int n)
-{
-	for (int i = 0; i < n; i++) {
-		void *p = malloc(16 + (size_t)(i % 512));
-		sink = p;
-		free(p);
-	}
-}
+#include "inv.h"
 
 static int cmp_int(const void *a, const void *b)
 {

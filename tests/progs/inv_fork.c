@@ -29,6 +29,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "inv.h"
+
 #define PARENT_BLOCKS 20
 #define PARENT_SIZE 2001
 #define CHILD_SIZE 2100
@@ -36,19 +38,6 @@
 #define DAEMON_SIZE 2300
 
 extern char **environ;
-
-static void out(int fd, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof buf - 1)
-		n = sizeof buf - 1;
-	if (write(fd, buf, (size_t)n) != n)
-		_exit(99);
-}
 
 static long allocs, frees;
 static unsigned long long bytes;

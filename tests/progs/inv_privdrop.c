@@ -8,23 +8,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "inv.h"
+
 #define BLOCKS 1000
 #define SIZE 7001
-
-static void say(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof buf - 1)
-		n = sizeof buf - 1;
-	if (write(1, buf, (size_t)n) != n)
-		_exit(99);
-}
-
-static void *volatile sink;
 
 int main(void)
 {
