@@ -452,6 +452,14 @@ __attribute__((constructor)) static void tprof_constructor(void)
 {
 	tprof_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
+	/* A program whose malloc is not ours (the executable defines it, or an allocator was preloaded
+	 * ahead of us) never calls a hook: register now, so that its trace can say why it is empty. */
+	char owner[8];
+	tprof_tls.guard++;
+	tprof_malloc_owner(owner, sizeof(owner));
+	tprof_tls.guard--;
+	if (owner[0])
+		tprof_start_recording();
 }
 
 __attribute__((destructor)) static void tprof_destructor(void)

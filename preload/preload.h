@@ -116,6 +116,9 @@ int tprof_start_recording(void);
 /* Creates this process's shared memory, registers with a recorder (starting one when none is
  * reachable) and maps it; 0 on success. child: after fork, forget the parent's. */
 int tprof_region_start(int child);
+/* The path of the module whose malloc the program's calls reach when it is not libtprof.so (the
+ * executable defines malloc, or another allocator was preloaded ahead); "" when it is ours. */
+void tprof_malloc_owner(char *out, size_t cap);
 /* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
 void tprof_region_forget(void);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;

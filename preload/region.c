@@ -479,7 +479,7 @@ void tprof_region_forget(void)
 
 /* The module whose malloc this program's calls reach, when it is not ours: the executable defines
  * one, or an allocator was preloaded ahead of us. */
-static void find_malloc_owner(char *out, size_t cap)
+void tprof_malloc_owner(char *out, size_t cap)
 {
 	out[0] = 0;
 	void *seen = dlsym(RTLD_DEFAULT, "malloc");
@@ -552,7 +552,7 @@ int tprof_region_start(int child)
 	s->exe_len = en > 0 ? (uint32_t)en : 0;
 	ssize_t cn = tprof_proc_read("/proc/self/cmdline", s->cmdline, sizeof(s->cmdline));
 	s->cmdline_len = cn > 0 ? (uint32_t)cn : 0;
-	find_malloc_owner(s->malloc_owner, sizeof(s->malloc_owner));
+	tprof_malloc_owner(s->malloc_owner, sizeof(s->malloc_owner));
 	if (tprof_cfg.rss_interval_ms) {
 		s->start_rss_bytes = tprof_rss_now();
 		s->start_rss_tick = tprof_now();

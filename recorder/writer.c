@@ -45,7 +45,7 @@ struct wthread {
 };
 
 static struct tprof_shm *shm;  /* the traced image's shared memory, mapped whole */
-static uint8_t *shm_base;
+static int shm_fd = -1;       /* the memory file: mapped further as the process uses more of it */
 static pid_t tpid;              /* the traced process */
 static struct wthread wthreads[TPROF_SHM_THREADS];
 #define SLOT(w) (&shm->threads[(w) - wthreads])
@@ -58,6 +58,35 @@ static const char *proc_file(const char *name)
 	snprintf(path, sizeof(path), "%s%s", proc_dir, name);
 	return path;
 }
+
+/* The part [off, off + len) of the memory file, in our address space. The file is mapped from its
+ * start, larger each time the process has used more of it (at least doubling); older mappings
+ * stay, so pointers into them stay good, and address space follows what the process used (a
+ * recorder may run under the program's RLIMIT_AS). NULL outside the file or when it cannot map. */
+static const void *view_(uint64_t off, uint64_t len)
+{
+	static uint8_t *views[48];
+	static uint64_t view_len[48];
+	static int nviews;
+	if (off > TPROF_SHM_FILE_BYTES || len > TPROF_SHM_FILE_BYTES - off)
+		return NULL;
+	if (nviews && off + len <= view_len[nviews - 1])
+		return views[nviews - 1] + off;
+	uint64_t want = nviews ? view_len[nviews - 1] * 2 : 8u << 20;
+	while (want < off + len)
+		want *= 2;
+	if (want > TPROF_SHM_FILE_BYTES)
+		want = TPROF_SHM_FILE_BYTES;
+	if (nviews == 48)
+		return NULL;
+	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, shm_fd, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	views[nviews] = m;
+	view_len[nviews++] = want;
+	return (uint8_t *)m + off;
+}
+#define view(off, len) ((void *)view_((off), (len)))
 
 static uint32_t threads_hwm(void)
 {
@@ -82,7 +111,7 @@ static uint8_t ev_buf[EV_CAP];
 static uint8_t stk_buf[STK_CAP];
 static size_t stk_len;
 static uint32_t stk_count;
-static uint8_t *stack_written; /* per stack id: already defined in this trace */
+static uint8_t *stack_written; /* a bit per stack id: already defined in this trace */
 static ZSTD_CCtx *zctx;        /* static context in mmap'd memory: compressing never allocates */
 static size_t out_len;
 static int out_failed; /* a write failed: stop writing, keep draining so producers never block */
@@ -356,11 +385,15 @@ static int stack_get(uint32_t id, const uint64_t **frames, uint32_t *depth, int 
 	uint64_t coff = atomic_load_explicit(&shm->stack_chunk_off[id / TPROF_STACK_CHUNK_IDS], memory_order_acquire);
 	if (!coff || coff > TPROF_SHM_FILE_BYTES - (uint64_t)TPROF_STACK_CHUNK_IDS * sizeof(struct tprof_shm_stack))
 		return 0;
-	const struct tprof_shm_stack *e = (const struct tprof_shm_stack *)(shm_base + coff) + id % TPROF_STACK_CHUNK_IDS;
+	const struct tprof_shm_stack *e = view(coff + (uint64_t)(id % TPROF_STACK_CHUNK_IDS) * sizeof(*e), sizeof(*e));
+	if (!e)
+		return 0;
 	uint16_t d = __atomic_load_n(&e->depth, __ATOMIC_ACQUIRE);
 	if (d == 0 || d > TPROF_DEPTH_MAX || e->off > TPROF_SHM_FILE_BYTES - (uint64_t)d * 8)
 		return 0;
-	*frames = (const uint64_t *)(shm_base + e->off);
+	*frames = view(e->off, (uint64_t)d * 8);
+	if (!*frames)
+		return 0;
 	*depth = d;
 	*truncated = e->truncated;
 	return 1;
@@ -377,7 +410,7 @@ static void define_stack(uint32_t id)
 	const uint64_t *frames;
 	uint32_t depth;
 	int truncated;
-	if (id == 0 || stack_written[id] || !stack_get(id, &frames, &depth, &truncated))
+	if (id == 0 || stack_written[id >> 3] >> (id & 7) & 1 || !stack_get(id, &frames, &depth, &truncated))
 		return;
 	if (stk_len + 32 + (size_t)depth * 10 > STK_CAP)
 		stacks_flush();
@@ -393,7 +426,7 @@ static void define_stack(uint32_t id)
 	}
 	stk_len = (size_t)(p - stk_buf);
 	stk_count++;
-	stack_written[id] = 1;
+	stack_written[id >> 3] |= (uint8_t)(1u << (id & 7));
 }
 
 /* A THREAD block: the thread's tid and name, as raw bytes (any byte but NUL). */
@@ -809,7 +842,9 @@ static struct tprof_ring *ring_of(struct wthread *t)
 	if (!off || entries < 64 || entries & (entries - 1) ||
 	    off > TPROF_SHM_FILE_BYTES - tprof_ring_bytes(entries))
 		return NULL;
-	struct tprof_ring *r = (struct tprof_ring *)(shm_base + off);
+	struct tprof_ring *r = view(off, tprof_ring_bytes(entries));
+	if (!r)
+		return NULL;
 	if (r->mask != entries - 1)
 		return NULL;
 	t->ring = r;
@@ -1046,15 +1081,11 @@ static void finish_trace(int exec_seen, uint64_t starttime, int alive)
 	trace_fd = -1;
 }
 
-/* Maps the whole file: the process may place a ring or a chunk anywhere below its size. */
 static int map_shm(int memfd)
 {
-	void *m = mmap(NULL, TPROF_SHM_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
-	if (m == MAP_FAILED)
-		return -1;
-	shm_base = m;
-	shm = m;
-	return 0;
+	shm_fd = memfd;
+	shm = view(0, sizeof(*shm));
+	return shm ? 0 : -1;
 }
 
 /* Waits for the process to fill in the header (it does right after the recorder's answer). */
@@ -1082,14 +1113,17 @@ int tprof_writer_run(const struct tprof_writer_args *a)
 		close(pidfd); /* gone already, and its pid taken by another process */
 		pidfd = -1;
 	}
-	if (map_shm(a->memfd) != 0 || wait_header(pidfd) != 0) {
-		fprintf(stderr, "tprof: pid %d ended before it could be traced; %s is empty\n", (int)tpid,
-			a->path);
+	if (map_shm(a->memfd) != 0) {
+		fprintf(stderr, "tprof: cannot map the shared memory of pid %d: %s; its trace is empty\n",
+			(int)tpid, strerror(errno));
 		return 1;
 	}
-	close(a->memfd);
+	if (wait_header(pidfd) != 0) {
+		fprintf(stderr, "tprof: pid %d ended before it could be traced; its trace is empty\n", (int)tpid);
+		return 1;
+	}
 	clock_is_tsc = shm->clock == TPROF_CLOCK_TSC;
-	stack_written = mmap(NULL, TPROF_STACK_IDS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+	stack_written = mmap(NULL, TPROF_STACK_IDS / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 			     -1, 0);
 	if (stack_written == MAP_FAILED)
 		return 1;

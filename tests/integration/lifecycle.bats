@@ -331,3 +331,24 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[ "$(jget r.json lost_events)" = 0 ]
 	[ "$(jget r.json calls.malloc)" -ge 20200 ]
 }
+
+@test "a program that defines malloc itself: its trace says no heap call was intercepted, and why" {
+	run traced "$B/progs/own_malloc"
+	[ "$status" -eq 0 ]
+	[ "$output" = "own allocator" ]
+	report t.trace r.json
+	[ "$(jget r.json events)" = 0 ]
+	[ "$(jget r.json malloc_owner)" = "$B/progs/own_malloc" ]
+	run "$B/tprof" report t.trace
+	[[ "$output" == *"no heap call was intercepted"*"own_malloc"* ]]
+}
+
+@test "ulimit -v: address space is taken as used, so a program under a 64 MB limit runs and is traced exactly" {
+	run bash -c 'ulimit -v 65536; exec env TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/heap_known"' "$B"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json allocations)" = 21 ]
+	[ "$(jget r.json bytes_allocated)" = 1003278 ]
+}
