@@ -394,6 +394,15 @@ static _Atomic int reg_state;
 static int forked; /* this image is a fork child: its parent's memory is still mapped */
 static int handlers_set; /* on_exit and the thread key: inherited by fork children */
 
+static void before_fork(void)
+{
+	if (atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard) {
+		tprof_tls.guard++;
+		tprof_recorder_ensure();
+		tprof_tls.guard--;
+	}
+}
+
 static void after_fork_child(void)
 {
 	/* Only this thread survives, in memory that is still the parent's: the child forgets it and
@@ -451,7 +460,7 @@ int tprof_start_recording(void)
 __attribute__((constructor)) static void tprof_constructor(void)
 {
 	tprof_init();
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(before_fork, NULL, after_fork_child);
 	/* A program whose malloc is not ours (the executable defines it, or an allocator was preloaded
 	 * ahead of us) never calls a hook: register now, so that its trace can say why it is empty. */
 	char owner[8];

@@ -119,6 +119,10 @@ int tprof_region_start(int child);
 /* The path of the module whose malloc the program's calls reach when it is not libtprof.so (the
  * executable defines malloc, or another allocator was preloaded ahead); "" when it is ours. */
 void tprof_malloc_owner(char *out, size_t cap);
+/* A process that has not registered (it made no heap call yet) and forks: finds or starts the
+ * recorder its children will register with, so that they share one instead of each starting its
+ * own. Once per process. */
+void tprof_recorder_ensure(void);
 /* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
 void tprof_region_forget(void);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;

@@ -361,10 +361,13 @@ static int spawn_recorder(const char *name, size_t len)
 		long g = syscall(SYS_clone, (long)SIGCHLD, NULL, NULL, NULL, NULL);
 		if (g == 0) {
 			setsid();
-			dup2(lfd, 3);
-			if (devnull >= 0) {
-				dup2(devnull, 0);
-				dup2(devnull, 1);
+			/* out of the way first: either may sit on 0, 1 or 3 (a program that closed
+			 * them), and dup2 onto itself would keep close-on-exec */
+			int l = fcntl(lfd, F_DUPFD, 10), nl = devnull >= 0 ? fcntl(devnull, F_DUPFD, 10) : -1;
+			dup2(l, 3);
+			if (nl >= 0) {
+				dup2(nl, 0);
+				dup2(nl, 1);
 			}
 			syscall(SYS_close_range, 4u, ~0u, 0u);
 			struct sigaction sa;
@@ -432,6 +435,20 @@ static int find_recorder(int child)
 		return -1;
 	recorder_name_len = socket_name(recorder_name, getpid(), start);
 	return spawn_recorder(recorder_name, recorder_name_len);
+}
+
+void tprof_recorder_ensure(void)
+{
+	if (recorder_name_len)
+		return;
+	int saved = errno;
+	struct nofile_guard g;
+	nofile_raise(&g);
+	int sock = find_recorder(0);
+	if (sock >= 0)
+		close(sock);
+	nofile_restore(&g);
+	errno = saved;
 }
 
 static int send_hello(int sock, int memfd, int tracefd)
