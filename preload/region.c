@@ -292,6 +292,13 @@ static int try_connect(const char *name, size_t len)
 		close(fd);
 		return -1;
 	}
+	/* abstract names are open to every user: never hand our memory and trace to another's */
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
