@@ -11,6 +11,7 @@ RSS_BLOCKS="$TPROF_ROOT/tests/integration/rss_blocks.py"
 setup_file() {
 	export FIXTURE=$(mktemp -d)
 	TPROF_QUIET=1 TPROF_OUTPUT="$FIXTURE/good.trace" LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	settled "$FIXTURE/good.trace"
 }
 
 teardown_file() {
@@ -192,6 +193,7 @@ PY
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 4)"* ]]
 	TPROF_RSS_INTERVAL_MS=0 TPROF_OUTPUT=plain.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	settled plain.trace
 	printf '\x02\x00' | dd of=plain.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	"$B/tprof" report --json plain.trace >r.json
 	"$B/tprof" report --json "$FIXTURE/good.trace" >g.json

@@ -34,6 +34,7 @@ setup_file() {
 	if [ -n "$T" ]; then
 		TPROF_QUIET=1 TPROF_OUTPUT="$FIXTURE/gpt.trace" LD_PRELOAD="$B/libtprof.so" \
 			"$T/transformer_bench" $GPT_SMALL >/dev/null
+		settled "$FIXTURE/gpt.trace"
 	fi
 }
 

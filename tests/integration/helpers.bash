@@ -21,7 +21,21 @@ for k in sys.argv[2].split("."): v=v[k]
 print(str(v).lower() if isinstance(v,bool) else v)' "$1" "$2"
 }
 
-# traced PROGRAM ARGS... : runs it under libtprof.so writing t.trace
+# settled TRACE...: waits until the recorder has finished each trace (it holds a lock on the file
+# until its END is written, a moment after the process ends); tprof's commands wait by themselves,
+# other tools reading the file must wait first
+settled() {
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] && flock -s "$f" true
+	done
+	return 0
+}
+
+# traced PROGRAM ARGS... : runs it under libtprof.so writing t.trace, and waits for the trace
 traced() {
-	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$@"
+	local rc=0
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$@" || rc=$?
+	settled t.trace
+	return $rc
 }

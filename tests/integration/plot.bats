@@ -186,6 +186,7 @@ PY
 
 @test "gnuplot missing: a message naming gnuplot-nox, exit status 3, nothing written" {
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	settled t.trace
 	run env PATH=/nonexistent "$B/tprof" plot -o out t.trace
 	echo "$output"
 	[ "$status" -eq 3 ]
