@@ -481,17 +481,11 @@ __attribute__((destructor)) static void tprof_destructor(void)
 int tprof_proc_threads(char *leader_state)
 {
 	char buf[1024];
-	if (tprof_proc_read("/proc/self/stat", buf, sizeof(buf)) <= 0)
-		return -1;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-	if (!p || p[1] != ' ' || !p[2])
+	uint64_t n;
+	const char *t = tprof_stat_read(0, buf, sizeof(buf));
+	if (!t || tprof_stat_field(t, 20, &n) != 0)
 		return -1;
 	if (leader_state)
-		*leader_state = p[2];
-	int field = 0;
-	for (p++; *p; p++) {
-		if (*p == ' ' && ++field == 18)
-			return atoi(p + 1);
-	}
-	return -1;
+		*leader_state = t[0];
+	return (int)n;
 }

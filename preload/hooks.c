@@ -211,8 +211,7 @@ ALIGNED_HOOK(pvalloc, TPROF_EV_PVALLOC, 4096, size_t size)
 /* dlopen and dlmopen find the caller's library by their return address (its RUNPATH, $ORIGIN and
  * namespace decide what is loaded), so the wrappers must not be a frame of their own: they record
  * what was loaded before this call, then jump to the real function, which returns straight to the
- * caller. What this call loads is recorded at the next scan: another dlopen or dlclose, a new
- * thread's first event, or exit. */
+ * caller. What this call loads is recorded at the next scan: another dlopen or dlclose, or exit. */
 void tprof_dlopen_before(void);
 void *tprof_dlopen_real, *tprof_dlmopen_real; /* hidden: the trampolines jump through them */
 void tprof_dlopen_before(void)

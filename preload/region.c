@@ -226,41 +226,13 @@ static int open_trace(char *path, size_t cap, pid_t pid)
 /* Field 4 (ppid) and 22 (start time) of /proc/PID/stat; -1 when it cannot be read. */
 static int proc_stat(pid_t pid, pid_t *ppid, uint64_t *start)
 {
-	char path[64], buf[1024];
-	struct tprof_sbuf s = {.n = 0};
-	tprof_sb_str(&s, "/proc/");
-	tprof_sb_u64(&s, (uint64_t)pid);
-	tprof_sb_str(&s, "/stat");
-	memcpy(path, s.b, s.n);
-	path[s.n] = 0;
-	if (tprof_proc_read(path, buf, sizeof(buf)) <= 0)
+	char buf[1024];
+	uint64_t pp;
+	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
+	if (!t || tprof_stat_field(t, 4, &pp) != 0 || tprof_stat_field(t, 22, start) != 0)
 		return -1;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-	if (!p)
-		return -1;
-	int field = 2;
-	uint64_t v = 0;
-	*ppid = 0;
-	*start = 0;
-	for (p++; *p; p++) {
-		if (*p == ' ') {
-			field++;
-			v = 0;
-			continue;
-		}
-		if (*p < '0' || *p > '9')
-			continue;
-		v = v * 10 + (uint64_t)(*p - '0');
-		if (p[1] == ' ' || p[1] == 0) {
-			if (field == 4)
-				*ppid = (pid_t)v;
-			if (field == 22) {
-				*start = v;
-				return 0;
-			}
-		}
-	}
-	return -1;
+	*ppid = (pid_t)pp;
+	return 0;
 }
 
 static size_t socket_name(char *out, pid_t pid, uint64_t start)

@@ -370,9 +370,16 @@ void tprof_modules_scan(int closing)
 	if (!shm)
 		return;
 	int saved = errno;
+	/* Another thread scans. It may be waiting for the loader's lock, which this thread can hold
+	 * (a library's constructor calling dlopen): wait a little, then leave the scan to the next
+	 * one rather than deadlock. */
 	uint32_t expect = 0;
-	while (!atomic_compare_exchange_weak(&shm->modules_busy, &expect, 1)) {
+	for (int tries = 0; !atomic_compare_exchange_weak(&shm->modules_busy, &expect, 1); tries++) {
 		expect = 0;
+		if (tries == 1000) {
+			errno = saved;
+			return;
+		}
 		sched_yield();
 	}
 	static struct scan_ctx c; /* serialized by modules_busy */

@@ -25,8 +25,9 @@ void tprof_stacks_reset(void);
  * stacks are off or the table is full. Call with the hook guard held. */
 uint32_t tprof_stack_capture(void);
 
-/* Brings the shared module table up to date with what is loaded (dlopen, dlclose and thread start
- * call it; it takes the loader's lock, so never from a heap hook). closing: a dlclose is under way,
+/* Brings the shared module table up to date with what is loaded (dlopen, dlclose and exit call it;
+ * it takes the loader's lock, so never from a heap hook; when another thread is scanning for long,
+ * it leaves the work to the next scan). closing: a dlclose is under way,
  * so stacks taken from now on must not reuse older ids (an address may soon mean other code). */
 void tprof_modules_scan(int closing);
 

@@ -117,4 +117,41 @@ out:
 	return n;
 }
 
+/* /proc/PID/stat (pid 0: this process), read into buf: returns the text from field 3 (the state
+ * letter) on, past the command name, which may hold spaces and parentheses; NULL when unreadable. */
+static inline const char *tprof_stat_read(pid_t pid, char *buf, size_t cap)
+{
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "/proc/");
+	if (pid)
+		tprof_sb_u64(&s, (uint64_t)pid);
+	else
+		tprof_sb_str(&s, "self");
+	tprof_sb_str(&s, "/stat");
+	s.b[s.n] = 0;
+	if (tprof_proc_read(s.b, buf, cap) <= 0)
+		return NULL;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+/* Numeric field k (>= 4, counted as proc(5) counts: 4 ppid, 20 threads, 22 start time, 52 exit
+ * code) of what tprof_stat_read returned; 0 on success. */
+static inline int tprof_stat_field(const char *tail, int k, uint64_t *v)
+{
+	int field = 3;
+	const char *p = tail;
+	while (*p && field < k) {
+		if (*p++ == ' ')
+			field++;
+	}
+	if (field != k || *p < '0' || *p > '9')
+		return -1;
+	uint64_t x = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		x = x * 10 + (uint64_t)(*p - '0');
+	*v = x;
+	return 0;
+}
+
 #endif

@@ -43,46 +43,20 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Reads /proc/PID/stat and returns the text after the command name, or NULL. */
-static const char *stat_tail(pid_t pid, char *buf, size_t cap)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (tprof_proc_read(path, buf, cap) <= 0)
-		return NULL;
-	const char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p + 2 : NULL;
-}
-
-/* Field k (counting the pid as 1) of /proc/PID/stat, tail starting at field 3. */
-static int stat_field(const char *tail, int k, uint64_t *v)
-{
-	int field = 3;
-	const char *p = tail;
-	while (*p && field < k) {
-		if (*p++ == ' ')
-			field++;
-	}
-	if (field != k || *p < '0' || *p > '9')
-		return -1;
-	*v = strtoull(p, NULL, 10);
-	return 0;
-}
-
 int tprof_proc_starttime(pid_t pid, uint64_t *start)
 {
 	char buf[1024];
-	const char *t = stat_tail(pid, buf, sizeof(buf));
-	return t ? stat_field(t, 22, start) : -1;
+	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
+	return t ? tprof_stat_field(t, 22, start) : -1;
 }
 
 int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
 {
 	char buf[1024];
 	uint64_t st, code;
-	const char *t = stat_tail(pid, buf, sizeof(buf));
-	if (!t || (t[0] != 'Z' && t[0] != 'X') || stat_field(t, 22, &st) != 0 || st != starttime ||
-	    stat_field(t, 52, &code) != 0)
+	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
+	if (!t || (t[0] != 'Z' && t[0] != 'X') || tprof_stat_field(t, 22, &st) != 0 || st != starttime ||
+	    tprof_stat_field(t, 52, &code) != 0)
 		return -1;
 	*status = (int)code;
 	return 0;
