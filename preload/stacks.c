@@ -151,6 +151,16 @@ static uint64_t *arena_take(unsigned n, uint64_t *off)
 	return NULL;
 }
 
+/* libunwind's per-thread cache of frame descriptions: each thread unwinds without locks. Set once:
+ * setting it again empties the caches, and a fork child inherits both the policy and the caches. */
+static void set_policy(void)
+{
+	static int done;
+	if (!done)
+		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	done = 1;
+}
+
 int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
@@ -167,9 +177,18 @@ int tprof_stacks_init(unsigned depth)
 	}
 	slots = m;
 	atomic_store(&tprof_shm->stack_next_id, 1);
-	/* libunwind's per-thread cache of frame descriptions: each thread unwinds without locks. */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	set_policy();
 	return 0;
+}
+
+void tprof_stacks_warm(void)
+{
+	if (tprof_cfg.depth == 0 || tprof_tls.unwound)
+		return;
+	set_policy();
+	void *buf[4];
+	unw_backtrace(buf, 4);
+	tprof_tls.unwound = 1;
 }
 
 void tprof_stacks_reset(void)
@@ -251,6 +270,7 @@ uint32_t tprof_stack_capture(void)
 		return 0;
 	void *buf[TPROF_DEPTH_MAX + 8];
 	int got = unw_backtrace(buf, (int)max_depth + 8);
+	tprof_tls.unwound = 1;
 	int skip = 0;
 	while (skip < got && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
 		skip++;

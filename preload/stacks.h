@@ -21,6 +21,11 @@ int tprof_stacks_init(unsigned depth);
  * modules again. */
 void tprof_stacks_reset(void);
 
+/* Sets up libunwind's caches for the calling thread with one unwind. A process that forks before
+ * its first heap call does it once, so that its children inherit them instead of each building
+ * them (a 256 KiB table of libunwind's per thread, then the frame descriptions). */
+void tprof_stacks_warm(void);
+
 /* Captures the calling thread's stack, skipping libtprof.so's own frames, and returns its id; 0 when
  * stacks are off or the table is full. Call with the hook guard held. */
 uint32_t tprof_stack_capture(void);
