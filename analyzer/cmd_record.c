@@ -1,12 +1,14 @@
-/* tprof record: runs a program with libtprof.so preloaded and is itself the recorder of it and of
- * every traced process it starts (recorder/server.c): the program and its descendants register at
- * the socket named in TPROF_RECORDER. Being the program's parent, it knows how the program ended
+/* tprof record: runs a program with libtprof.so preloaded, and the recorder of it and of every
+ * traced process it starts (recorder/server.c, in a child process of its own): the program and its
+ * descendants register at the socket named in TPROF_RECORDER. Being the program's parent, it keeps
+ * the program's zombie until its trace is written, so that the trace knows how the program ended,
  * and ends the same way (the same exit status, or the same signal). SIGINT, SIGTERM, SIGHUP and
  * SIGQUIT sent to tprof record itself are passed on to the program (a terminal's ^C reaches the
  * program directly, as the whole foreground group gets it). The library is looked up beside the
  * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
  * there, so that it also sees programs whose allocator is itself preloaded. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -151,13 +153,46 @@ int cmd_record(int argc, char **argv)
 	child_pid = pid;
 	free(preload);
 	signal(SIGPIPE, SIG_IGN);
-	struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), -1, 0};
-	if (o.root_pidfd < 0) {
-		tprof_err("record: pidfd_open: %s", strerror(errno));
+	/* The recorder runs in a process of its own, in a session of its own (a terminal's ^C is the
+	 * program's business): it may go on writing the traces of processes the program left behind
+	 * after tprof record has ended. It closes the notification pipe once the program is gone and
+	 * the traces of every traced process that is gone are written; the program stays a zombie till
+	 * then, so that its writer reads how it ended. */
+	int note[2];
+	if (pipe2(note, O_CLOEXEC) != 0) {
+		tprof_err("record: pipe: %s", strerror(errno));
 		return 1;
 	}
-	tprof_server_run(&o);
+	pid_t rec = fork();
+	if (rec < 0) {
+		tprof_err("record: fork: %s", strerror(errno));
+		return 1;
+	}
+	if (rec == 0) {
+		close(note[0]);
+		for (int k = 0; k < 4; k++)
+			signal(fwd[k], SIG_DFL);
+		setsid();
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			close(nul);
+		}
+		tprof_recorder_setup();
+		struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), 200, 1, note[1]};
+		if (o.root_pidfd < 0) {
+			tprof_err("record: pidfd_open: %s", strerror(errno));
+			_exit(1);
+		}
+		_exit(tprof_server_run(&o));
+	}
+	close(note[1]);
 	close(lfd);
+	char c;
+	while (read(note[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(note[0]);
 	int status;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {

@@ -12,17 +12,6 @@
 
 #include "recorder.h"
 
-/* Limits inherited from the program must not stop the recorder: the memory file is large (sparse)
- * and so is its mapping, and a trace may be larger than what the program may write. */
-static void lift_limit(int what)
-{
-	struct rlimit r;
-	if (getrlimit(what, &r) == 0 && r.rlim_cur != r.rlim_max) {
-		r.rlim_cur = r.rlim_max;
-		setrlimit(what, &r);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	int listen_fd = -1;
@@ -38,15 +27,8 @@ int main(int argc, char **argv)
 				"(started by libtprof.so; not meant to be run by hand)\n");
 		return 2;
 	}
-	if (chdir("/") != 0) { /* never keep a directory of the program's busy */
-	}
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGXFSZ, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	lift_limit(RLIMIT_FSIZE);
-	lift_limit(RLIMIT_AS);
-	lift_limit(RLIMIT_NOFILE);
-	struct tprof_server_opts o = {listen_fd, root, -1, 200, 1};
+	tprof_recorder_setup();
+	struct tprof_server_opts o = {listen_fd, root, -1, 200, 1, -1};
 	if (root > 0)
 		o.root_pidfd = (int)syscall(SYS_pidfd_open, (long)root, 0L);
 	return tprof_server_run(&o);

@@ -1,7 +1,7 @@
 /* The recorder: the process that drains traced processes' shared memory (preload/shm.h) into trace
- * files. server.c takes registrations on a unix socket and forks one writer (writer.c) per process
- * image; main.c is tprof-recorder, which libtprof.so starts when no recorder is reachable, and
- * tprof record (analyzer/cmd_record.c) runs the same server itself. */
+ * files. server.c takes registrations on a unix socket and starts one writer thread (writer.c) per
+ * process image; main.c is tprof-recorder, which libtprof.so starts when no recorder is reachable,
+ * and tprof record (analyzer/cmd_record.c) runs the same server in a process of its own. */
 #ifndef TPROF_RECORDER_H
 #define TPROF_RECORDER_H
 
@@ -12,26 +12,41 @@
 struct tprof_writer_args {
 	pid_t pid;
 	uint64_t starttime; /* /proc/PID/stat field 22: with the pid, names the process for good */
-	int memfd;          /* its shared memory; closed by the writer once mapped */
-	int tracefd;        /* the trace file it created */
-	int exec_fd;        /* readable once the same process registered again (it exec'd) */
-	const char *path;   /* for messages */
+	int memfd;          /* its shared memory; the writer owns it from now on */
+	int tracefd;        /* the trace file it created; the writer owns it from now on */
 };
 
-/* Writes the trace of one process image until it ends; returns the exit status for the writer
- * process (0: a trace was written). */
-int tprof_writer_run(const struct tprof_writer_args *a);
+struct tprof_writer;
+
+/* Starts a writer thread for one process image; NULL (both descriptors closed, a line on stderr)
+ * when it cannot. Call these from the server thread only. */
+struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a);
+/* The process is gone (its pidfd fired): read how it ended now, while its zombie is there. */
+void tprof_writer_gone(struct tprof_writer *w);
+/* The process registered again under the same pid and start time: it exec'd. */
+void tprof_writer_exec(struct tprof_writer *w);
+/* The trace is complete and the thread done with w, which tprof_writer_release takes back. */
+int tprof_writer_done(const struct tprof_writer *w);
+void tprof_writer_release(struct tprof_writer *w);
+
+/* Wakes the server thread (a writer has finished). */
+void tprof_recorder_wake(void);
 
 struct tprof_server_opts {
 	int listen_fd;   /* a listening SOCK_SEQPACKET unix socket */
 	pid_t root;      /* the process the recorder serves first: its stderr is kept while it lives */
 	int root_pidfd;  /* pidfd of root, or -1 */
-	int linger_ms;   /* with no process left, wait this long for a new one, then return; -1: return
-			  * once root is gone and every writer of a process that is gone has finished */
-	int drop_stderr; /* let stderr go once root is gone (tprof-recorder: it is the root's) */
+	int linger_ms;   /* once root is gone and no writer is left, wait this long for a new process */
+	int drop_stderr; /* let stderr go once root is gone and its trace written (it is the root's) */
+	int notify_fd;   /* closed once root is gone and the traces of every process that is gone are
+			  * written (tprof record then reaps root and ends); -1: none */
 };
 
-/* Takes registrations until the options say to stop; returns 0. Writers it forked may still run. */
+/* What a recorder process does first: no directory kept busy, no death by SIGPIPE, SIGXFSZ or
+ * SIGHUP, the program's resource limits lifted to their hard values. */
+void tprof_recorder_setup(void);
+
+/* Takes registrations until the options say to stop; returns 0 once every writer has finished. */
 int tprof_server_run(const struct tprof_server_opts *o);
 
 /* Whether the line about a traced process may still go to stderr: after the recorder's root process

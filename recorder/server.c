@@ -1,20 +1,22 @@
 /* The recorder's registration server. A traced process image connects, sends its shared memory
  * and its trace file (preload/region.c), and gets one byte back; the server sizes the memory file,
- * forks a writer process for the image (recorder/writer.c) and goes back to waiting. A process
- * that registers again under the same pid and start time has exec'd: its previous writer is told
- * through a pipe and finishes that trace. Writers are the server's children, reaped as they end.
- * Peers are checked: only processes of the recorder's own user (or any, for a root recorder) and
- * only for their own pid. */
+ * starts a writer thread for the image (recorder/writer.c) and goes back to waiting. It also waits
+ * on every traced process's pidfd, so that a writer learns of its process's end (and its zombie is
+ * read) at once. A process that registers again under the same pid and start time has exec'd: its
+ * previous writer finishes that trace. Peers are checked: only processes of the recorder's own user
+ * (or any, for a root recorder) and only for their own pid. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,17 +26,18 @@
 
 #define MAX_WRITERS 4096
 
-static struct writer {
-	pid_t writer;   /* 0: free */
+static struct entry {
+	struct tprof_writer *w; /* NULL: free */
 	pid_t pid;
 	uint64_t starttime;
-	int exec_wfd;
-} writers[MAX_WRITERS];
-static int nwriters;
-static int stderr_dropped;
+	int pidfd; /* -1 once the process is gone */
+} entries[MAX_WRITERS];
+static int nentries, high; /* in use; every used entry is below high */
+static _Atomic int stderr_dropped;
 static pid_t root_pid;
-static int root_fd = -1;
+static int root_fd = -1, root_gone;
 static int drop_stderr;
+static int wake_fd = -1;
 
 static uint64_t mono_ms(void)
 {
@@ -62,64 +65,96 @@ int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
 	return 0;
 }
 
-static int live_writers_of(pid_t pid);
-
-/* Lets stderr go once the root process is gone and its trace is written: stderr may be a pipe that
- * someone reads to its end (a shell's command substitution), which must not wait for processes the
- * root left behind. in_writer: a writer process asks (it cannot see the other writers). */
-static void check_root(int in_writer)
+/* Limits inherited from the program must not stop the recorder: the memory file is large (sparse)
+ * and so is its mapping, a trace may be larger than what the program may write, and the recorder
+ * holds three descriptors per traced process. */
+static void lift_limit(int what)
 {
-	if (stderr_dropped || root_fd < 0 || !drop_stderr)
-		return;
-	struct pollfd pf = {root_fd, POLLIN, 0};
-	if (poll(&pf, 1, 0) != 1 || (!in_writer && live_writers_of(root_pid) != 0))
-		return;
-	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (devnull >= 0) {
-		dup2(devnull, 2);
-		close(devnull);
+	struct rlimit r;
+	if (getrlimit(what, &r) == 0 && r.rlim_cur != r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(what, &r);
 	}
-	stderr_dropped = 1;
 }
 
-int tprof_recorder_stderr_ok(pid_t traced)
+void tprof_recorder_setup(void)
 {
-	if (traced == root_pid)
-		return 1;
-	check_root(1);
-	return !stderr_dropped;
+	if (chdir("/") != 0) { /* never keep a directory of the program's busy */
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	lift_limit(RLIMIT_FSIZE);
+	lift_limit(RLIMIT_AS);
+	lift_limit(RLIMIT_NOFILE);
 }
 
-/* Only the writers: tprof record's program is a child too, and must stay a zombie until its
- * writer has read how it ended. */
-static void reap_writers(void)
+void tprof_recorder_wake(void)
 {
-	for (int i = 0; i < MAX_WRITERS && nwriters; i++) {
-		int status;
-		if (!writers[i].writer || waitpid(writers[i].writer, &status, WNOHANG) <= 0)
-			continue;
-		if (writers[i].exec_wfd >= 0)
-			close(writers[i].exec_wfd);
-		writers[i].writer = 0;
-		nwriters--;
-	}
+	uint64_t one = 1;
+	if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0) {
+	} /* a full counter wakes the server just as well */
+}
+
+static int writers_of(pid_t pid)
+{
+	int n = 0;
+	for (int i = 0; i < high; i++)
+		n += entries[i].w && entries[i].pid == pid;
+	return n;
 }
 
 /* Writers still at work on a process that is gone (they finish within milliseconds). */
 static int finishing_writers(void)
 {
 	int n = 0;
-	for (int i = 0; i < MAX_WRITERS; i++)
-		n += writers[i].writer && kill(writers[i].pid, 0) != 0 && errno == ESRCH;
+	for (int i = 0; i < high; i++)
+		n += entries[i].w && entries[i].pidfd < 0;
 	return n;
 }
 
-static int live_writers_of(pid_t pid)
+/* Lets stderr go once the root process is gone and its trace is written: stderr may be a pipe that
+ * someone reads to its end (a shell's command substitution), which must not wait for processes the
+ * root left behind. */
+static void check_root(void)
 {
-	int n = 0;
-	for (int i = 0; i < MAX_WRITERS; i++)
-		n += writers[i].writer && writers[i].pid == pid;
-	return n;
+	if (atomic_load(&stderr_dropped) || !root_gone || !drop_stderr || writers_of(root_pid) != 0)
+		return;
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 2);
+		close(devnull);
+	}
+	atomic_store(&stderr_dropped, 1);
+}
+
+int tprof_recorder_stderr_ok(pid_t traced)
+{
+	return traced == root_pid || !atomic_load(&stderr_dropped);
+}
+
+/* Gives back the contexts of writers that have finished. */
+static void reap_writers(void)
+{
+	for (int i = 0; i < high; i++) {
+		struct entry *e = &entries[i];
+		if (!e->w || !tprof_writer_done(e->w))
+			continue;
+		tprof_writer_release(e->w);
+		if (e->pidfd >= 0)
+			close(e->pidfd);
+		*e = (struct entry){NULL, 0, 0, -1};
+		nentries--;
+	}
+	while (high > 0 && !entries[high - 1].w)
+		high--;
+}
+
+static void process_gone(struct entry *e)
+{
+	tprof_writer_gone(e->w);
+	close(e->pidfd);
+	e->pidfd = -1;
 }
 
 static void close_fds(int *fds, int n)
@@ -129,8 +164,8 @@ static void close_fds(int *fds, int n)
 			close(fds[i]);
 }
 
-/* One registration: check, answer, fork the writer. */
-static void take(int conn, int listen_fd)
+/* One registration: check, start the writer, answer. */
+static void take(int conn)
 {
 	struct tprof_hello h;
 	union {
@@ -154,98 +189,104 @@ static void take(int conn, int listen_fd)
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	char no = 0, yes = 1;
+	uint64_t starttime = 0, st2;
+	int slot = -1, pidfd = -1;
+	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
+		if (!entries[i].w)
+			slot = i;
+	/* with the pid, the start time names the process for good (an exec keeps both); the pidfd is
+	 * taken between two readings of it, so that it is surely that process's */
 	if (r != (ssize_t)sizeof(h) || nfds != 2 || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
 	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.pid != h.pid ||
-	    (cred.uid != getuid() && geteuid() != 0) || ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0) {
+	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
+	    ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 || tprof_proc_starttime(h.pid, &starttime) != 0 ||
+	    (pidfd = (int)syscall(SYS_pidfd_open, (long)h.pid, 0L)) < 0 ||
+	    tprof_proc_starttime(h.pid, &st2) != 0 || st2 != starttime) {
 		send(conn, &no, 1, MSG_NOSIGNAL);
 		close_fds(fds, nfds);
-		return;
-	}
-	/* with the pid, the start time names the process for good (an exec keeps both) */
-	uint64_t starttime;
-	if (tprof_proc_starttime(h.pid, &starttime) != 0) {
-		send(conn, &no, 1, MSG_NOSIGNAL);
-		close_fds(fds, nfds);
-		return;
-	}
-	int slot = -1;
-	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
-		if (!writers[i].writer)
-			slot = i;
-	int p[2];
-	if (slot < 0 || pipe2(p, O_CLOEXEC) != 0) {
-		send(conn, &no, 1, MSG_NOSIGNAL);
-		close_fds(fds, nfds);
+		if (pidfd >= 0)
+			close(pidfd);
 		return;
 	}
 	/* the same process again: an exec; its previous image's writer finishes that trace */
-	for (int i = 0; i < MAX_WRITERS; i++) {
-		if (writers[i].writer && writers[i].pid == h.pid && writers[i].starttime == starttime &&
-		    writers[i].exec_wfd >= 0) {
-			char one = 1;
-			ssize_t w = write(writers[i].exec_wfd, &one, 1);
-			(void)w;
-			close(writers[i].exec_wfd);
-			writers[i].exec_wfd = -1;
+	for (int i = 0; i < high; i++) {
+		struct entry *e = &entries[i];
+		if (e->w && e->pid == h.pid && e->starttime == starttime && e->pidfd >= 0) {
+			tprof_writer_exec(e->w);
+			close(e->pidfd);
+			e->pidfd = -1;
 		}
 	}
-	send(conn, &yes, 1, MSG_NOSIGNAL);
-	fflush(stderr);
-	pid_t w = fork();
-	if (w == 0) {
-		close(listen_fd);
-		close(conn);
-		close(p[1]);
-		for (int i = 0; i < MAX_WRITERS; i++)
-			if (writers[i].writer && writers[i].exec_wfd >= 0)
-				close(writers[i].exec_wfd);
-		struct tprof_writer_args a = {
-			.pid = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1],
-			.exec_fd = p[0], .path = "the trace"};
-		_exit(tprof_writer_run(&a));
-	}
-	close(p[0]);
-	close_fds(fds, nfds);
-	if (w < 0) {
-		close(p[1]);
+	struct tprof_writer_args a = {.pid = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1]};
+	struct tprof_writer *w = tprof_writer_start(&a);
+	if (!w) {
+		send(conn, &no, 1, MSG_NOSIGNAL);
+		close(pidfd);
 		return;
 	}
-	writers[slot] = (struct writer){w, h.pid, starttime, p[1]};
-	nwriters++;
+	entries[slot] = (struct entry){w, h.pid, starttime, pidfd};
+	nentries++;
+	if (slot >= high)
+		high = slot + 1;
+	send(conn, &yes, 1, MSG_NOSIGNAL);
 }
 
 int tprof_server_run(const struct tprof_server_opts *o)
 {
 	root_pid = o->root;
 	root_fd = o->root_pidfd;
+	root_gone = root_fd < 0;
 	drop_stderr = o->drop_stderr;
+	int notify_fd = o->notify_fd;
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	static struct pollfd pf[MAX_WRITERS + 3];
+	static int at[MAX_WRITERS + 3]; /* the entry of each pidfd in pf */
 	uint64_t idle_since = mono_ms();
-	int root_gone = 0;
 	for (;;) {
 		reap_writers();
-		check_root(0);
-		if (!root_gone && root_fd >= 0) {
-			struct pollfd pf = {root_fd, POLLIN, 0};
-			root_gone = poll(&pf, 1, 0) == 1;
+		check_root();
+		if (notify_fd >= 0 && root_gone && writers_of(root_pid) == 0 && finishing_writers() == 0) {
+			close(notify_fd);
+			notify_fd = -1;
 		}
-		if (o->linger_ms < 0) {
-			if (root_gone && live_writers_of(root_pid) == 0 && finishing_writers() == 0)
-				return 0;
-		} else if (nwriters == 0) {
-			if (mono_ms() - idle_since >= (uint64_t)o->linger_ms)
-				return 0;
-		} else {
+		if (nentries || !root_gone)
 			idle_since = mono_ms();
+		else if (mono_ms() - idle_since >= (uint64_t)(o->linger_ms > 0 ? o->linger_ms : 0))
+			break;
+		int n = 0;
+		pf[n++] = (struct pollfd){o->listen_fd, POLLIN, 0};
+		pf[n++] = (struct pollfd){wake_fd, POLLIN, 0};
+		if (!root_gone)
+			pf[n++] = (struct pollfd){root_fd, POLLIN, 0};
+		int first_entry = n;
+		for (int i = 0; i < high; i++) {
+			if (entries[i].w && entries[i].pidfd >= 0) {
+				at[n] = i;
+				pf[n++] = (struct pollfd){entries[i].pidfd, POLLIN, 0};
+			}
 		}
-		struct pollfd pf = {o->listen_fd, POLLIN, 0};
-		int n = poll(&pf, 1, 20);
-		if (n <= 0)
+		int ready = poll(pf, (nfds_t)n, 20);
+		if (ready <= 0)
 			continue;
-		int conn = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (conn < 0)
-			continue;
-		take(conn, o->listen_fd);
-		close(conn);
-		idle_since = mono_ms();
+		for (int k = first_entry; k < n; k++)
+			if (pf[k].revents)
+				process_gone(&entries[at[k]]); /* first: the zombie may be reaped any moment */
+		if (!root_gone && first_entry == 3 && pf[2].revents)
+			root_gone = 1;
+		if (pf[1].revents) {
+			uint64_t v;
+			if (read(wake_fd, &v, sizeof(v)) < 0) {
+			}
+		}
+		if (pf[0].revents) {
+			int conn = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (conn >= 0) {
+				take(conn);
+				close(conn);
+			}
+		}
 	}
+	if (notify_fd >= 0)
+		close(notify_fd);
+	return 0;
 }
