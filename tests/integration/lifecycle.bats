@@ -229,6 +229,26 @@ PY
 	[ "$(jget r.json signal)" = 15 ]
 }
 
+@test "tprof record ends with its program; a process the program left running is traced to its end" {
+	SECONDS=0
+	run "$B/tprof" record -o 'bg.%p.trace' -- sh -c '(sleep 1; exec "$0") >/dev/null 2>&1 & exit 4' "$B/progs/heap_known"
+	[ "$status" -eq 4 ]
+	[ "$SECONDS" -lt 1 ] # did not wait for the background job
+	sleep 2
+	settled bg.*
+	found=0
+	for f in bg.*; do # an image exec'd by a traced process: its trace is bg.PID.trace.1
+		report "$f" r.json
+		[ "$(jget r.json complete)" = true ]
+		if [ "$(jget r.json program)" = heap_known ]; then
+			[ "$(jget r.json end)" = exit ]
+			[ "$(jget r.json exit_status)" = 0 ]
+			found=1
+		fi
+	done
+	[ "$found" = 1 ]
+}
+
 @test "a program that closes every descriptor and reuses the numbers: its files hold only its data" {
 	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/fd_closer" mine.txt
 	[ "$status" -eq 0 ]

@@ -114,8 +114,10 @@ top = max(int(v) for t, v in curve)
 assert top == peak["peak_bytes"], (top, peak["peak_bytes"])
 assert len(curve) <= 4 * (1400 - 90 - 40) + 1, len(curve) # 400000 events, a few points per pixel
 t, v = open(sys.argv[3]).read().split()
-# two threads: an event the clocks put before the one before it is drawn at that one's time
-assert int(v) == peak["peak_bytes"] and 0 <= ns(t) - peak["peak_time_ns"] < 200000, (t, v, peak)
+# two threads: an event the clocks put before the one before it is drawn at that one's time; how far
+# apart they can be is how far the threads' interpolated clocks disagree, which grows when a thread
+# is descheduled between two measured events (a loaded machine: milliseconds)
+assert int(v) == peak["peak_bytes"] and 0 <= ns(t) - peak["peak_time_ns"] < 5000000, (t, v, peak)
 assert [t, v] in curve
 times = [ns(t) for t, v in curve]
 assert times == sorted(times)
