@@ -123,8 +123,11 @@ out:
 
 /* ---- descriptors, carefully ---- */
 
-/* The program may run at a descriptor limit it has used up, or below the few start-up needs: the
- * soft limit is raised to the hard one for the moment and put back. */
+/* The program may run at a descriptor limit it has used up, or below the three descriptors
+ * registration holds at once: for the moment of registration the limit is raised and then put
+ * back. A privileged process (CAP_SYS_RESOURCE) may go past its hard limit; others get their soft
+ * limit raised to the hard one, and at a hard limit with fewer than three free they are not
+ * traced (and say so). */
 struct nofile_guard {
 	struct rlimit old;
 	int raised;
@@ -133,7 +136,16 @@ struct nofile_guard {
 static void nofile_raise(struct nofile_guard *g)
 {
 	g->raised = 0;
-	if (getrlimit(RLIMIT_NOFILE, &g->old) != 0 || g->old.rlim_cur >= g->old.rlim_max)
+	if (getrlimit(RLIMIT_NOFILE, &g->old) != 0)
+		return;
+	if (g->old.rlim_max != RLIM_INFINITY && g->old.rlim_max < 1024) {
+		struct rlimit r = {g->old.rlim_max + 16, g->old.rlim_max + 16};
+		if (setrlimit(RLIMIT_NOFILE, &r) == 0) {
+			g->raised = 1;
+			return;
+		}
+	}
+	if (g->old.rlim_cur >= g->old.rlim_max)
 		return;
 	struct rlimit r = {g->old.rlim_max, g->old.rlim_max};
 	g->raised = setrlimit(RLIMIT_NOFILE, &r) == 0;

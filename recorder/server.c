@@ -87,6 +87,11 @@ void tprof_recorder_setup(void)
 	lift_limit(RLIMIT_FSIZE);
 	lift_limit(RLIMIT_AS);
 	lift_limit(RLIMIT_NOFILE);
+	struct rlimit r; /* a privileged recorder may go past the program's hard limit */
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_max != RLIM_INFINITY && r.rlim_max < 65536) {
+		struct rlimit more = {65536, 65536};
+		setrlimit(RLIMIT_NOFILE, &more);
+	}
 }
 
 void tprof_recorder_wake(void)
