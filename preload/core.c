@@ -36,6 +36,7 @@ _Atomic int tprof_recording;
 int tprof_clock_is_tsc;
 /* The process-private side of each shared slot: its ring's address here. */
 static struct tprof_thread threads[TPROF_SHM_THREADS];
+static _Atomic uint32_t threads_used; /* entries of threads[] ever taken: a fork child clears those */
 
 static _Atomic int init_state; /* 0 not started, 1 resolving, 2 done */
 
@@ -236,6 +237,9 @@ struct tprof_thread *tprof_thread_attach(void)
 		if (!atomic_compare_exchange_strong(&shm->threads[i].state, &expected, TPROF_SLOT_SETUP))
 			continue; /* the recorder skips a slot being set up */
 		t = &threads[i];
+		uint32_t used = atomic_load(&threads_used);
+		while (used < i + 1 && !atomic_compare_exchange_weak(&threads_used, &used, i + 1))
+			;
 		uint32_t hwm = atomic_load(&shm->threads_hwm);
 		while (hwm < i + 1 && !atomic_compare_exchange_weak(&shm->threads_hwm, &hwm, i + 1))
 			;
@@ -265,6 +269,9 @@ struct tprof_thread *tprof_thread_attach(void)
 		slot->ring_entries = tprof_cfg.ring_entries;
 	}
 	slot->tid = tprof_gettid();
+	/* its name now, for the recorder, which may first look when the thread is gone */
+	if (prctl(PR_GET_NAME, slot->start_name) != 0)
+		slot->start_name[0] = 0;
 	atomic_store_explicit(&slot->inflight, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->exit_named, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->state, TPROF_SLOT_ACTIVE, memory_order_release);
@@ -410,7 +417,8 @@ static void after_fork_child(void)
 	 * registers on its first recorded call, with memory, slots and stacks of its own. */
 	atomic_store(&tprof_recording, 0);
 	tprof_tls.thread = NULL;
-	memset(threads, 0, sizeof(threads));
+	memset(threads, 0, atomic_load(&threads_used) * sizeof(threads[0])); /* others stay untouched */
+	atomic_store(&threads_used, 0);
 	if (atomic_load(&reg_state) == 2) {
 		tprof_region_forget();
 		forked = 1;

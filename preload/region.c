@@ -486,19 +486,27 @@ void tprof_region_forget(void)
 }
 
 /* The module whose malloc this program's calls reach, when it is not ours: the executable defines
- * one, or an allocator was preloaded ahead of us. */
+ * one, or an allocator was preloaded ahead of us. Looked up once (the constructor asks first): no
+ * library loaded later can come before those in the global scope. */
 void tprof_malloc_owner(char *out, size_t cap)
 {
-	out[0] = 0;
-	void *seen = dlsym(RTLD_DEFAULT, "malloc");
-	Dl_info mine, theirs;
-	if (!seen || !dladdr((void *)&tprof_region_start, &mine) || !dladdr(seen, &theirs))
-		return;
-	if (theirs.dli_fbase == mine.dli_fbase)
-		return;
-	const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname : program_invocation_name;
-	size_t n = strnlen(name, cap - 1);
-	memcpy(out, name, n);
+	static char owner[sizeof(((struct tprof_shm *)0)->malloc_owner)];
+	static int known;
+	if (!known) {
+		void *seen = dlsym(RTLD_DEFAULT, "malloc");
+		Dl_info mine, theirs;
+		if (seen && dladdr((void *)&tprof_region_start, &mine) && dladdr(seen, &theirs) &&
+		    theirs.dli_fbase != mine.dli_fbase) {
+			const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname
+										   : program_invocation_name;
+			size_t n = strnlen(name, sizeof(owner) - 1);
+			memcpy(owner, name, n);
+			owner[n] = 0;
+		}
+		known = 1;
+	}
+	size_t n = strnlen(owner, cap - 1);
+	memcpy(out, owner, n);
 	out[n] = 0;
 }
 
@@ -568,6 +576,8 @@ int tprof_region_start(int child)
 	atomic_store(&s->seq, 1);
 	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
 	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE); /* the recorder waits for it */
+	atomic_fetch_add(&s->kick, 1);
+	tprof_futex_wake(&s->kick);
 	tprof_shm = s;
 	rc = 0;
 out:

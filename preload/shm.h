@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 1
+#define TPROF_SHM_VERSION 2
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 #define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
@@ -44,7 +44,7 @@ struct tprof_shm_thread {
 	uint32_t ring_entries;
 	uint32_t pad;
 	char exit_name[16];
-	uint64_t pad2[2];
+	char start_name[16];       /* the name the thread had as it took the slot */
 };
 
 /* One interned stack: its frames are arena words at file offset `off`. */

@@ -169,6 +169,38 @@ static void close_fds(int *fds, int n)
 			close(fds[i]);
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/* A pidfd of the process at the other end of conn and its start time, which with the pid names it
+ * for good (an exec keeps both); 0 on success. The socket's own pidfd is the connecting process's
+ * for sure; else the pidfd is taken between two readings of the start time. */
+static int peer_process(int conn, pid_t pid, int *pidfd, uint64_t *starttime)
+{
+	socklen_t len = sizeof(*pidfd);
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, pidfd, &len) == 0 && *pidfd >= 0) {
+		struct pollfd pf = {*pidfd, POLLIN, 0};
+		if (tprof_proc_starttime(pid, starttime) == 0 && poll(&pf, 1, 0) == 0)
+			return 0; /* read while the process still lived: its own */
+		close(*pidfd);
+		*pidfd = -1;
+		return -1;
+	}
+	uint64_t again;
+	if (tprof_proc_starttime(pid, starttime) != 0)
+		return -1;
+	*pidfd = (int)syscall(SYS_pidfd_open, (long)pid, 0L);
+	if (*pidfd < 0)
+		return -1;
+	if (tprof_proc_starttime(pid, &again) != 0 || again != *starttime) {
+		close(*pidfd);
+		*pidfd = -1;
+		return -1;
+	}
+	return 0;
+}
+
 /* One registration: check, start the writer, answer. */
 static void take(int conn)
 {
@@ -194,19 +226,15 @@ static void take(int conn)
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	char no = 0, yes = 1;
-	uint64_t starttime = 0, st2;
+	uint64_t starttime = 0;
 	int slot = -1, pidfd = -1;
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!entries[i].w)
 			slot = i;
-	/* with the pid, the start time names the process for good (an exec keeps both); the pidfd is
-	 * taken between two readings of it, so that it is surely that process's */
 	if (r != (ssize_t)sizeof(h) || nfds != 2 || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
 	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.pid != h.pid ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
-	    ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 || tprof_proc_starttime(h.pid, &starttime) != 0 ||
-	    (pidfd = (int)syscall(SYS_pidfd_open, (long)h.pid, 0L)) < 0 ||
-	    tprof_proc_starttime(h.pid, &st2) != 0 || st2 != starttime) {
+	    ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 || peer_process(conn, h.pid, &pidfd, &starttime) != 0) {
 		send(conn, &no, 1, MSG_NOSIGNAL);
 		close_fds(fds, nfds);
 		if (pidfd >= 0)

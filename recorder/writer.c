@@ -92,13 +92,17 @@ struct tprof_writer {
 	_Atomic uint32_t process_gone, exec_seen;
 	uint64_t gone_clock[3]; /* tick, monotonic and real-time ns when the end was seen */
 	_Atomic int done;       /* the writer thread has finished with this context */
+	uint64_t cpu_start;     /* the writer thread's CPU time when this trace began (TPROF_DEBUG) */
 	uint8_t module_end_written[TPROF_SHM_MODULES];
 	uint8_t name_written[TPROF_NAME_IDS];
 	struct wthread wthreads[TPROF_SHM_THREADS];
 	/* kept across images */
 	uint8_t *stack_written; /* a bit per stack id: already defined in this trace */
+	uint32_t stack_written_top; /* bytes of it that may be nonzero */
 	ZSTD_CCtx *zctx;        /* static context in mmap'd memory: compressing never allocates */
 	struct tprof_writer *next_free;
+	_Atomic uint32_t thread_state; /* THREAD_NONE, THREAD_BUSY or THREAD_IDLE */
+	_Atomic uint32_t go;           /* set (and woken) when an idle thread has a new image */
 	uint8_t out_buf[OUT_CAP];
 	/* An EVENTS payload is built here, then compressed into out_buf (or copied when compression
 	 * does not pay); stack definitions met on the way go out first, in a STACKS block of their own. */
@@ -165,6 +169,13 @@ static uint64_t mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec cpu;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+	return (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 }
 
 static uint64_t real_ns(void)
@@ -454,6 +465,8 @@ static void define_stack(struct tprof_writer *w, uint32_t id)
 	w->stk_len = (size_t)(p - w->stk_buf);
 	w->stk_count++;
 	w->stack_written[id >> 3] |= (uint8_t)(1u << (id & 7));
+	if ((id >> 3) >= w->stack_written_top)
+		w->stack_written_top = (id >> 3) + 1;
 }
 
 /* A THREAD block: the thread's tid and name, as raw bytes (any byte but NUL). */
@@ -488,11 +501,11 @@ static ssize_t read_thread_name(struct tprof_writer *w, pid_t tid, char *name, s
 	return n;
 }
 
+/* The first THREAD block: the name the thread had as it took its slot (later names follow it). */
 static void announce_thread(struct tprof_writer *w, struct wthread *t)
 {
-	char name[32];
-	ssize_t n = read_thread_name(w, t->tid, name, sizeof(name));
-	write_thread(w, t, name, n < 0 ? 0 : (size_t)n);
+	const char *name = SLOT(t)->start_name;
+	write_thread(w, t, name, strnlen(name, sizeof(SLOT(t)->start_name)));
 }
 
 /* A thread renamed since its THREAD block gets another one, with the new name: the latest names
@@ -987,12 +1000,9 @@ static void report_path(struct tprof_writer *w, int reason, int value)
 		end_words(reason, value, how, sizeof(how)), (unsigned long long)w->events_written,
 		w->lost_written ? ", LOST " : "", w->lost_written ? "some" : "",
 		w->out_failed ? "trace incomplete:" : "trace written to", w->shm->trace_path);
-	if (w->shm->debug) {
-		struct timespec cpu;
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+	if (w->shm->debug)
 		fprintf(stderr, "tprof: recorder CPU for pid %d: %llu us\n", (int)w->tpid,
-			(unsigned long long)(((uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec) / 1000));
-	}
+			(unsigned long long)((thread_cpu_ns() - w->cpu_start) / 1000));
 }
 
 /* A process that did not say how it ended was killed, or made the raw exit system call: only its
@@ -1008,8 +1018,9 @@ void tprof_writer_gone(struct tprof_writer *w)
 	w->gone_clock[0] = now_tick(w);
 	w->gone_clock[1] = mono_ns();
 	w->gone_clock[2] = real_ns();
-	int st;
-	if (tprof_zombie_status(w->tpid, w->starttime, &st) == 0) {
+	int st, said = atomic_load(&w->shm->end_reason);
+	if (said != TPROF_END_EXIT && said != TPROF_END__EXIT && said != TPROF_END_QUICK_EXIT &&
+	    tprof_zombie_status(w->tpid, w->starttime, &st) == 0) {
 		atomic_store(&w->zombie_status, st);
 		atomic_store(&w->zombie_known, 1);
 	}
@@ -1100,22 +1111,34 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 }
 
 /* Waits for the process to fill in the header (it does right after the recorder's answer). */
-static int wait_header(struct tprof_writer *w)
+static int header_ok(const struct tprof_writer *w)
 {
-	for (int k = 0; k < 100000; k++) {
-		if (__atomic_load_n(&w->shm->magic, __ATOMIC_ACQUIRE) == TPROF_SHM_MAGIC)
-			return w->shm->version == TPROF_SHM_VERSION && w->shm->bytes == sizeof(*w->shm) ? 0 : -1;
-		if (atomic_load(&w->process_gone))
-			return -1;
-		usleep(100);
-	}
-	return -1;
+	return __atomic_load_n(&w->shm->magic, __ATOMIC_ACQUIRE) == TPROF_SHM_MAGIC &&
+	       w->shm->version == TPROF_SHM_VERSION && w->shm->bytes == sizeof(*w->shm);
 }
 
-/* The writer thread: the whole life of one trace. */
-static void *writer_main(void *arg)
+/* The process wakes us when it has written it; at most 10 s. */
+static int wait_header(struct tprof_writer *w)
 {
-	struct tprof_writer *w = arg;
+	uint64_t until = mono_ns() + 10000000000ull;
+	for (;;) {
+		uint32_t k = atomic_load(&w->shm->kick);
+		if (header_ok(w))
+			return 0;
+		if (atomic_load(&w->process_gone) || mono_ns() >= until)
+			return header_ok(w) ? 0 : -1;
+		tprof_futex_wait(&w->shm->kick, k, 10000000);
+	}
+}
+
+/* A context keeps its thread between images: no thread to start and no stack to fault in again
+ * for each process of a fork storm. An idle thread waits 5 s for another image, then ends. */
+enum { THREAD_NONE, THREAD_BUSY, THREAD_IDLE };
+
+/* The whole life of one trace. */
+static void write_trace(struct tprof_writer *w)
+{
+	w->cpu_start = thread_cpu_ns();
 	if (wait_header(w) != 0) {
 		fprintf(stderr, "tprof: pid %d ended before it could be traced; its trace is empty\n", (int)w->tpid);
 		goto out;
@@ -1200,9 +1223,27 @@ out:
 	for (int i = 0; i < w->nviews; i++)
 		munmap(w->views[i], w->view_len[i]);
 	w->nviews = 0;
-	atomic_store(&w->done, 1); /* the last touch: the server may hand the context on at once */
+	atomic_store(&w->thread_state, THREAD_IDLE);
+	atomic_store(&w->done, 1); /* the server may hand the context on at once */
 	tprof_recorder_wake();
-	return NULL;
+}
+
+static void *writer_thread(void *arg)
+{
+	struct tprof_writer *w = arg;
+	for (;;) {
+		write_trace(w);
+		uint64_t until = mono_ns() + 5000000000ull;
+		while (!atomic_load(&w->go)) {
+			if (mono_ns() >= until) {
+				uint32_t idle = THREAD_IDLE;
+				if (atomic_compare_exchange_strong(&w->thread_state, &idle, THREAD_NONE))
+					return NULL; /* else the server has just given it an image */
+			}
+			tprof_futex_wait(&w->go, 0, 1000000000);
+		}
+		atomic_store(&w->go, 0);
+	}
 }
 
 /* Contexts of writers that have finished, for the next images (only the server thread takes and
@@ -1215,11 +1256,16 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	if (w) {
 		free_list = w->next_free;
 		uint8_t *sw = w->stack_written;
+		uint32_t top = w->stack_written_top;
 		ZSTD_CCtx *z = w->zctx;
 		memset(w, 0, offsetof(struct tprof_writer, stack_written));
 		w->stack_written = sw;
 		w->zctx = z;
-		madvise(sw, TPROF_STACK_IDS / 8, MADV_DONTNEED); /* zero again */
+		if (top > (256u << 10))
+			madvise(sw, TPROF_STACK_IDS / 8, MADV_DONTNEED); /* zero again */
+		else
+			memset(sw, 0, top);
+		w->stack_written_top = 0;
 	} else {
 		w = mmap(NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (w == MAP_FAILED)
@@ -1238,14 +1284,24 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	w->rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
 	snprintf(w->proc_dir, sizeof(w->proc_dir), "/proc/%d/", (int)w->tpid);
 	w->shm = view(0, sizeof(*w->shm));
-	pthread_attr_t at;
-	pthread_t th;
-	int ok = w->shm != NULL && pthread_attr_init(&at) == 0;
-	if (ok) {
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&at, 256u << 10);
-		ok = pthread_create(&th, &at, writer_main, w) == 0;
-		pthread_attr_destroy(&at);
+	int ok = w->shm != NULL;
+	uint32_t idle = THREAD_IDLE;
+	if (ok && atomic_compare_exchange_strong(&w->thread_state, &idle, THREAD_BUSY)) {
+		atomic_store(&w->go, 1);
+		tprof_futex_wake(&w->go);
+	} else if (ok) { /* a new context, or one whose thread has ended */
+		pthread_attr_t at;
+		pthread_t th;
+		atomic_store(&w->thread_state, THREAD_BUSY);
+		ok = pthread_attr_init(&at) == 0;
+		if (ok) {
+			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+			pthread_attr_setstacksize(&at, 256u << 10);
+			ok = pthread_create(&th, &at, writer_thread, w) == 0;
+			pthread_attr_destroy(&at);
+		}
+		if (!ok)
+			atomic_store(&w->thread_state, THREAD_NONE);
 	}
 	if (!ok) {
 		fprintf(stderr, "tprof: cannot start a writer for pid %d: %s; its trace is empty\n", (int)w->tpid,
