@@ -172,6 +172,7 @@ int cmd_record(int argc, char **argv)
 		close(note[0]);
 		for (int k = 0; k < 4; k++)
 			signal(fwd[k], SIG_DFL);
+		signal(SIGBUS, SIG_DFL); /* tprof's own handler speaks of reading traces */
 		setsid();
 		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (nul >= 0) {

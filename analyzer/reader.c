@@ -676,7 +676,7 @@ static int wait_for_recorder(int fd, const char *path)
 int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang us */
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;

@@ -376,21 +376,27 @@ static void open_file(struct tprof_symbolizer *s, struct sym_file *f)
 {
 	f->tried = 1;
 	struct stat st;
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-	int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-	if (fd >= 0)
-		close(fd);
-	if (!regular) {
+	/* O_NONBLOCK: a path in a trace may name a FIFO or a device, which must not hang us; only a
+	 * regular file is read, through this descriptor (the path may change meanwhile) */
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
 		f->status = TPROF_SYM_MISSING;
 		return;
 	}
 	f->status = TPROF_SYM_NO_INFO;
 	f->dwfl = dwfl_begin(&s->cb);
-	if (!f->dwfl)
+	if (!f->dwfl) {
+		close(fd);
 		return;
+	}
 	dwfl_report_begin(f->dwfl);
-	/* Base 0 with add_p_vaddr: the module sits at its ELF virtual addresses (bias 0). */
-	f->mod = dwfl_report_elf(f->dwfl, f->name, f->path, -1, 0, true);
+	/* Base 0 with add_p_vaddr: the module sits at its ELF virtual addresses (bias 0). libdwfl
+	 * takes the descriptor when it succeeds. */
+	f->mod = dwfl_report_elf(f->dwfl, f->name, f->path, fd, 0, true);
+	if (!f->mod)
+		close(fd);
 	if (dwfl_report_end(f->dwfl, NULL, NULL) != 0 || !f->mod)
 		goto unusable;
 	if (f->build_id_len) {

@@ -1,6 +1,8 @@
 /* The tprof command: dispatches "tprof <verb> ..." to the cmd_<verb>() functions. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmds.h"
 
@@ -33,8 +35,24 @@ static void usage(FILE *f)
 		   "draw (gnuplot missing or failing).\n");
 }
 
+/* Traces and ELF files are read through mappings: one cut short while it is read (another process
+ * truncates it) faults with SIGBUS. That is bad input, not a crash: say so and exit 2. */
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	static const char msg[] = "tprof: a file being read was cut short while it was read (SIGBUS); no result\n";
+	ssize_t w = write(2, msg, sizeof(msg) - 1);
+	(void)w;
+	_exit(2);
+}
+
 int main(int argc, char **argv)
 {
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 1 : 0;

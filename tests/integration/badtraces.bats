@@ -206,3 +206,38 @@ PY
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"v2.trace: byte $off: corrupt: block type 14 does not exist in format version 2"* ]]
 }
+
+@test "a FIFO never hangs the reader: given as the trace, or named in one as the program" {
+	mkfifo fifo
+	run timeout 10 "$B/tprof" report fifo
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"fifo: not a regular file"* ]]
+	# the program's path, recorded in the trace, is a FIFO by the time the trace is read
+	cp "$B/progs/heap_known" ./prog
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./prog >/dev/null
+	settled t.trace
+	rm prog
+	mkfifo prog
+	for c in report leaks peak allocs; do
+		run timeout 20 "$B/tprof" "$c" t.trace
+		echo "# $c: $status"
+		[ "$status" -eq 0 ]
+	done
+	run timeout 20 "$B/tprof" export t.trace --folded out.folded
+	[ "$status" -eq 0 ]
+	run timeout 20 "$B/tprof" diff t.trace t.trace
+	[ "$status" -eq 0 ]
+}
+
+@test "a trace cut short while it is read: a message and exit status 2, never SIGBUS" {
+	TPROF_OUTPUT=big.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/storm" 1 1000000 >/dev/null
+	settled big.trace
+	# dump blocks on the full pipe after its first lines; the file is cut meanwhile
+	set +e
+	TPROF_DECODE_THREAD=0 "$B/tprof" dump big.trace 2>err | { sleep 0.5; truncate -s 4096 big.trace; cat >/dev/null; }
+	rc=${PIPESTATUS[0]}
+	set -e
+	cat err
+	[ "$rc" -eq 2 ]
+	grep -q 'cut short while it was read' err
+}
