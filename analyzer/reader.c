@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <uthash.h>
 #include <zstd.h>
 
 #include "util.h"
@@ -56,12 +57,14 @@ struct blockdec {
 	uint32_t tid;                /* its thread */
 	struct tprof_cursor s[TPROF_NSTREAMS];
 	uint64_t count, ri;     /* its records, and how many are decoded */
-	struct tprof_rec_state st;
+	struct tprof_rec_state *st; /* the codec's state (23 KiB): only while a block is decoded */
 	uint64_t a_seq, a_tick; /* the last measured record */
 	uint8_t *zbuf;          /* its decompressed payload */
 	size_t zcap;
 	uint64_t evno;          /* events decoded so far, over all blocks (pair_event's numbering) */
-	struct pending pend[1u << PEND_BITS];
+	struct pending *pend;   /* 2^pend_bits slots, sized by the largest block met (a thread of a
+				 * few events costs a few slots, not 8 KiB) */
+	unsigned pend_bits;
 };
 
 /* One thread's stream of EVENTS blocks, as the merge reads it: a block the decode thread decoded
@@ -112,11 +115,20 @@ struct clock_pair {
 	uint64_t tick, mono;
 };
 
+/* A thread id's entries: in t->threads, and in the cursors (SIZE_MAX: none yet). */
+struct tid_entry {
+	uint32_t tid;
+	size_t thread, cursor;
+	UT_hash_handle hh;
+};
+
 struct tprof_reader_priv {
 	const uint8_t *map;
 	size_t size;
 	struct cursor *cur;
-	size_t ncur;
+	size_t ncur, cap_cur;
+	struct tid_entry *tids; /* by tid */
+	size_t cap_threads;
 	ZSTD_DCtx *dctx;
 	/* the decode thread (see start_decoder) and its jobs */
 	struct job *jobs;
@@ -143,6 +155,7 @@ struct tprof_reader_priv {
 	size_t handed_ci;
 	uint64_t run_bound; /* linear merge: the smallest next seq of the cursors other than handed_ci's */
 	uint64_t dropped_to; /* the pages of the mapping below this offset were given back */
+	uint64_t drop_check_at; /* drop_consumed looks again once a block this far is begun */
 	uint64_t last_seq;
 	struct clock_pair *clocks;
 	size_t nclocks;
@@ -162,25 +175,46 @@ static void set_err(char *err, size_t errlen, const char *path, uint64_t off, co
 	snprintf(err, errlen, "%s: byte %llu: %s", path, (unsigned long long)off, msg);
 }
 
+static struct tid_entry *tid_entry(struct tprof_reader_priv *p, uint32_t tid)
+{
+	struct tid_entry *e;
+	HASH_FIND(hh, p->tids, &tid, sizeof(tid), e);
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		e->tid = tid;
+		e->thread = e->cursor = SIZE_MAX;
+		HASH_ADD(hh, p->tids, tid, sizeof(e->tid), e);
+	}
+	return e;
+}
+
 static size_t thread_index(struct tprof_trace *t, uint32_t tid)
 {
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].tid == tid)
-			return i;
-	t->threads = xrealloc(t->threads, (t->nthreads + 1) * sizeof(*t->threads));
+	struct tprof_reader_priv *p = t->priv;
+	struct tid_entry *e = tid_entry(p, tid);
+	if (e->thread != SIZE_MAX)
+		return e->thread;
+	if (t->nthreads == p->cap_threads) {
+		p->cap_threads = p->cap_threads ? 2 * p->cap_threads : 16;
+		t->threads = xrealloc(t->threads, p->cap_threads * sizeof(*t->threads));
+	}
 	memset(&t->threads[t->nthreads], 0, sizeof(*t->threads));
 	t->threads[t->nthreads].tid = tid;
 	t->threads[t->nthreads].name = xstrndup("", 0);
-	return t->nthreads++;
+	return e->thread = t->nthreads++;
 }
 
 static struct cursor *cursor_for(struct tprof_trace *t, uint32_t tid)
 {
 	struct tprof_reader_priv *p = t->priv;
-	for (size_t i = 0; i < p->ncur; i++)
-		if (p->cur[i].tid == tid)
-			return &p->cur[i];
-	p->cur = xrealloc(p->cur, (p->ncur + 1) * sizeof(*p->cur));
+	struct tid_entry *e = tid_entry(p, tid);
+	if (e->cursor != SIZE_MAX)
+		return &p->cur[e->cursor];
+	if (p->ncur == p->cap_cur) {
+		p->cap_cur = p->cap_cur ? 2 * p->cap_cur : 16;
+		p->cur = xrealloc(p->cur, p->cap_cur * sizeof(*p->cur));
+	}
+	e->cursor = p->ncur;
 	struct cursor *c = &p->cur[p->ncur++];
 	memset(c, 0, sizeof(*c));
 	c->tid = c->d.tid = tid;
@@ -832,7 +866,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			if (!bad) {
 				struct cursor *cu = cursor_for(t, (uint32_t)tid);
 				if (cu->nblocks == cu->cap) {
-					cu->cap = cu->cap ? cu->cap * 2 : 16;
+					cu->cap = cu->cap ? cu->cap * 2 : 2;
 					cu->blocks = xrealloc(cu->blocks, cu->cap * sizeof(*cu->blocks));
 				}
 				uint64_t at = type == TPROF_BLK_EVENTS ? off + TPROF_BLOCK_HEADER_LEN
@@ -971,9 +1005,16 @@ void tprof_trace_close(struct tprof_trace *t)
 		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
 			free(p->cur[i].d.zbuf);
+			free(p->cur[i].d.pend);
+			free(p->cur[i].d.st);
 			free(p->cur[i].own.ev);
 		}
 		free(p->cur);
+		struct tid_entry *e, *tmp;
+		HASH_ITER(hh, p->tids, e, tmp) {
+			HASH_DEL(p->tids, e);
+			free(e);
+		}
 		ZSTD_freeDCtx(p->dctx);
 		free(p->stacks);
 		free(p->frames);
@@ -1052,10 +1093,16 @@ const uint64_t *tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint
 
 const char *tprof_trace_thread_name(const struct tprof_trace *t, uint32_t tid)
 {
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].tid == tid)
-			return t->threads[i].name;
-	return "";
+	const struct tprof_reader_priv *p = t->priv;
+	if (!p->tids) { /* a trace put together in memory (the unit tests'): no index */
+		for (size_t i = 0; i < t->nthreads; i++)
+			if (t->threads[i].tid == tid)
+				return t->threads[i].name;
+		return "";
+	}
+	struct tid_entry *e;
+	HASH_FIND(hh, p->tids, &tid, sizeof(tid), e);
+	return e && e->thread != SIZE_MAX ? t->threads[e->thread].name : "";
 }
 
 /* Tick of a record recorded without one: on the line between the measured records around it, by
@@ -1073,9 +1120,9 @@ static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint6
 	return a_tick + (uint64_t)(d / (b_seq - a_seq));
 }
 
-static uint32_t pend_slot(uint64_t ptr)
+static uint32_t pend_slot(const struct blockdec *c, uint64_t ptr)
 {
-	return (uint32_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - PEND_BITS));
+	return (uint32_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - c->pend_bits));
 }
 
 /* Pairs event ev[i] (the last of a realloc's two) with the allocation it frees, when that allocation
@@ -1085,7 +1132,7 @@ static void pair_event(struct blockdec *c, struct tprof_event *ev, size_t i, uin
 {
 	struct tprof_event *e = &ev[i];
 	if (e->kind == TPROF_EV_FREE) {
-		struct pending *q = &c->pend[pend_slot(e->ptr)];
+		struct pending *q = &c->pend[pend_slot(c, e->ptr)];
 		if (e->ptr && q->ptr == e->ptr && q->at > base) {
 			struct tprof_event *a = &ev[q->at - 1 - base];
 			a->paired = e->paired = 1;
@@ -1096,12 +1143,12 @@ static void pair_event(struct blockdec *c, struct tprof_event *ev, size_t i, uin
 		return;
 	}
 	if (tprof_kind_is_realloc(e->kind)) { /* its old block is released through the replay's index */
-		struct pending *q = &c->pend[pend_slot(e->old_ptr)];
+		struct pending *q = &c->pend[pend_slot(c, e->old_ptr)];
 		if (q->ptr == e->old_ptr)
 			q->at = 0;
 	}
 	if (e->ptr) {
-		struct pending *q = &c->pend[pend_slot(e->ptr)];
+		struct pending *q = &c->pend[pend_slot(c, e->ptr)];
 		q->ptr = e->ptr;
 		q->at = base + i + 1;
 	}
@@ -1157,7 +1204,19 @@ static int begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blo
 		what = "bytes left over after the streams";
 		goto bad;
 	}
-	tprof_rec_state_init(&c->st, seq0, tick0);
+	/* pairing slots: about two per event of a chunk; a larger table drops what the smaller held,
+	 * which only pairs within a chunk */
+	unsigned bits = 4;
+	while (bits < PEND_BITS && (1ull << bits) < 2 * (c->count < CHUNK ? c->count : CHUNK))
+		bits++;
+	if (bits > c->pend_bits) {
+		free(c->pend);
+		c->pend = xcalloc(1u << bits, sizeof(*c->pend));
+		c->pend_bits = bits;
+	}
+	if (!c->st)
+		c->st = xmalloc(sizeof(*c->st));
+	tprof_rec_state_init(c->st, seq0, tick0);
 	c->a_seq = seq0;
 	c->a_tick = tick0;
 	c->ri = 0;
@@ -1202,12 +1261,12 @@ static void decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct
 	uint64_t base = c->evno;
 	while (c->ri < c->count && (n < limit || run != SIZE_MAX)) {
 		if (n + 2 > out->cap) {
-			out->cap = out->cap ? 2 * out->cap : (limit < c->count ? limit : c->count) + 64;
+			out->cap = out->cap ? 2 * out->cap : (limit < c->count - c->ri ? limit : c->count - c->ri) + 8;
 			out->ev = xrealloc(out->ev, out->cap * sizeof(*out->ev));
 		}
 		struct tprof_event *ev = out->ev;
 		struct tprof_rec r;
-		if (tprof_rec_decode(c->s, &c->st, &r)) {
+		if (tprof_rec_decode(c->s, c->st, &r)) {
 			what = "malformed event record";
 			goto bad;
 		}
@@ -1258,6 +1317,8 @@ static void decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct
 			goto bad;
 		}
 		c->blk = NULL;
+		free(c->st); /* a trace of many threads holds no codec state for the ones between blocks */
+		c->st = NULL;
 	}
 	c->evno += n;
 	out->n = n;
@@ -1279,8 +1340,13 @@ fail:
  * of them: the reader's memory does not grow with the length of the trace, and the mapping is not
  * trimmed (a TLB shootdown while the decode thread runs) block by block. The decode thread only
  * reads blocks no cursor has begun, above the mark. */
-static void drop_consumed(struct tprof_reader_priv *p)
+static void drop_consumed(struct tprof_reader_priv *p, uint64_t at)
 {
+	/* a look over every cursor, at most once per 4 MiB of the file begun: a trace of many
+	 * threads must not cost threads x blocks */
+	if (at < p->drop_check_at && at < p->size)
+		return;
+	p->drop_check_at = at + (4u << 20);
 	uint64_t low = p->size;
 	for (size_t i = 0; i < p->ncur; i++) {
 		const struct cursor *c = &p->cur[i];
@@ -1355,8 +1421,11 @@ static void *decoder_main(void *arg)
 		pthread_cond_broadcast(&p->ready);
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (d)
+	if (d) {
 		free(d->zbuf);
+		free(d->pend);
+		free(d->st);
+	}
 	free(d);
 	ZSTD_freeDCtx(dctx);
 	return NULL;
@@ -1490,7 +1559,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			c->own.n = 0;
 			c->own.status = -1;
 		}
-		drop_consumed(p);
+		drop_consumed(p, b->off);
 	}
 	if (c->d.blk) /* a block of its own, being decoded */
 		decode_chunk(t, &c->d, &c->own, CHUNK);

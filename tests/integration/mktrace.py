@@ -4,12 +4,13 @@ any version, plain EVENTS blocks of one thread, and an END block with any reason
 Prints one line per block, "OFFSET TYPE LENGTH", for tests that cut the file inside one.
 
 Usage: mktrace.py OUT [--version V] [--owner PATH] [--no-owner-field] [--events N] [--per-block K]
-                      [--end REASON,VALUE[,FLAGS] | --no-end]
+                      [--threads T] [--end REASON,VALUE[,FLAGS] | --no-end]
 
 The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even ones are
 malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
 calls make (N + 1) / 2 allocations of which, for N odd, the last is still in use at the end.
---owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
+--threads T adds T more threads (tids 100001..100000+T), each with a THREAD block and one EVENTS block of a
+malloc and its free, after the others' events. --owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
 (a version 4 INFO that is then malformed). --end defaults to 1,0 (exit, status 0); FLAGS is written
 in version 4 only, and is 0 unless given."""
 import argparse
@@ -69,6 +70,7 @@ def main():
     ap.add_argument("--no-owner-field", action="store_true")
     ap.add_argument("--events", type=int, default=6)
     ap.add_argument("--per-block", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--end", default="1,0")
     ap.add_argument("--no-end", action="store_true")
     a = ap.parse_args()
@@ -86,13 +88,20 @@ def main():
     for k in range(0, len(calls), a.per_block):
         chunk = calls[k:k + a.per_block]
         blocks.append((EVENTS, events_block(chunk, chunk[0][0] - 1)))
-    last = 1000 + 10 * (a.events + 1)
+    seq = a.events
+    for tid in range(100001, 100001 + a.threads):
+        blocks.append((THREAD, varint(tid) + string("t%d" % tid)))
+        ptr = 0x900000 + 0x40 * (tid - 100000)
+        ev = events_block([(seq + 1, 1, 32, ptr), (seq + 2, 5, 0, ptr)], seq)
+        blocks.append((EVENTS, varint(tid) + ev[len(varint(TID)):]))
+        seq += 2
+    last = 1000 + 10 * (seq + 1)
     blocks.append((CLOCK, varint(last) + varint(last) + varint(1700000000000000000 + last)))
     blocks.append((THREAD_END, varint(TID)))
     if not a.no_end:
         f = [int(x, 0) for x in a.end.split(",")]
         reason, value, flags = f[0], f[1], f[2] if len(f) > 2 else 0
-        p = varint(reason) + varint(value) + varint(a.events + 1) + varint(a.events) + varint(0) + varint(0)
+        p = varint(reason) + varint(value) + varint(seq + 1) + varint(seq) + varint(0) + varint(0)
         p += varint(0)
         if a.version >= 4:
             p += varint(flags)
@@ -100,7 +109,8 @@ def main():
 
     data = bytearray(b"TPROFTRC" + struct.pack("<HHI", a.version, 16, 0))
     for t, p in blocks:
-        print(len(data), t, len(p))
+        if not a.threads:
+            print(len(data), t, len(p))
         data += block(t, p)
     open(a.out, "wb").write(data)
 
