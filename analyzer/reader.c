@@ -589,6 +589,11 @@ static void merge_duplicate_stacks(struct tprof_trace *t)
 		uint64_t h = 1469598103934665603ull ^ s->truncated;
 		for (uint32_t i = 0; i < s->depth; i++)
 			h = (h ^ f[i]) * 1099511628211ull;
+		/* the low bits of a product depend only on the low bits of its factors: frames that
+		 * differ above them (the same offsets in other modules) would all meet in one slot */
+		h ^= h >> 32;
+		h *= 0xd6e8feb86659fd93ull;
+		h ^= h >> 32;
 		for (size_t k = h & (cap - 1);; k = (k + 1) & (cap - 1)) {
 			if (!tab[k]) {
 				tab[k] = id;

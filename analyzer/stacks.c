@@ -166,27 +166,6 @@ void stack_sym_free(struct stack_sym *ss)
 	free(ss);
 }
 
-/* The full path of the module that covered addr at seq (as the symbolizer chooses: the one loaded
- * then, else the latest loaded there); NULL when none did. */
-static const char *module_path(const struct tprof_trace *t, uint64_t addr, uint64_t seq)
-{
-	const struct tprof_module *live = NULL, *latest = NULL;
-	uint64_t pc = addr - 1;
-	for (size_t i = 0; i < t->nmodules; i++) {
-		const struct tprof_module *m = &t->modules[i];
-		if (pc < m->start || pc >= m->end)
-			continue;
-		if (m->load_seq <= seq && seq < m->unload_seq && (!live || m->load_seq > live->load_seq))
-			live = m;
-		if (!latest || m->load_seq > latest->load_seq)
-			latest = m;
-	}
-	const struct tprof_module *m = live ? live : latest;
-	if (!m)
-		return NULL;
-	return m->path[0] ? m->path : t->info.exe;
-}
-
 static int same_path(const char *a, const char *b)
 {
 	return a == b || (a && b && strcmp(a, b) == 0);
@@ -208,7 +187,7 @@ static const struct stack_frame *resolve(struct stack_sym *ss, uint32_t id, uint
 	struct tprof_sym_frame buf[MAX_INLINE];
 	const char *site = NULL;
 	for (uint32_t k = 0; k < depth; k++) {
-		const char *path = module_path(ss->t, addrs[k], seq);
+		const char *path = sym_module_path(ss->sym, addrs[k], seq);
 		if (k == 0)
 			site = path;
 		else if (site_only && !same_path(path, site))

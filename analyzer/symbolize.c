@@ -369,6 +369,12 @@ static const struct sym_mod *find_mod(const struct tprof_symbolizer *s, uint64_t
 	return live ? live : latest;
 }
 
+const char *sym_module_path(const struct tprof_symbolizer *s, uint64_t addr, uint64_t seq)
+{
+	const struct sym_mod *m = addr ? find_mod(s, addr - 1, seq) : NULL;
+	return m ? s->files[m->file].path : NULL;
+}
+
 /* Opens f once: a file that cannot be opened is MISSING; one whose build-id is not the recorded
  * one (when one was recorded) is MISMATCH; one libdwfl cannot read, or that has neither a symbol
  * table nor DWARF (in itself or in a separate debug file), is NO_INFO. */

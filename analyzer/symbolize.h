@@ -61,6 +61,10 @@ void sym_free(struct tprof_symbolizer *s);
 size_t sym_resolve(struct tprof_symbolizer *s, uint64_t addr, uint64_t seq, struct tprof_sym_frame *out,
 		   size_t max);
 
+/* The path of the module sym_resolve would take for addr at seq (exe for the main program), or
+ * NULL when no module covers it; opens nothing. */
+const char *sym_module_path(const struct tprof_symbolizer *s, uint64_t addr, uint64_t seq);
+
 /* The modules that could not be used, for the report's warnings: calls fn once per path and status
  * among the modules sym_resolve has needed so far (modules no address fell in are never opened,
  * so call this after resolving). path is exe for the main program. */
