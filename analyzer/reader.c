@@ -122,6 +122,12 @@ struct tid_entry {
 	UT_hash_handle hh;
 };
 
+/* A stack id of the file far above the number of stacks it defines, and the reader's id for it. */
+struct sid_entry {
+	uint32_t file_id, id;
+	UT_hash_handle hh;
+};
+
 struct tprof_reader_priv {
 	const uint8_t *map;
 	size_t size;
@@ -142,7 +148,14 @@ struct tprof_reader_priv {
 	pthread_mutex_t lock;
 	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
 	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
-	/* stacks: per file id, where its frames are; canon maps an id to the first with equal frames */
+	/* stacks: per id, where its frames are; canon maps an id to the first with equal frames. Ids
+	 * are the reader's own, 1.. in the order the file defines them, so that every table an
+	 * analysis sizes by nstacks is as large as what the file holds, whatever ids the file uses:
+	 * idmap turns a file id into ours (ids up to a bound that grows with the stacks defined),
+	 * sparse the ones above it */
+	uint32_t *idmap;
+	uint32_t idmap_cap;
+	struct sid_entry *sparse;
 	struct stack_def *stacks;
 	uint32_t nstacks, cap_stacks;
 	uint64_t *frames;
@@ -292,6 +305,43 @@ static int parse_end(struct tprof_trace *t, struct tprof_cursor *c, unsigned ver
 }
 
 /* A STACKS block: entries (id, flags, depth, frames as deltas). Ids are defined once. */
+/* The reader's id for file id fid, 0 when the file has not defined it. */
+static uint32_t id_find(const struct tprof_reader_priv *p, uint32_t fid)
+{
+	if (fid < p->idmap_cap)
+		return p->idmap[fid];
+	struct sid_entry *head = p->sparse, *e;
+	HASH_FIND(hh, head, &fid, sizeof(fid), e);
+	return e ? e->id : 0;
+}
+
+/* Where the reader's id for file id fid is kept (0 there: not defined yet), made if need be. */
+static uint32_t *id_slot(struct tprof_reader_priv *p, uint32_t fid)
+{
+	if (fid < p->idmap_cap)
+		return &p->idmap[fid];
+	uint64_t bound = 4 * (uint64_t)p->nstacks + 65536;
+	if (fid < bound) {
+		uint32_t ncap = p->idmap_cap ? p->idmap_cap : 1024;
+		while (ncap <= fid)
+			ncap *= 2;
+		if (ncap > bound)
+			ncap = (uint32_t)bound;
+		p->idmap = xrealloc(p->idmap, ncap * sizeof(*p->idmap));
+		memset(p->idmap + p->idmap_cap, 0, (ncap - p->idmap_cap) * sizeof(*p->idmap));
+		p->idmap_cap = ncap;
+		return &p->idmap[fid];
+	}
+	struct sid_entry *e;
+	HASH_FIND(hh, p->sparse, &fid, sizeof(fid), e);
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		e->file_id = fid;
+		HASH_ADD(hh, p->sparse, file_id, sizeof(e->file_id), e);
+	}
+	return &e->id;
+}
+
 static int parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **why)
 {
 	struct tprof_reader_priv *p = t->priv;
@@ -306,21 +356,21 @@ static int parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const cha
 		if (id == 0 || id >= (1u << 24) || flags & ~(uint64_t)TPROF_STACK_TRUNCATED || depth == 0 ||
 		    depth > 1024 || depth > (uint64_t)(c->end - c->p))
 			return -1;
-		if (id >= p->cap_stacks) {
-			uint32_t ncap = p->cap_stacks ? p->cap_stacks : 256;
-			while (ncap <= id)
-				ncap *= 2;
+		uint32_t *slot = id_slot(p, (uint32_t)id);
+		if (*slot) {
+			*why = "stack defined twice";
+			return -1;
+		}
+		uint32_t our = p->nstacks ? p->nstacks : 1;
+		if (our >= p->cap_stacks) {
+			uint32_t ncap = p->cap_stacks ? 2 * p->cap_stacks : 256;
 			p->stacks = xrealloc(p->stacks, ncap * sizeof(*p->stacks));
 			memset(p->stacks + p->cap_stacks, 0, (ncap - p->cap_stacks) * sizeof(*p->stacks));
 			p->cap_stacks = ncap;
 		}
-		if (id >= p->nstacks)
-			p->nstacks = (uint32_t)id + 1;
-		struct stack_def *s = &p->stacks[id];
-		if (s->depth) {
-			*why = "stack defined twice";
-			return -1;
-		}
+		*slot = our;
+		p->nstacks = our + 1;
+		struct stack_def *s = &p->stacks[our];
 		if (p->nframes + depth > p->cap_frames) {
 			p->cap_frames = (p->cap_frames ? p->cap_frames * 2 : 4096) + depth;
 			p->frames = xrealloc(p->frames, p->cap_frames * sizeof(*p->frames));
@@ -335,7 +385,7 @@ static int parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const cha
 		s->first = p->nframes;
 		s->depth = (uint32_t)depth;
 		s->truncated = (uint8_t)(flags & TPROF_STACK_TRUNCATED);
-		s->canon = (uint32_t)id;
+		s->canon = our;
 		p->nframes += depth;
 	}
 	return c->p == c->end ? 0 : -1;
@@ -1022,6 +1072,12 @@ void tprof_trace_close(struct tprof_trace *t)
 		}
 		ZSTD_freeDCtx(p->dctx);
 		free(p->stacks);
+		free(p->idmap);
+		struct sid_entry *se, *stmp;
+		HASH_ITER(hh, p->sparse, se, stmp) {
+			HASH_DEL(p->sparse, se);
+			free(se);
+		}
 		free(p->frames);
 		free(p->heap);
 		free(p->next_seq);
@@ -1278,14 +1334,15 @@ static void decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct
 		c->ri++;
 		uint32_t stack = 0;
 		if (r.stack) {
-			if (r.stack >= p->nstacks || !p->stacks[r.stack].depth) {
+			uint32_t our = id_find(p, r.stack);
+			if (!our) {
 				out->n = run == SIZE_MAX ? n : run;
 				set_err(out->err, sizeof(out->err), t->path, b->off,
 					"corrupt: an event of thread %u refers to stack %u, which is not defined",
 					c->tid, r.stack);
 				goto fail;
 			}
-			stack = p->stacks[r.stack].canon;
+			stack = p->stacks[our].canon;
 		}
 		struct tprof_event *e = &ev[n++];
 		*e = (struct tprof_event){.seq = r.seq, .tick = r.tick, .size = r.size, .ptr = r.ptr,

@@ -262,3 +262,17 @@ PY
 	[ "$(jget r.json leaked_blocks)" = 0 ]
 	[ "$(jget r.json complete)" = true ]
 }
+
+@test "a stack defined under the largest id: tables sized by what the file holds (once: 400 MB to 1.4 GB)" {
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" sid.trace --stack-id 16777215 >/dev/null
+	limit=""
+	ldd "$B/tprof" | grep -q libasan || limit="prlimit --as=268435456" # 256 MiB of address space
+	for c in report leaks peak allocs "diff sid.trace"; do
+		# shellcheck disable=SC2086 # limit and c are words
+		run timeout 60 $limit "$B/tprof" $c sid.trace
+		echo "# $c: $status"
+		[ "$status" -eq 0 ]
+	done
+	run "$B/tprof" dump sid.trace
+	[[ "$output" == *"# stack 1: 0x401000 0x401010"* ]] # the reader's ids count the stacks defined
+}
