@@ -917,7 +917,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			if (!bad && type == TPROF_BLK_EVENTS)
 				bad = tprof_get_varint(&c, &count) || count == 0 || count > len;
 			if (!bad && type == TPROF_BLK_ZEVENTS)
-				bad = tprof_get_varint(&c, &raw) || raw == 0 || raw > TPROF_BLOCK_MAX_PAYLOAD;
+				bad = tprof_get_varint(&c, &raw) || raw == 0 || raw > TPROF_ZEVENTS_MAX_RAW;
 			if (!bad) {
 				struct cursor *cu = cursor_for(t, (uint32_t)tid);
 				if (cu->nblocks == cu->cap) {
@@ -1379,8 +1379,11 @@ static void decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct
 			goto bad;
 		}
 		c->blk = NULL;
-		free(c->st); /* a trace of many threads holds no codec state for the ones between blocks */
-		c->st = NULL;
+		free(c->st); /* a trace of many threads holds no codec state or decompressed payload */
+		c->st = NULL; /* for the threads between two blocks */
+		free(c->zbuf);
+		c->zbuf = NULL;
+		c->zcap = 0;
 	}
 	c->evno += n;
 	out->n = n;

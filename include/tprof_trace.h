@@ -19,6 +19,9 @@
 /* Every block: u8 type, u32 payload length, u32 CRC-32C of (type byte + payload), payload. */
 #define TPROF_BLOCK_HEADER_LEN 9
 #define TPROF_BLOCK_MAX_PAYLOAD (16u << 20) /* readers reject longer blocks as corrupt */
+/* A ZEVENTS block's payload once decompressed (the recorder's are under 100 KiB): a few bytes of
+ * zstd can claim far more, and a reader holds one such buffer per thread being decoded. */
+#define TPROF_ZEVENTS_MAX_RAW (1u << 20)
 
 enum tprof_block_type {
 	TPROF_BLK_INFO = 1,       /* process description; first block of every file */

@@ -276,3 +276,14 @@ PY
 	run "$B/tprof" dump sid.trace
 	[[ "$output" == *"# stack 1: 0x401000 0x401010"* ]] # the reader's ids count the stacks defined
 }
+
+@test "a compressed EVENTS block that claims more than 1 MiB once decompressed is corrupt" {
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" z.trace --zraw 2097152 >/dev/null
+	run "$B/tprof" report z.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"z.trace: byte "*"corrupt: malformed block of type 11"* ]]
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" z.trace --zraw 1000 >/dev/null
+	run "$B/tprof" report z.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"does not decompress to its 1000 bytes"* ]]
+}

@@ -4,13 +4,14 @@ any version, plain EVENTS blocks of one thread, and an END block with any reason
 Prints one line per block, "OFFSET TYPE LENGTH", for tests that cut the file inside one.
 
 Usage: mktrace.py OUT [--version V] [--owner PATH] [--no-owner-field] [--events N] [--per-block K]
-                      [--threads T] [--stack-id ID] [--end REASON,VALUE[,FLAGS] | --no-end]
+                      [--threads T] [--stack-id ID] [--zraw N] [--end REASON,VALUE[,FLAGS] | --no-end]
 
 The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even ones are
 malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
 calls make (N + 1) / 2 allocations of which, for N odd, the last is still in use at the end.
 --threads T adds T more threads (tids 100001..100000+T), each with a THREAD block and one EVENTS block of a
-malloc and its free, after the others' events. --stack-id ID defines one stack (two frames) under that id in a STACKS block, which no event uses.
+malloc and its free, after the others' events. --zraw N adds a ZEVENTS block of thread 4242 that claims N bytes once decompressed (its zstd data
+is not valid). --stack-id ID defines one stack (two frames) under that id in a STACKS block, which no event uses.
 --owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
 (a version 4 INFO that is then malformed). --end defaults to 1,0 (exit, status 0); FLAGS is written
 in version 4 only, and is 0 unless given."""
@@ -22,7 +23,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rss_blocks import block, svarint, varint  # noqa: E402
 
-INFO, CLOCK, THREAD, EVENTS, THREAD_END, END, STACKS = 1, 2, 3, 4, 6, 7, 8
+INFO, CLOCK, THREAD, EVENTS, THREAD_END, END, STACKS, ZEVENTS = 1, 2, 3, 4, 6, 7, 8, 11
 TID = 4242
 
 
@@ -73,6 +74,7 @@ def main():
     ap.add_argument("--per-block", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--stack-id", type=int, default=0)
+    ap.add_argument("--zraw", type=int, default=0)
     ap.add_argument("--end", default="1,0")
     ap.add_argument("--no-end", action="store_true")
     a = ap.parse_args()
@@ -92,6 +94,8 @@ def main():
     for k in range(0, len(calls), a.per_block):
         chunk = calls[k:k + a.per_block]
         blocks.append((EVENTS, events_block(chunk, chunk[0][0] - 1)))
+    if a.zraw:
+        blocks.append((ZEVENTS, varint(TID) + varint(a.zraw) + b"\x28\xb5\x2f\xfd" + bytes(16)))
     seq = a.events
     for tid in range(100001, 100001 + a.threads):
         blocks.append((THREAD, varint(tid) + string("t%d" % tid)))
