@@ -218,7 +218,7 @@ static int cmp_slice(const void *pa, const void *pb)
 static void nest(struct slice *v, size_t n, uint64_t *clipped)
 {
 	if (n)
-		qsort(v, n, sizeof(*v), cmp_slice);
+		tprof_sort(v, n, sizeof(*v), cmp_slice);
 	long *stack = xmalloc((n + 1) * sizeof(long));
 	size_t depth = 0;
 	for (size_t i = 0; i < n; i++) {

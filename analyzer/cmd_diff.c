@@ -131,7 +131,7 @@ static int load_sites(struct run *r)
 		s->leaked_bytes = tab.cost[id].bytes;
 		s->leaked_blocks = tab.cost[id].blocks;
 	}
-	qsort(r->sites, r->nsites, sizeof(*r->sites), by_key);
+	tprof_sort(r->sites, r->nsites, sizeof(*r->sites), by_key);
 	size_t k = 0;
 	for (size_t i = 0; i < r->nsites; i++) {
 		struct site *s = &r->sites[i];
@@ -361,9 +361,9 @@ static int op_cmp(const void *pa, const void *pb)
 static struct op_pair *match_ops(struct run *a, struct run *b, size_t *n)
 {
 	if (a->ops.nrows) /* a run without kernel calls may have no rows array, which qsort may not get */
-		qsort(a->ops.rows, a->ops.nrows, sizeof(struct ops_row), row_by_name);
+		tprof_sort(a->ops.rows, a->ops.nrows, sizeof(struct ops_row), row_by_name);
 	if (b->ops.nrows)
-		qsort(b->ops.rows, b->ops.nrows, sizeof(struct ops_row), row_by_name);
+		tprof_sort(b->ops.rows, b->ops.nrows, sizeof(struct ops_row), row_by_name);
 	struct op_pair *p = xcalloc(a->ops.nrows + b->ops.nrows + 1, sizeof(*p));
 	size_t i = 0, j = 0, k = 0;
 	while (i < a->ops.nrows || j < b->ops.nrows) {
@@ -372,7 +372,7 @@ static struct op_pair *match_ops(struct run *a, struct run *b, size_t *n)
 		i += c <= 0;
 		j += c >= 0;
 	}
-	qsort(p, k, sizeof(*p), op_cmp);
+	tprof_sort(p, k, sizeof(*p), op_cmp);
 	*n = k;
 	return p;
 }
@@ -423,7 +423,7 @@ static struct site_pair *match_sites(const struct run *a, const struct run *b, s
 		i += c <= 0;
 		j += c >= 0;
 	}
-	qsort(p, k, sizeof(*p), site_cmp);
+	tprof_sort(p, k, sizeof(*p), site_cmp);
 	*n = k;
 	return p;
 }

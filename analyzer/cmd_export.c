@@ -90,7 +90,7 @@ static void write_folded(FILE *f, struct stack_table *tab, struct stack_sym *ss,
 		const struct stack_frame *fr = stack_frames(ss, ids[i], c->seq, &n, &trunc);
 		lines[nl++] = (struct line){fold(fr, n, trunc), v};
 	}
-	qsort(lines, nl, sizeof(*lines), cmp_line);
+	tprof_sort(lines, nl, sizeof(*lines), cmp_line);
 	for (size_t i = 0; i < nl; i++) {
 		uint64_t v = lines[i].value;
 		while (i + 1 < nl && strcmp(lines[i].stack, lines[i + 1].stack) == 0) {

@@ -246,7 +246,7 @@ int cmd_ops(int argc, char **argv)
 	tprof_roofline_get(&rf, TPROF_ROOFLINE_MEASURE);
 	sort_by = o.by_range && sort_by == SORT_SELF ? SORT_TOTAL : sort_by;
 	if (r.nrows) /* no rows: r.rows may be NULL, which qsort may not be given */
-		qsort(r.rows, r.nrows, sizeof(*r.rows), row_cmp);
+		tprof_sort(r.rows, r.nrows, sizeof(*r.rows), row_cmp);
 	size_t n = top > 0 && top < r.nrows ? top : r.nrows;
 	double wall = r.wall_ns ? (double)r.wall_ns : 1;
 

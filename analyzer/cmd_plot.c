@@ -394,12 +394,12 @@ static int plot_timeline(struct ctx *c)
 		if (t->annots[i].kind == TPROF_ANNOT_PUSH)
 			lane_note(&lanes, &nl, t->annots[i].tid, ns_of(c, t->annots[i].tick));
 	if (nl)
-		qsort(lanes, nl, sizeof(*lanes), lane_by_first);
+		tprof_sort(lanes, nl, sizeof(*lanes), lane_by_first);
 	/* byid maps a tid to its lane number (kept in .first) */
 	byid = xmalloc((nl + 1) * sizeof(*byid));
 	for (size_t i = 0; i < nl; i++)
 		byid[i] = (struct lane){lanes[i].tid, i};
-	qsort(byid, nl, sizeof(*byid), lane_by_tid);
+	tprof_sort(byid, nl, sizeof(*byid), lane_by_tid);
 
 	/* kernel calls per lane, flattened and merged */
 	uint64_t min_ns = c->span / (WIDTH - TL_L - TL_R);
@@ -479,7 +479,7 @@ static int plot_timeline(struct ctx *c)
 	free(depth);
 	free(deeper);
 	if (nin)
-		qsort(in, nin, sizeof(*in), inst_cmp);
+		tprof_sort(in, nin, sizeof(*in), inst_cmp);
 
 	char path[PATH_MAX], a[32], b[32];
 	int rc = PLOT_FAILED;
@@ -1169,7 +1169,7 @@ int cmd_plot(int argc, char **argv)
 		return 2;
 	}
 	if (c.r.nrows) /* rows is NULL when there are none */
-		qsort(c.r.rows, c.r.nrows, sizeof(*c.r.rows), row_by_self);
+		tprof_sort(c.r.rows, c.r.nrows, sizeof(*c.r.rows), row_by_self);
 	c.op_class = xcalloc(c.t->nop_names + 1, sizeof(uint32_t));
 	for (uint32_t id = 0; id < c.t->nop_names; id++) {
 		c.op_class[id] = NCLASS;

@@ -273,7 +273,7 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 	struct ops_result *r = s->r;
 	sort_trace = t;
 	if (h->ncalls)
-		qsort(h->calls, h->ncalls, sizeof(size_t), by_start);
+		tprof_sort(h->calls, h->ncalls, sizeof(size_t), by_start);
 	size_t *stack = xmalloc((h->ncalls + 1) * sizeof(size_t));
 	uint64_t *child = xcalloc(h->ncalls + 1, sizeof(uint64_t));
 	size_t *pos = xmalloc((h->ncalls + 1) * sizeof(size_t)); /* position in h->calls of stack entries */
@@ -443,14 +443,14 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		for (size_t i = 0; i < r->nrows; i++) {
 			r->rows[i].self_ns = r->rows[i].kernel_ns;
 			if (r->rows[i].nsub)
-				qsort(r->rows[i].sub, r->rows[i].nsub, sizeof(*r->rows[i].sub), by_sub_self);
+				tprof_sort(r->rows[i].sub, r->rows[i].nsub, sizeof(*r->rows[i].sub), by_sub_self);
 		}
 	}
 	if (r->wall_ns < r->in_ops_ns) /* clock rounding between threads' first events and calls */
 		r->wall_ns = r->in_ops_ns;
 	for (size_t i = 0; i < r->nrows; i++)
 		if (r->rows[i].ndur)
-			qsort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);
+			tprof_sort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);
 	free(sb);
 	free(s.ranges);
 	for (size_t i = 0; i < s.nthr; i++)
@@ -505,7 +505,7 @@ void ops_dist(uint64_t *v, size_t n, struct ops_dist *d)
 	d->n = n;
 	if (!n)
 		return;
-	qsort(v, n, sizeof(uint64_t), by_u64);
+	tprof_sort(v, n, sizeof(uint64_t), by_u64);
 	double sum = 0, sq = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += (double)v[i];

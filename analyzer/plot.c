@@ -164,7 +164,7 @@ size_t plot_series_points(const struct plot_series *s, struct plot_point **out)
 		if (!b->used)
 			continue;
 		struct plot_kept k[4] = {b->first, b->min, b->max, b->last};
-		qsort(k, 4, sizeof(k[0]), kept_cmp); /* values are added in time order */
+		tprof_sort(k, 4, sizeof(k[0]), kept_cmp); /* values are added in time order */
 		for (int j = 0; j < 4; j++) {
 			if (k[j].n == last_n)
 				continue;
@@ -217,7 +217,7 @@ size_t plot_flatten(const struct plot_span *calls, size_t n, struct plot_box **o
 	struct plot_span *c = xmalloc((n + 1) * sizeof(*c));
 	if (n)
 		memcpy(c, calls, n * sizeof(*c));
-	qsort(c, n, sizeof(*c), span_cmp);
+	tprof_sort(c, n, sizeof(*c), span_cmp);
 	size_t *st = xmalloc((n + 1) * sizeof(size_t)), depth = 0;
 	/* Every call's start and end can begin a box: at most 2n of them. */
 	struct flat f = {xmalloc((2 * n + 1) * sizeof(struct plot_box)), 0, 0};

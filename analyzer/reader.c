@@ -688,7 +688,7 @@ static void index_jobs(struct tprof_reader_priv *p)
 	for (size_t i = 0; i < p->ncur; i++)
 		for (size_t k = 0; k < p->cur[i].nblocks; k++)
 			p->jobs[n++] = (struct job){.b = &p->cur[i].blocks[k], .tid = p->cur[i].tid};
-	qsort(p->jobs, p->njobs, sizeof(*p->jobs), job_by_offset);
+	tprof_sort(p->jobs, p->njobs, sizeof(*p->jobs), job_by_offset);
 	for (size_t j = 0; j < p->njobs; j++)
 		((struct block_ref *)p->jobs[j].b)->job = (uint32_t)j;
 }
@@ -1016,7 +1016,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 	t->ended = last_was_end && !t->cut;
 	t->complete = t->ended && !(t->end_flags & TPROF_ENDF_INFLIGHT);
 	if (t->nannots)
-		qsort(t->annots, t->nannots, sizeof(*t->annots), annot_by_seq);
+		tprof_sort(t->annots, t->nannots, sizeof(*t->annots), annot_by_seq);
 	drop_pages(map, map + dropped_to, map + size);
 	merge_duplicate_stacks(t);
 

@@ -289,7 +289,7 @@ struct tprof_symbolizer *sym_new(const struct tprof_module *modules, size_t n, c
 										  : sizeof(m->build_id),
 					    i};
 	}
-	qsort(keys, n, sizeof(*keys), cmp_file_key);
+	tprof_sort(keys, n, sizeof(*keys), cmp_file_key);
 	for (size_t i = 0; i < n; i++) {
 		if (i == 0 || cmp_file_key(&keys[i - 1], &keys[i]) != 0) {
 			struct sym_file *f = &s->files[s->nfiles++];
@@ -304,7 +304,7 @@ struct tprof_symbolizer *sym_new(const struct tprof_module *modules, size_t n, c
 	}
 	free(keys);
 
-	qsort(s->mods, n, sizeof(*s->mods), cmp_mod);
+	tprof_sort(s->mods, n, sizeof(*s->mods), cmp_mod);
 	for (size_t i = 0; i < n; i++)
 		s->max_end[i] = i && s->max_end[i - 1] > s->mods[i].end ? s->max_end[i - 1] : s->mods[i].end;
 	return s;
@@ -524,7 +524,7 @@ static struct unit_index *unit_of(struct tprof_symbolizer *s, Dwarf_Die *unit)
 	u64map_init(&u->subprograms);
 	u->cxx = is_cxx_lang(dwarf_srclang(unit));
 	index_children(u, unit, -1, 0);
-	qsort(u->fns, u->nfns, sizeof(*u->fns), cmp_fn);
+	tprof_sort(u->fns, u->nfns, sizeof(*u->fns), cmp_fn);
 	u->max_hi = xcalloc(u->nfns, sizeof(*u->max_hi));
 	for (size_t i = 0; i < u->nfns; i++)
 		u->max_hi[i] = i && u->max_hi[i - 1] > u->fns[i].hi ? u->max_hi[i - 1] : u->fns[i].hi;

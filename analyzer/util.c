@@ -193,3 +193,9 @@ const char *tprof_fmt_bytes(uint64_t b, char *buf)
 		snprintf(buf, 32, "%.2f GiB", b / 1073741824.0);
 	return buf;
 }
+
+void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}

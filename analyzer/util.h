@@ -14,6 +14,9 @@
 #define xstrndup(s, n) tprof_xstrndup((s), (n), __FILE__, __LINE__)
 
 void *tprof_xmalloc(size_t n, const char *file, int line);
+
+/* qsort for any count: qsort's base must not be NULL, which an empty table's may be. */
+void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
 char *tprof_xstrndup(const char *s, size_t n, const char *file, int line);
