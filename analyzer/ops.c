@@ -25,6 +25,7 @@ struct thr {
 		size_t path_len; /* length of path before this range's name was appended */
 	} stack[64];
 	unsigned depth;
+	uint64_t folded; /* ranges opened past the 64th and not yet closed: their pops are theirs */
 	char path[1024];
 };
 
@@ -41,7 +42,7 @@ struct state {
 	struct thr *thr;
 	size_t nthr;
 	struct range_inst *ranges;
-	size_t nranges;
+	size_t nranges, cap_ranges;
 	uint64_t window; /* tick */
 };
 
@@ -134,12 +135,17 @@ static void range_push(struct state *s, const struct tprof_annot *a)
 	struct thr *h = thread_of(s, a->tid);
 	const char *name = a->name && a->name < s->t->nannot_names ? s->t->annot_names[a->name] : "?";
 	size_t len = strlen(h->path);
-	if (h->depth == sizeof(h->stack) / sizeof(h->stack[0]))
-		return; /* deeper ranges are folded into the 64th */
+	if (h->depth == sizeof(h->stack) / sizeof(h->stack[0])) {
+		h->folded++; /* deeper ranges are folded into the 64th */
+		return;
+	}
 	snprintf(h->path + len, sizeof(h->path) - len, "%s%s", len ? "/" : "", name);
 	struct ops_result *r = s->r;
 	size_t row = row_for(r, h->path, 0, 32);
-	s->ranges = xrealloc(s->ranges, (s->nranges + 1) * sizeof(*s->ranges));
+	if (s->nranges == s->cap_ranges) {
+		s->cap_ranges = s->cap_ranges ? 2 * s->cap_ranges : 64;
+		s->ranges = xrealloc(s->ranges, s->cap_ranges * sizeof(*s->ranges));
+	}
 	s->ranges[s->nranges] = (struct range_inst){a->tid, a->tick, UINT64_MAX, row, a->tick >= s->window};
 	h->stack[h->depth++] = (struct open_range){row, s->nranges, 0, 0, len};
 	s->nranges++;
@@ -148,6 +154,10 @@ static void range_push(struct state *s, const struct tprof_annot *a)
 static void range_pop(struct state *s, uint32_t tid, uint64_t tick)
 {
 	struct thr *h = thread_of(s, tid);
+	if (h->folded) {
+		h->folded--; /* closes a range folded into the 64th, not the 64th */
+		return;
+	}
 	if (!h->depth)
 		return; /* a pop without a push: ignored */
 	struct open_range *o = &h->stack[--h->depth];

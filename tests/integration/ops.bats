@@ -174,3 +174,18 @@ PY
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"transformer_bench"*"mlp_bench"* ]]
 }
+
+@test "--by range: ranges nested deeper than 64 are folded into the 64th, and every pop closes its own" {
+	traced "$B/progs/deep_ranges"
+	"$B/tprof" ops --by range --json t.trace >r.json
+	$PY - r.json <<'PY'
+import json, sys
+rows = {r["name"]: r for r in json.load(open(sys.argv[1]))["ops"]}
+assert "outer/after" in rows, sorted(rows)
+assert "after" not in rows, sorted(rows)
+assert rows["outer/after"]["calls"] == 1 and rows["outer/after"]["total_ns"] >= 20000000, rows["outer/after"]
+assert rows["outer"]["calls"] == 1 and rows["outer"]["total_ns"] >= rows["outer/after"]["total_ns"]
+deep = "outer/" + "/".join(["d"] * 63)
+assert rows[deep]["calls"] == 1, sorted(rows)
+PY
+}
