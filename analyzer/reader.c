@@ -832,7 +832,9 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 
-	uint64_t off = hlen, events_seen = 0, dropped_to = 0;
+	uint64_t off = hlen, events_seen = 0, dropped_to = 0, last_clock_off = 0;
+	size_t cap_clocks = 0;
+	char clock_why[128];
 	int last_was_end = 0;
 	while (off < size) {
 		if (off - dropped_to >= (16u << 20)) {
@@ -890,9 +892,23 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			uint64_t tick, mono, real;
 			bad = tprof_get_varint(&c, &tick) || tprof_get_varint(&c, &mono) ||
 			      tprof_get_varint(&c, &real);
-			if (!bad) {
-				p->clocks = xrealloc(p->clocks, (p->nclocks + 1) * sizeof(*p->clocks));
+			const struct clock_pair *last = p->nclocks ? &p->clocks[p->nclocks - 1] : NULL;
+			if (!bad && last && mono < last->mono) { /* CLOCK_MONOTONIC never goes back */
+				bad = 1;
+				snprintf(clock_why, sizeof(clock_why),
+					 "a clock pair goes back in time (%llu ns after %llu ns)",
+					 (unsigned long long)mono, (unsigned long long)last->mono);
+				why = clock_why;
+			}
+			/* a tick behind the last pair's (the TSCs of two cores a little apart) gives the
+			 * line nothing: the pair is left out */
+			if (!bad && (!last || tick >= last->tick)) {
+				if (p->nclocks == cap_clocks) {
+					cap_clocks = cap_clocks ? 2 * cap_clocks : 16;
+					p->clocks = xrealloc(p->clocks, cap_clocks * sizeof(*p->clocks));
+				}
 				p->clocks[p->nclocks++] = (struct clock_pair){tick, mono};
+				last_clock_off = off;
 			}
 			break;
 		}
@@ -1026,6 +1042,13 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 	    p->clocks[p->nclocks - 1].tick > p->clocks[0].tick)
 		p->ns_per_tick = (double)(p->clocks[p->nclocks - 1].mono - p->clocks[0].mono) /
 				 (double)(p->clocks[p->nclocks - 1].tick - p->clocks[0].tick);
+	/* a TSC runs at 10 MHz to 100 GHz: other rates over a millisecond or more are no clock's */
+	if (p->ns_per_tick != 1.0 && p->clocks[p->nclocks - 1].mono - p->clocks[0].mono >= 1000000 &&
+	    (p->ns_per_tick < 0.01 || p->ns_per_tick > 100)) {
+		set_err(err, errlen, path, last_clock_off, "corrupt: impossible clock calibration (%.3g ns per tick)",
+			p->ns_per_tick);
+		goto fail;
+	}
 	if (p->nclocks) {
 		p->tick0 = p->clocks[0].tick;
 		t->t0_ns = p->clocks[0].mono;

@@ -87,6 +87,7 @@ struct tprof_writer {
 	uint64_t kprev_tick;
 	uint32_t busiest; /* most events found waiting in one ring during the last drain_all */
 	uint64_t global_reported;
+	uint64_t last_pair_tick, last_pair_mono; /* the last clock pair written */
 	/* set by the server thread (tprof_writer_gone, tprof_writer_exec), read by the writer */
 	_Atomic int zombie_known, zombie_status;
 	_Atomic uint32_t process_gone, exec_seen;
@@ -239,8 +240,14 @@ static uint8_t *put_string(uint8_t *p, const char *s, size_t n)
 	return p + n;
 }
 
+/* Pairs go out in time order (readers reject one that goes back): the end of the process, seen by
+ * the server thread, may come before a pair this thread took since. */
 static void write_clock_at(struct tprof_writer *w, uint64_t tick, uint64_t mono, uint64_t real)
 {
+	if (tick < w->last_pair_tick || mono < w->last_pair_mono)
+		return;
+	w->last_pair_tick = tick;
+	w->last_pair_mono = mono;
 	uint8_t *p = block_begin(w);
 	p = tprof_put_varint(p, tick);
 	p = tprof_put_varint(p, mono);
@@ -1099,7 +1106,7 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 	if (xb && w->shm->rss_interval_ms) /* taken by the process on its way out */
 		rss_add(w, atomic_load(&w->shm->exit_rss_tick), xb);
 	rss_flush(w);
-	if (atomic_load(&w->process_gone) && w->gone_clock[1])
+	if (atomic_load(&w->process_gone) && w->gone_clock[1] && w->gone_clock[1] >= w->last_pair_mono)
 		write_clock_at(w, w->gone_clock[0], w->gone_clock[1], w->gone_clock[2]);
 	else
 		write_clock(w);

@@ -287,3 +287,20 @@ PY
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"does not decompress to its 1000 bytes"* ]]
 }
+
+@test "clocks: a pair that goes back in time, or a TSC rate no clock has, is corrupt at its offset" {
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" c.trace --last-clock 2000,500 >/dev/null
+	run "$B/tprof" report c.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"c.trace: byte "*": corrupt: a clock pair goes back in time (500 ns after 1000 ns)"* ]]
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" c.trace --tsc --last-clock 2000,500000000000 >/dev/null
+	run "$B/tprof" report c.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"corrupt: impossible clock calibration (5e+08 ns per tick)"* ]]
+	# a plausible TSC: 1.5 ticks per ns
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" c.trace --tsc --last-clock 3000000,2000000 >/dev/null
+	run "$B/tprof" report --json c.trace
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" >r.json
+	[ "$(jget r.json duration_ns)" = 1999000 ]
+}

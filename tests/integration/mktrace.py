@@ -4,13 +4,15 @@ any version, plain EVENTS blocks of one thread, and an END block with any reason
 Prints one line per block, "OFFSET TYPE LENGTH", for tests that cut the file inside one.
 
 Usage: mktrace.py OUT [--version V] [--owner PATH] [--no-owner-field] [--events N] [--per-block K]
-                      [--threads T] [--stack-id ID] [--zraw N] [--end REASON,VALUE[,FLAGS] | --no-end]
+                      [--threads T] [--stack-id ID] [--zraw N] [--last-clock TICK,MONO]
+                      [--tsc] [--end REASON,VALUE[,FLAGS] | --no-end]
 
 The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even ones are
 malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
 calls make (N + 1) / 2 allocations of which, for N odd, the last is still in use at the end.
 --threads T adds T more threads (tids 100001..100000+T), each with a THREAD block and one EVENTS block of a
-malloc and its free, after the others' events. --zraw N adds a ZEVENTS block of thread 4242 that claims N bytes once decompressed (its zstd data
+malloc and its free, after the others' events. --last-clock replaces the last CLOCK pair's tick and CLOCK_MONOTONIC ns; --tsc says the ticks are
+the TSC's (clock 1) instead of CLOCK_MONOTONIC ns. --zraw N adds a ZEVENTS block of thread 4242 that claims N bytes once decompressed (its zstd data
 is not valid). --stack-id ID defines one stack (two frames) under that id in a STACKS block, which no event uses.
 --owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
 (a version 4 INFO that is then malformed). --end defaults to 1,0 (exit, status 0); FLAGS is written
@@ -32,8 +34,8 @@ def string(s):
     return varint(len(b)) + b
 
 
-def info(version, owner, owner_field):
-    p = varint(TID) + varint(1) + varint(2)  # pid, ppid, clock: CLOCK_MONOTONIC
+def info(version, owner, owner_field, clock=2):
+    p = varint(TID) + varint(1) + varint(clock)  # pid, ppid, clock: CLOCK_MONOTONIC unless 1 (TSC)
     p += varint(0) + varint(4096) + varint(8) + varint(1700000000000000000) + varint(65536) + varint(0)
     p += string("/usr/bin/handmade") + varint(2) + string("handmade") + string("--x")
     if version >= 4 and owner_field:
@@ -75,6 +77,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--stack-id", type=int, default=0)
     ap.add_argument("--zraw", type=int, default=0)
+    ap.add_argument("--last-clock", default="")
+    ap.add_argument("--tsc", action="store_true")
     ap.add_argument("--end", default="1,0")
     ap.add_argument("--no-end", action="store_true")
     a = ap.parse_args()
@@ -86,7 +90,7 @@ def main():
             calls.append((seq, 1, 16 * (i + 1), 0x10000 + 0x100 * i))
         else:
             calls.append((seq, 5, 0, 0x10000 + 0x100 * (i - 1)))
-    blocks = [(INFO, info(a.version, a.owner, not a.no_owner_field)),
+    blocks = [(INFO, info(a.version, a.owner, not a.no_owner_field, 1 if a.tsc else 2)),
               (CLOCK, varint(1000) + varint(1000) + varint(1700000000000000000)),
               (THREAD, varint(TID) + string("handmade"))]
     if a.stack_id:
@@ -104,7 +108,10 @@ def main():
         blocks.append((EVENTS, varint(tid) + ev[len(varint(TID)):]))
         seq += 2
     last = 1000 + 10 * (seq + 1)
-    blocks.append((CLOCK, varint(last) + varint(last) + varint(1700000000000000000 + last)))
+    tick, mono = last, last
+    if a.last_clock:
+        tick, mono = (int(x, 0) for x in a.last_clock.split(","))
+    blocks.append((CLOCK, varint(tick) + varint(mono) + varint(1700000000000000000 + last)))
     blocks.append((THREAD_END, varint(TID)))
     if not a.no_end:
         f = [int(x, 0) for x in a.end.split(",")]
