@@ -1,6 +1,6 @@
 # Top-level build for tprof. `make` builds the preload library, the analyzer, the bundled workloads and
 # the test programs into $(BUILD) (default build/). Knobs: SAN=1 builds with ASan+UBSan into $(BUILD)/san,
-# DEBUG=1 builds -O0 -Werror. Targets: all, test, bench, demo, deps, clean.
+# DEBUG=1 builds -O0 -Werror. Targets: all, test, bench, demo, deps, clean, fuzz.
 
 CC      ?= gcc
 BUILD   ?= build
@@ -49,7 +49,7 @@ BENCH_SRC    := $(wildcard bench/*.c)
 BENCH_BINS   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h recorder/*.h)
 
-.PHONY: all test bench demo deps clean
+.PHONY: all test bench demo deps clean fuzz
 all: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof $(PROG_BINS) $(BENCH_BINS) $(TEST_BINS)
 
 $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
@@ -96,6 +96,17 @@ all: $(BUILD)/bench/storm_nofp
 $(BUILD)/bench/storm_nofp: tests/progs/storm.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -g -O2 -fomit-frame-pointer -fno-builtin -Wall -Wextra -D_GNU_SOURCE -pthread -o $@ $< -lpthread
+
+# The fuzz target (libFuzzer, in clang): every command that reads a trace, with ASan and UBSan, over
+# tests/fuzz/corpus. `make fuzz` builds it; tests/integration/fuzz.bats runs it for a short while.
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -std=gnu11 -g -O1 -Iinclude -Ipreload -Irecorder -Ianalyzer -D_GNU_SOURCE -pthread \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_SRC   := $(filter-out analyzer/tprof.c,$(ANALYZER_SRC)) $(RECORDER_SRC)
+fuzz: build/fuzz/fuzz_trace
+build/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(FUZZ_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_trace.c $(FUZZ_SRC) $(ANALYZER_LIBS) $(LDLIBS)
 
 -include workloads/workloads.mk
 # Further build rules that belong to one part (test fixtures and the like).

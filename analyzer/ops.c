@@ -416,6 +416,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		for (size_t i = 0; i < s.nthr; i++)
 			free(s.thr[i].calls);
 		free(s.thr);
+		ops_free(r); /* the rows the replay made before it failed */
 		return -1;
 	}
 	size_t range_rows = r->nrows;

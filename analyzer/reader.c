@@ -1654,7 +1654,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 	s = c->held ? &c->held->out : &c->own;
 	c->holding = 1;
 	c->next = s->ev;
-	c->end = s->ev + s->n;
+	c->end = s->ev ? s->ev + s->n : s->ev; /* no events yet: no buffer either */
 	if (c->next < c->end)
 		return 1;
 corrupt:

@@ -11,6 +11,7 @@ pkgs=(
 	python3 python3-numpy sqlite3 gzip coreutils time   # real programs the tests trace; /usr/bin/time for peak RSS
 	curl cmake perl git make xz-utils openssl util-linux   # more real programs the tests trace (flock: util-linux)
 	libopenblas-dev libgomp1        # workloads (optional BLAS, OpenMP)
+	clang libclang-rt-14-dev        # the fuzz target (libFuzzer, ASan, UBSan)
 )
 missing=()
 for p in "${pkgs[@]}"; do
