@@ -244,7 +244,10 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 		printf("  incomplete     %s\n", tprof_trace_cut_note(t, note, sizeof(note)));
 	printf("  events         %s recorded, %s lost%s\n", tprof_commas(s->events, a),
 	       tprof_commas(t->lost_events, b),
-	       t->lost_events ? " (TOTALS BELOW UNDERCOUNT: lossy mode dropped events)" : "");
+	       t->lost_events ? (t->info.flags & TPROF_INFO_LOSSY
+					 ? " (TOTALS BELOW UNDERCOUNT: lossy mode dropped events)"
+					 : " (TOTALS BELOW UNDERCOUNT: events were dropped)")
+			      : "");
 	if (!s->events && in->malloc_owner[0]) {
 		printf("  warning        no heap call was intercepted: the program's malloc is ");
 		tprof_text_str(stdout, in->malloc_owner, 0);

@@ -1160,7 +1160,10 @@ uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick)
 		mono = (double)tick;
 	else
 		mono = (double)t->t0_ns + ((double)tick - (double)p->tick0) * p->ns_per_tick;
-	return mono <= (double)t->t0_ns ? 0 : (uint64_t)(mono - (double)t->t0_ns + 0.5);
+	if (mono <= (double)t->t0_ns)
+		return 0;
+	double d = mono - (double)t->t0_ns + 0.5;
+	return d >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)d; /* a tick no clock reaches */
 }
 
 const uint64_t *tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint32_t *depth, int *truncated)

@@ -230,7 +230,9 @@ struct tprof_thread *tprof_thread_attach(void)
 	tprof_tls.guard++;
 	struct tprof_thread *t = NULL;
 	uint32_t i = 0;
-	for (; i < TPROF_SHM_THREADS; i++) {
+	int asked = 0;
+again:
+	for (i = 0; i < TPROF_SHM_THREADS; i++) {
 		int expected = TPROF_SLOT_FREE;
 		if (atomic_load_explicit(&shm->threads[i].state, memory_order_relaxed) != TPROF_SLOT_FREE)
 			continue;
@@ -244,6 +246,18 @@ struct tprof_thread *tprof_thread_attach(void)
 		while (hwm < i + 1 && !atomic_compare_exchange_weak(&shm->threads_hwm, &hwm, i + 1))
 			;
 		break;
+	}
+	if (!t && !asked && !tprof_cfg.lossy && !atomic_load(&shm->recorder_gone)) {
+		/* Every slot is taken, most likely by threads that are gone (the recorder frees their
+		 * slots every 200 ms; a program that starts threads faster fills them): lossless, so ask
+		 * for a reap now and wait for it, at most 100 ms. */
+		asked = 1;
+		uint32_t r = atomic_load(&shm->slots_reaped);
+		atomic_store(&shm->slots_wanted, 1);
+		tprof_writer_kick();
+		for (int k = 0; k < 10 && atomic_load(&shm->slots_reaped) == r; k++)
+			tprof_futex_wait(&shm->slots_reaped, r, 10000000);
+		goto again;
 	}
 	if (!t) {
 		atomic_fetch_add(&shm->lost_global, 1);

@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 2
+#define TPROF_SHM_VERSION 3
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 #define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
@@ -98,6 +98,8 @@ struct tprof_shm {
 	_Atomic uint32_t heartbeat;          /* advanced by the recorder at least every 10 ms */
 	_Atomic uint32_t recorder_gone;      /* the process saw no heartbeat for a long time: drop */
 	_Atomic uint32_t threads_hwm;        /* slots in use are below this index */
+	_Atomic uint32_t slots_wanted;       /* a new thread found no free slot: reap dead threads now */
+	_Atomic uint32_t slots_reaped;       /* advanced (and woken) by the recorder after such a reap */
 	_Alignas(64) _Atomic uint64_t lost_global; /* events lost without a ring */
 
 	/* resident set size samples the process takes itself: at start-up (before its recorder can)

@@ -1175,6 +1175,11 @@ static void write_trace(struct tprof_writer *w)
 		uint64_t n = drain_all(w);
 		uint64_t now = mono_ns();
 		int reaped = now - last_reap >= 200000000u;
+		if (atomic_exchange(&w->shm->slots_wanted, 0)) { /* a new thread waits for a slot */
+			reap_dead_threads(w);
+			atomic_fetch_add(&w->shm->slots_reaped, 1);
+			tprof_futex_wake(&w->shm->slots_reaped);
+		}
 		if (reaped) {
 			reap_dead_threads(w);
 			live_names_check(w);

@@ -3,7 +3,7 @@
  * export), with their output thrown away. Half the mutations are followed by recomputing the block
  * checksums, so that the fuzzer gets past them into the blocks' contents; the other half fuzz the
  * checksums too. `make fuzz` builds it with ASan and UBSan (build/fuzz/fuzz_trace); its corpus is
- * tests/fuzz/corpus, and `make test` runs it for a short while. */
+ * tests/fuzz/corpus, and `make test` runs 6000 inputs of it. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

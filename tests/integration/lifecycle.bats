@@ -249,6 +249,15 @@ PY
 	[ "$found" = 1 ]
 }
 
+@test "3000 threads one after another, more than there are slots: none of their events is lost" {
+	traced "$B/progs/thread_churn" 3000
+	report t.trace r.json
+	[ "$(jget r.json lost_events)" = 0 ]
+	[ "$(jget r.json complete)" = true ]
+	"$B/tprof" ops --by range --json t.trace >o.json
+	$PY -c 'import json, sys; r = {x["name"]: x for x in json.load(open(sys.argv[1]))["ops"]}; assert r["work"]["calls"] == 3000, r["work"]' o.json
+}
+
 @test "a program that closes every descriptor and reuses the numbers: its files hold only its data" {
 	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/fd_closer" mine.txt
 	[ "$status" -eq 0 ]
