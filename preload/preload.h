@@ -70,7 +70,7 @@ struct tprof_tls {
 	uint32_t epoch;              /* the recorder's epoch when this thread last read the clock */
 	uint32_t epoch_stamps;       /* clock reads in that epoch: the first TPROF_STAMP_FIRST all read it */
 	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
-	int unwound;                 /* this thread has unwound once: libunwind's caches are set up */
+	int unwound;                 /* tprof_stacks_warm has set up libunwind's caches for this thread */
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
 

@@ -270,7 +270,6 @@ uint32_t tprof_stack_capture(void)
 		return 0;
 	void *buf[TPROF_DEPTH_MAX + 8];
 	int got = unw_backtrace(buf, (int)max_depth + 8);
-	tprof_tls.unwound = 1;
 	int skip = 0;
 	while (skip < got && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
 		skip++;

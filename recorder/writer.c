@@ -1142,6 +1142,17 @@ static int wait_header(struct tprof_writer *w)
  * for each process of a fork storm. An idle thread waits 5 s for another image, then ends. */
 enum { THREAD_NONE, THREAD_BUSY, THREAD_IDLE };
 
+/* Closes the image's files and unmaps its memory: the context keeps only its buffers. */
+static void let_go(struct tprof_writer *w)
+{
+	close(w->trace_fd);
+	close(w->shm_fd);
+	w->trace_fd = w->shm_fd = -1;
+	for (int i = 0; i < w->nviews; i++)
+		munmap(w->views[i], w->view_len[i]);
+	w->nviews = 0;
+}
+
 /* The whole life of one trace. */
 static void write_trace(struct tprof_writer *w)
 {
@@ -1229,12 +1240,7 @@ static void write_trace(struct tprof_writer *w)
 	/* An exec: the old image's threads are gone once the new image runs its first code. */
 	finish_trace(w, exec_seen, !gone && !exec_seen);
 out:
-	close(w->trace_fd);
-	close(w->shm_fd);
-	w->trace_fd = w->shm_fd = -1;
-	for (int i = 0; i < w->nviews; i++)
-		munmap(w->views[i], w->view_len[i]);
-	w->nviews = 0;
+	let_go(w);
 	atomic_store(&w->thread_state, THREAD_IDLE);
 	atomic_store(&w->done, 1); /* the server may hand the context on at once */
 	tprof_recorder_wake();
@@ -1318,11 +1324,7 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	if (!ok) {
 		fprintf(stderr, "tprof: cannot start a writer for pid %d: %s; its trace is empty\n", (int)w->tpid,
 			strerror(errno));
-		close(a->memfd);
-		close(a->tracefd);
-		for (int i = 0; i < w->nviews; i++)
-			munmap(w->views[i], w->view_len[i]);
-		w->nviews = 0;
+		let_go(w);
 		w->next_free = free_list;
 		free_list = w;
 		return NULL;
