@@ -38,7 +38,7 @@ PRELOAD_OBJ  := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
 ANALYZER_SRC := $(wildcard analyzer/*.c)
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 # The recorder: tprof-recorder (started by libtprof.so), and tprof record, which serves itself.
-RECORDER_SRC := recorder/server.c recorder/writer.c
+RECORDER_SRC := recorder/server.c recorder/writer.c recorder/leakscan.c
 RECORDER_OBJ := $(RECORDER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC     := $(wildcard tests/unit/test_*.c)
 TEST_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)

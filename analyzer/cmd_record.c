@@ -6,7 +6,9 @@
  * SIGQUIT sent to tprof record itself are passed on to the program (a terminal's ^C reaches the
  * program directly, as the whole foreground group gets it). The library is looked up beside the
  * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
- * there, so that it also sees programs whose allocator is itself preloaded. */
+ * there, so that it also sees programs whose allocator is itself preloaded. With --error-exitcode N
+ * it then checks the program's trace for leaks (cmd_leaks.c, leaks_check) and ends with N when
+ * there are, as valgrind's option of that name does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "leakclass.h"
 #include "recorder.h"
 #include "shm.h"
 #include "util.h"
@@ -82,6 +85,7 @@ static int listen_socket(char *name, size_t cap)
 int cmd_record(int argc, char **argv)
 {
 	const char *output = NULL;
+	int error_exitcode = 0, kinds = 1 << TPROF_LEAK_DEFINITE | 1 << TPROF_LEAK_INDIRECT | 1 << TPROF_LEAK_POSSIBLE;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
@@ -89,12 +93,32 @@ int cmd_record(int argc, char **argv)
 			break;
 		} else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
 			output = argv[++i];
+		} else if (strcmp(argv[i], "--error-exitcode") == 0) {
+			char *end = NULL;
+			long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+			if (i + 1 >= argc || !end || *end || end == argv[i + 1] || n < 1 || n > 255) {
+				tprof_err("record: --error-exitcode takes a status from 1 to 255");
+				return 1;
+			}
+			error_exitcode = (int)n;
+			i++;
+		} else if (strcmp(argv[i], "--kinds") == 0) {
+			if (i + 1 >= argc || (kinds = leak_kinds_parse(argv[++i])) < 0) {
+				tprof_err("record: --kinds takes a list of definite, indirect, possible, reachable "
+					  "(or all, or lost)");
+				return 1;
+			}
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("usage: tprof record [-o FILE] -- PROGRAM ARGS...\n"
+			printf("usage: tprof record [-o FILE] [--error-exitcode N [--kinds LIST]] -- PROGRAM ARGS...\n"
 			       "  -o FILE   write the trace to FILE (%%p expands to the pid; an existing FILE\n"
 			       "            gets a suffix .1, .2, ...); default tprof.<program>.<pid>.trace\n"
 			       "            in the working directory. Every traced process says where its\n"
-			       "            trace went, on stderr (TPROF_QUIET=1: nothing).\n");
+			       "            trace went, on stderr (TPROF_QUIET=1: nothing).\n"
+			       "  --error-exitcode N\n"
+			       "            when the program has ended with an exit call, exit with N if its\n"
+			       "            trace shows leaks of the kinds --kinds names (default: lost, that is\n"
+			       "            definite,indirect,possible), after the default suppressions; a line\n"
+			       "            on stderr sums them up (tprof leaks TRACE lists them).\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			tprof_err("record: unknown option '%s'", argv[i]);
@@ -104,7 +128,7 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	if (i >= argc) {
-		tprof_err("usage: tprof record [-o FILE] -- PROGRAM ARGS...");
+		tprof_err("usage: tprof record [-o FILE] [--error-exitcode N [--kinds LIST]] -- PROGRAM ARGS...");
 		return 1;
 	}
 	char lib[PATH_MAX];
@@ -190,9 +214,20 @@ int cmd_record(int argc, char **argv)
 	}
 	close(note[1]);
 	close(lfd);
-	char c;
-	while (read(note[0], &c, 1) < 0 && errno == EINTR)
-		;
+	/* the server writes the path of the program's trace, then closes the pipe */
+	char trace[4096];
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = read(note[0], trace + got, sizeof(trace) - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof(trace) - 1)
+			break;
+	}
+	trace[got] = 0;
 	close(note[0]);
 	int status;
 	while (waitpid(pid, &status, 0) < 0) {
@@ -213,6 +248,16 @@ int cmd_record(int argc, char **argv)
 		sigprocmask(SIG_UNBLOCK, &set, NULL);
 		raise(sig);
 		return 128 + sig;
+	}
+	if (error_exitcode) {
+		fflush(stdout);
+		if (!trace[0]) {
+			tprof_err("record: the program's trace is not known: no leak check");
+			return error_exitcode;
+		}
+		int rc = leaks_check(trace, kinds, error_exitcode);
+		if (rc)
+			return rc;
 	}
 	return WEXITSTATUS(status);
 }

@@ -11,6 +11,7 @@
 #include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
+#include "leakclass.h"
 #include "reader.h"
 #include "util.h"
 
@@ -131,6 +132,22 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 		printf(",\"peak_rss_bytes\":null,\"peak_rss_time_ns\":null");
 	printf(",\"rss_samples\":%zu", t->nrss);
 	printf(",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64, s->live_bytes, s->live_blocks);
+	struct leak_class lc;
+	uint64_t kb[LEAK_KINDS], kn[LEAK_KINDS];
+	leak_class_init(&lc, t, s);
+	leak_class_totals(&lc, s, kb, kn);
+	printf(",\"leaks_classified\":%s", lc.classified ? "true" : "false");
+	for (int k = LEAK_KINDS - 1; k >= 0; k--)
+		if (lc.classified)
+			printf(",\"%s_bytes\":%" PRIu64 ",\"%s_blocks\":%" PRIu64, leak_kind_key(k), kb[k],
+			       leak_kind_key(k), kn[k]);
+		else
+			printf(",\"%s_bytes\":null,\"%s_blocks\":null", leak_kind_key(k), leak_kind_key(k));
+	printf(",\"not_classified\":");
+	if (lc.classified)
+		printf("null");
+	else
+		tprof_json_str(stdout, lc.why);
 	printf(",\"unmatched_frees\":%" PRIu64 ",\"failed_allocations\":%" PRIu64, s->unmatched_frees,
 	       s->failed);
 	printf(",\"reused_live_addresses\":%" PRIu64, s->reused_live);
@@ -174,7 +191,10 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 	       "reused_live_addresses,lost_events,lossy,complete,end,signal");
 	for (unsigned k = 1; k <= TPROF_EV_KIND_MAX; k++)
 		printf(",calls_%s", tprof_event_name(k));
-	printf(",peak_rss_bytes,peak_rss_time_ns,rss_samples,exit_status,malloc_owner,cut_at_byte" TPROF_CSV_EOL);
+	printf(",peak_rss_bytes,peak_rss_time_ns,rss_samples,exit_status,malloc_owner,cut_at_byte,leaks_classified");
+	for (int k = LEAK_KINDS - 1; k >= 0; k--)
+		printf(",%s_bytes,%s_blocks", leak_kind_key(k), leak_kind_key(k));
+	printf(TPROF_CSV_EOL);
 	tprof_csv_str(stdout, t->path);
 	putchar(',');
 	tprof_csv_str(stdout, in->program);
@@ -206,6 +226,16 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 	putchar(',');
 	if (t->cut)
 		printf("%" PRIu64, t->cut_at);
+	struct leak_class lc;
+	uint64_t kb[LEAK_KINDS], kn[LEAK_KINDS];
+	leak_class_init(&lc, t, s);
+	leak_class_totals(&lc, s, kb, kn);
+	printf(",%s", lc.classified ? "true" : "false");
+	for (int k = LEAK_KINDS - 1; k >= 0; k--)
+		if (lc.classified)
+			printf(",%" PRIu64 ",%" PRIu64, kb[k], kn[k]);
+		else
+			printf(",,");
 	printf(TPROF_CSV_EOL);
 }
 
@@ -262,6 +292,16 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 	       tprof_fmt_ns(s->peak_bytes ? tprof_trace_ns(t, s->peak_tick) : 0, (char[32]){0}));
 	printf("  in use at exit %s bytes in %s blocks\n", tprof_commas(s->live_bytes, a),
 	       tprof_commas(s->live_blocks, b));
+	struct leak_class lc;
+	uint64_t kb[LEAK_KINDS], kn[LEAK_KINDS];
+	leak_class_init(&lc, t, s);
+	leak_class_totals(&lc, s, kb, kn);
+	if (lc.classified)
+		for (int k = LEAK_KINDS - 1; k >= 0; k--)
+			printf("    %-15s %s bytes in %s blocks\n", leak_kind_words(k), tprof_commas(kb[k], a),
+			       tprof_commas(kn[k], b));
+	else if (s->live_blocks)
+		printf("    not classified: %s\n", lc.why);
 	const struct tprof_rss *r = peak_rss(t);
 	if (r)
 		printf("  peak RSS       %s bytes (%s), at %s, of %s samples\n", tprof_commas(r->rss_bytes, a),

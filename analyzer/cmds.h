@@ -9,6 +9,11 @@ int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_roofline(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
+/* tprof record --error-exitcode: the leaks of the given kinds (a mask of 1 << enum tprof_leak_kind)
+ * in the trace at path, after the default suppressions, summed up in one line on stderr; returns
+ * code when any is left (any block in use, when the trace cannot be classified), 0 when none, 2
+ * when the trace cannot be read. */
+int leaks_check(const char *path, int kinds, int code);
 int cmd_ops(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_peak(int argc, char **argv);

@@ -235,6 +235,76 @@ static struct cursor *cursor_for(struct tprof_trace *t, uint32_t tid)
 	return c;
 }
 
+/* LEAKS: entries by increasing address (across blocks), then one summary that counts them. */
+static int parse_leaks(struct tprof_trace *t, struct tprof_cursor *c, const char **why)
+{
+	struct tprof_leakscan *l = &t->leaks;
+	uint8_t part;
+	if (tprof_get_u8(c, &part))
+		return -1;
+	if (l->present) {
+		*why = "LEAKS block after the scan's summary";
+		return -1;
+	}
+	if (part == TPROF_LEAKS_PART_BLOCKS) {
+		uint64_t n;
+		if (tprof_get_varint(c, &n) || n == 0 || n > (uint64_t)(c->end - c->p)) {
+			*why = "LEAKS block with a bad entry count";
+			return -1;
+		}
+		uint64_t prev = l->n ? l->entries[l->n - 1].addr : 0;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t d, size, ind = 0;
+			uint8_t kh;
+			if (tprof_get_varint(c, &d) || tprof_get_varint(c, &size) || tprof_get_u8(c, &kh))
+				return -1;
+			unsigned kind = kh & 3, heur = kh >> 2;
+			if (heur > TPROF_LEAK_HEUR_MAX) {
+				*why = "LEAKS entry with an unknown heuristic";
+				return -1;
+			}
+			if (kind == TPROF_LEAK_DEFINITE && tprof_get_varint(c, &ind))
+				return -1;
+			if ((l->n && d == 0) || d > UINT64_MAX - prev || (d == 0 && prev == 0)) {
+				*why = "LEAKS entries not in increasing address order";
+				return -1;
+			}
+			if (kind == TPROF_LEAK_REACHABLE && !heur) {
+				*why = "LEAKS entry for a block reachable without a heuristic";
+				return -1;
+			}
+			prev += d;
+			if (l->n == l->cap) {
+				l->cap = l->cap ? l->cap * 2 : 64;
+				l->entries = xrealloc(l->entries, l->cap * sizeof(*l->entries));
+			}
+			l->entries[l->n++] = (struct tprof_leak_entry){prev, size, ind, (uint8_t)kind, (uint8_t)heur};
+		}
+		return c->p == c->end ? 0 : -1;
+	}
+	if (part != TPROF_LEAKS_PART_SUMMARY) {
+		*why = "LEAKS block of an unknown part";
+		return -1;
+	}
+	uint64_t listed;
+	if (tprof_get_varint(c, &l->status) || tprof_get_varint(c, &l->err) || tprof_get_varint(c, &l->reason) ||
+	    tprof_get_varint(c, &l->live_blocks) || tprof_get_varint(c, &l->live_bytes) ||
+	    tprof_get_varint(c, &listed) || tprof_get_varint(c, &l->threads_stopped) ||
+	    tprof_get_varint(c, &l->threads_missed) || tprof_get_varint(c, &l->ns) ||
+	    tprof_get_varint(c, &l->root_bytes) || tprof_get_varint(c, &l->block_bytes))
+		return -1;
+	if (l->status > TPROF_LEAKS_STATUS_MAX) {
+		*why = "LEAKS summary with an unknown status";
+		return -1;
+	}
+	if (listed != l->n || listed > l->live_blocks) {
+		*why = "LEAKS summary whose count differs from the entries before it";
+		return -1;
+	}
+	l->present = 1;
+	return c->p == c->end ? 0 : -1;
+}
+
 /* INFO; version 4 adds the module that owns the program's malloc after argv. */
 static int parse_info(struct tprof_trace *t, struct tprof_cursor *c, unsigned version, const char **why)
 {
@@ -848,7 +918,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		uint8_t type = map[off];
 		uint32_t len = have >= 5 ? tprof_load_u32(map + off + 1) : 0;
 		if (type < TPROF_BLK_INFO || type > tprof_block_type_max(version)) {
-			if (type <= TPROF_BLK_RSS)
+			if (type <= TPROF_BLK_LEAKS)
 				set_err(err, errlen, path, off,
 					"corrupt: block type %u does not exist in format version %u", type, version);
 			else
@@ -959,6 +1029,9 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			break;
 		case TPROF_BLK_RSS:
 			bad = parse_rss(t, &c, &why);
+			break;
+		case TPROF_BLK_LEAKS:
+			bad = parse_leaks(t, &c, &why);
 			break;
 		case TPROF_BLK_MODULE:
 			bad = parse_module(t, &c);
@@ -1124,6 +1197,7 @@ void tprof_trace_close(struct tprof_trace *t)
 	free(t->kshape);
 	free(t->annots);
 	free(t->rss);
+	free(t->leaks.entries);
 	for (uint32_t i = 0; i < t->nop_names; i++) {
 		free(t->op_names[i]);
 		free(t->op_shape_names[i]);

@@ -61,6 +61,25 @@ struct tprof_rss {
 	uint64_t rss_bytes; /* resident pages times the page size */
 };
 
+/* One block the reachability scan listed (LEAKS blocks): every block live at the end that is lost,
+ * possibly lost or reachable only through a heuristic; the others are reachable. */
+struct tprof_leak_entry {
+	uint64_t addr, size;
+	uint64_t indirect; /* definitely lost: bytes of the blocks lost through it */
+	uint8_t kind;      /* enum tprof_leak_kind */
+	uint8_t heuristic; /* enum tprof_leak_heuristic */
+};
+
+/* What the scan at the process's end said (docs/FORMAT.md, LEAKS). */
+struct tprof_leakscan {
+	int present; /* a summary was read: the scan ran */
+	uint64_t status, err, reason;
+	uint64_t live_blocks, live_bytes; /* as the scan saw them */
+	uint64_t threads_stopped, threads_missed, ns, root_bytes, block_bytes;
+	struct tprof_leak_entry *entries; /* by address */
+	size_t n, cap;
+};
+
 struct tprof_thread_info {
 	uint32_t tid;
 	char *name;
@@ -121,6 +140,7 @@ struct tprof_trace {
 	/* RSS samples in time order; none in traces recorded without them */
 	struct tprof_rss *rss;
 	size_t nrss;
+	struct tprof_leakscan leaks; /* the reachability scan, when the trace has one */
 	/* NAMES: op ids and annotation name ids to names; NULL where undefined */
 	char **op_names, **op_shape_names; /* shape_names: comma-separated, e.g. "M,N,K" */
 	uint32_t nop_names;

@@ -15,3 +15,6 @@ bash "$here/procs.sh"
 echo
 echo "== kernel-call overhead (bench/kernels.sh)"
 bash "$here/kernels.sh"
+echo
+echo "== leak scan at exit: a 1 GiB heap of small blocks, against valgrind's (bench/leakscan.sh)"
+bash "$here/leakscan.sh"

@@ -1,4 +1,4 @@
-/* The tprof trace format, version 4: the contract between the recorder (tprof-recorder, fed by
+/* The tprof trace format, version 5: the contract between the recorder (tprof-recorder, fed by
  * libtprof.so through shared memory) and the reader
  * (the tprof analyzer). Constants, block and record kinds, and the byte-level codec (little-endian
  * fixed fields, LEB128 varints, zigzag signed varints, CRC-32C) that both sides share. Every layout
@@ -12,7 +12,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 4           /* readers reject newer files */
+#define TPROF_VERSION 5           /* readers reject newer files */
 #define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
@@ -38,13 +38,54 @@ enum tprof_block_type {
 	TPROF_BLK_KERNELS = 12,   /* a run of one thread's kernel calls and annotations */
 	TPROF_BLK_NAMES = 13,     /* op and annotation names, each defined before its first use */
 	TPROF_BLK_RSS = 14,       /* resident set size samples (version 3) */
+	TPROF_BLK_LEAKS = 15,     /* the reachability scan at the process's end (version 5) */
 };
 
 /* The last block type a file of the given version may hold. */
 static inline unsigned tprof_block_type_max(unsigned version)
 {
-	return version >= 3 ? TPROF_BLK_RSS : TPROF_BLK_NAMES;
+	return version >= 5 ? TPROF_BLK_LEAKS : version >= 3 ? TPROF_BLK_RSS : TPROF_BLK_NAMES;
 }
+
+/* ---- leak classification (LEAKS blocks, docs/FORMAT.md) ----
+ *
+ * What the reachability scan at the process's end made of the blocks live then, in memcheck's
+ * terms. LEAKS payload: u8 part, then
+ *   part 0 (blocks): varint count, then count entries, by increasing address: varint address minus
+ *     the previous entry's (of any earlier part 0 block; 0 before the first), varint size, u8 kind
+ *     (bits 0-1, enum tprof_leak_kind) | heuristic << 2 (enum tprof_leak_heuristic), and for a
+ *     definitely lost block varint indirect bytes (of the blocks lost through it). Blocks not listed
+ *     are still reachable through a start pointer.
+ *   part 1 (summary, once, after every part 0): varint status (enum tprof_leak_status), varint errno,
+ *     varint the end reason that asked for the scan, varint live blocks, varint live bytes (both as
+ *     the scan saw them: a reader checks them against its own replay), varint entries listed,
+ *     varint threads stopped, varint threads that did not stop, varint scan nanoseconds, varint
+ *     root bytes read, varint block bytes read.
+ * A trace without a summary was not classified: the process was killed or exec'd, the scan was
+ * turned off (TPROF_LEAKSCAN=0), or the recorder could not finish it. */
+enum tprof_leak_kind {
+	TPROF_LEAK_REACHABLE = 0,
+	TPROF_LEAK_POSSIBLE = 1,
+	TPROF_LEAK_INDIRECT = 2,
+	TPROF_LEAK_DEFINITE = 3,
+};
+enum tprof_leak_heuristic {
+	TPROF_LEAK_HEUR_NONE = 0,
+	TPROF_LEAK_HEUR_STDSTRING = 1,
+	TPROF_LEAK_HEUR_LENGTH64 = 2,
+	TPROF_LEAK_HEUR_NEWARRAY = 3,
+	TPROF_LEAK_HEUR_MULTIPLE_INHERITANCE = 4,
+	TPROF_LEAK_HEUR_MAX = 4,
+};
+enum tprof_leak_status {
+	TPROF_LEAKS_OK = 0,         /* every live block classified */
+	TPROF_LEAKS_UNREADABLE = 1, /* the recorder may not read the process's memory (errno says why) */
+	TPROF_LEAKS_GONE = 2,       /* the process ended during the scan */
+	TPROF_LEAKS_NOMEM = 3,      /* the recorder ran out of memory */
+	TPROF_LEAKS_STATUS_MAX = 3,
+};
+#define TPROF_LEAKS_PART_BLOCKS 0
+#define TPROF_LEAKS_PART_SUMMARY 1
 
 /* ---- resident set size samples (RSS blocks, docs/FORMAT.md) ----
  *

@@ -24,6 +24,7 @@ __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
 struct tprof_real tprof_real;
 struct tprof_config tprof_cfg = {
 	.freeres = 1,
+	.leakscan = 1,
 	.clock = TPROF_CLOCK_TSC,
 	.ring_entries = 1u << 16,
 	.stamp_every = TPROF_STAMP_EVERY,
@@ -92,6 +93,7 @@ static void read_config(void)
 	tprof_cfg.quiet = env_flag("TPROF_QUIET", 0);
 	tprof_cfg.debug = env_flag("TPROF_DEBUG", 0);
 	tprof_cfg.freeres = env_flag("TPROF_FREERES", 1);
+	tprof_cfg.leakscan = env_flag("TPROF_LEAKSCAN", 1);
 	tprof_cfg.output = getenv("TPROF_OUTPUT");
 	const char *ts = getenv("TPROF_TIMESTAMPS");
 	if (ts && strcmp(ts, "all") == 0)
@@ -393,8 +395,9 @@ static void on_exit_status(int status, void *arg)
 
 /* valgrind runs __libc_freeres at exit; doing the same makes "in use at exit" comparable. It must
  * run after every destructor (they may still use what it frees), so tprof's destructor, which runs
- * among them, registers it as an exit handler: glibc runs handlers registered while it runs the
- * destructors right after them. Only safe while no other thread can use the C library. */
+ * among them, registers it as an exit handler (without a library handle, see tprof_destructor):
+ * glibc runs handlers registered while it runs the destructors right after them. Only safe while
+ * no other thread can use the C library. */
 static void run_freeres(void)
 {
 	char leader;
@@ -408,6 +411,22 @@ static void run_freeres(void)
 		cxx_freeres();
 	if (libc_freeres)
 		libc_freeres();
+}
+
+/* The last exit handler: valgrind's freeres, then the reachability scan, after which nothing of the
+ * program runs but the C library's stdio flush. */
+static void last_exit_handler(void *arg)
+{
+	(void)arg;
+	run_freeres();
+	tprof_scan_at_end(TPROF_END_EXIT);
+}
+
+/* quick_exit runs no destructor: the scan comes after its handlers (this one was registered first,
+ * so it runs last). */
+static void last_quick_exit_handler(void)
+{
+	tprof_scan_at_end(TPROF_END_QUICK_EXIT);
 }
 
 /* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
@@ -467,6 +486,7 @@ int tprof_start_recording(void)
 			if (pthread_key_create(&exit_key, on_thread_exit) == 0)
 				atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
 			on_exit(on_exit_status, NULL);
+			at_quick_exit(last_quick_exit_handler);
 			handlers_set = 1;
 		}
 		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
@@ -496,8 +516,12 @@ __attribute__((constructor)) static void tprof_constructor(void)
 
 __attribute__((destructor)) static void tprof_destructor(void)
 {
-	if (atomic_load(&reg_state) == 2 && tprof_cfg.freeres)
-		atexit(run_freeres);
+	/* Not atexit(): from a library that registers with the library's handle, and __cxa_finalize
+	 * runs such handlers as soon as the library itself is finalized, before the libraries that
+	 * come after it. A handler without a handle runs once every destructor has. */
+	extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+	if (atomic_load(&reg_state) == 2 && (tprof_cfg.freeres || tprof_cfg.leakscan))
+		__cxa_atexit(last_exit_handler, NULL, NULL);
 }
 
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */

@@ -269,6 +269,7 @@ TPROF_EXPORT int dlclose(void *handle)
 TPROF_EXPORT void _exit(int status)
 {
 	tprof_note_end(TPROF_END__EXIT, status);
+	tprof_scan_at_end(TPROF_END__EXIT);
 	if (tprof_real.exit_)
 		tprof_real.exit_(status);
 	for (;;)
@@ -278,6 +279,7 @@ TPROF_EXPORT void _exit(int status)
 TPROF_EXPORT void _Exit(int status)
 {
 	tprof_note_end(TPROF_END__EXIT, status);
+	tprof_scan_at_end(TPROF_END__EXIT);
 	if (tprof_real.Exit_)
 		tprof_real.Exit_(status);
 	for (;;)

@@ -81,6 +81,7 @@ struct tprof_config {
 	int debug;        /* TPROF_DEBUG=1: diagnostics on stderr */
 	uint32_t stamp_every; /* TPROF_TIMESTAMPS=all: 1; default TPROF_STAMP_EVERY */
 	int freeres;      /* TPROF_FREERES (default 1): run __libc_freeres at exit like valgrind */
+	int leakscan;     /* TPROF_LEAKSCAN (default 1): the reachability scan at the end (scan.c) */
 	int clock;        /* enum tprof_clock_id; TPROF_CLOCK=tsc|monotonic */
 	uint32_t ring_entries; /* TPROF_RING_ENTRIES, power of two */
 	const char *output;    /* TPROF_OUTPUT, may contain %p */
@@ -107,6 +108,9 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n); /* waits (lossless) or
 void tprof_note_end(int reason, int value);
 void tprof_note_exec(int pending);
 uint64_t tprof_rss_now(void);
+/* scan.c: the reachability scan at the process's end (reason: enum tprof_end_reason); returns when
+ * the process may end. */
+void tprof_scan_at_end(int reason);
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
 int tprof_proc_threads(char *leader_state);
 

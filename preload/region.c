@@ -562,6 +562,7 @@ int tprof_region_start(int child)
 	s->ring_entries = tprof_cfg.ring_entries;
 	s->rss_interval_ms = tprof_cfg.rss_interval_ms;
 	s->compress = (uint32_t)tprof_cfg.compress;
+	s->leakscan = (uint32_t)tprof_cfg.leakscan;
 	memcpy(s->trace_path, path, strlen(path) + 1);
 	/* read here: the process may be gone before its recorder could look */
 	ssize_t en = readlink("/proc/self/exe", s->exe, sizeof(s->exe));

@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 3
+#define TPROF_SHM_VERSION 4
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 #define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
@@ -31,7 +31,24 @@
 #define TPROF_STACK_CHUNKS (TPROF_STACK_IDS_MAX / TPROF_STACK_CHUNK_IDS)
 #define TPROF_ARENA_CHUNK_WORDS (1u << 19) /* 4 MiB of frames per arena chunk */
 
+#define TPROF_SCAN_THREADS 1024          /* threads that can stop for the reachability scan */
+
 enum { TPROF_SLOT_FREE = 0, TPROF_SLOT_ACTIVE = 1, TPROF_SLOT_SETUP = -1 };
+
+/* The reachability scan at the process's end (preload/scan.c asks, recorder/leakscan.c scans):
+ * IDLE -> STOPPING (the asking thread stops the others) -> ASKED (the recorder may scan) ->
+ * SCANNING -> DONE (the process goes on to its end). The process gives up waiting (GAVE_UP) when
+ * the recorder stops beating. */
+enum { TPROF_SCAN_IDLE = 0, TPROF_SCAN_STOPPING, TPROF_SCAN_ASKED, TPROF_SCAN_SCANNING, TPROF_SCAN_DONE,
+       TPROF_SCAN_GAVE_UP };
+
+/* A thread stopped for the scan: its stack from sp up holds its registers (a signal frame, or the
+ * asking thread's own spills) and everything live on it. */
+struct tprof_scan_thread {
+	int32_t tid;
+	uint32_t pad;
+	uint64_t sp;
+};
 
 /* One recording thread. The process claims a free slot (FREE -> SETUP -> ACTIVE); the recorder
  * frees it once the thread is gone and its ring drained. A slot keeps its ring for the next thread. */
@@ -111,6 +128,17 @@ struct tprof_shm {
 	_Atomic int32_t end_reason; /* enum tprof_end_reason, 0 while running */
 	_Atomic int32_t end_value;
 	_Atomic uint32_t exec_pending; /* an exec call is under way */
+
+	/* the reachability scan (see TPROF_SCAN_*); leakscan: TPROF_LEAKSCAN, fixed before registration */
+	uint32_t leakscan;
+	_Atomic uint32_t scan_state;
+	_Atomic uint32_t scan_stopped; /* entries of scan_threads filled (the asking thread first) */
+	uint32_t scan_asked;           /* threads signalled to stop */
+	uint32_t scan_reason;          /* enum tprof_end_reason of the way out that asked */
+	uint32_t scan_pad;
+	uint64_t own[4][2]; /* [start, end) of tprof's memory in the process: never roots */
+	uint64_t scan_regs[8]; /* the exiting thread's callee-saved registers as its program frame had them */
+	struct tprof_scan_thread scan_threads[TPROF_SCAN_THREADS];
 
 	/* stacks (stacks.c): ids below stack_next_id are allocated, published once depth != 0 */
 	_Atomic uint32_t stack_next_id;

@@ -81,6 +81,37 @@ static void code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 	}
 }
 
+/* The stack pointer of the innermost frame of the program's own code above the caller (the caller
+ * of exit, _exit or quick_exit; _start after a return from main): the frames below it are the C
+ * library's and tprof's on the way out; regs: that frame's callee-saved registers (rbx, rbp, r12 to
+ * r15), the program's values, which those frames saved. 0 when the stack cannot be walked. */
+uint64_t tprof_stacks_program_sp(uint64_t regs[8])
+{
+	extern void *__tls_get_addr(void *); /* ld.so's */
+	uintptr_t libc_lo = 0, libc_hi = 0, ld_lo = 0, ld_hi = 0;
+	code_range((const void *)&exit, &libc_lo, &libc_hi);
+	code_range((const void *)&__tls_get_addr, &ld_lo, &ld_hi);
+	unw_context_t uc;
+	unw_cursor_t c;
+	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+		return 0;
+	for (int depth = 0; depth < 64 && unw_step(&c) > 0; depth++) {
+		unw_word_t ip = 0, sp = 0;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || unw_get_reg(&c, UNW_REG_SP, &sp) != 0)
+			return 0;
+		if ((ip >= self_lo && ip < self_hi) || (ip >= libc_lo && ip < libc_hi) || (ip >= ld_lo && ip < ld_hi))
+			continue;
+		static const int saved[] = {UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12, UNW_X86_64_R13,
+					    UNW_X86_64_R14, UNW_X86_64_R15};
+		for (int i = 0; i < 6; i++) {
+			unw_word_t v = 0;
+			regs[i] = unw_get_reg(&c, saved[i], &v) == 0 ? v : 0;
+		}
+		return sp;
+	}
+	return 0;
+}
+
 int tprof_unwinder_owns(const void *caller)
 {
 	return (uintptr_t)caller >= unw_lo && (uintptr_t)caller < unw_hi;
@@ -161,12 +192,26 @@ static void set_policy(void)
 	done = 1;
 }
 
+/* Where tprof's own memory lies (its data and the intern table), for the scan at the end. */
+static void publish_own(void)
+{
+	uintptr_t lo = 0, hi = 0;
+	code_range((const void *)&max_depth, &lo, &hi);
+	tprof_shm->own[0][0] = lo;
+	tprof_shm->own[0][1] = hi;
+	if (slots) {
+		tprof_shm->own[1][0] = (uintptr_t)slots;
+		tprof_shm->own[1][1] = (uintptr_t)slots + (size_t)SLOTS * sizeof(*slots);
+	}
+}
+
 int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
 	code_range((const void *)&tprof_stacks_init, &self_lo, &self_hi);
 	code_range((const void *)&unw_backtrace, &unw_lo, &unw_hi);
 	tprof_modules_scan(0);
+	publish_own();
 	if (max_depth == 0)
 		return 0;
 	void *m = mmap(NULL, (size_t)SLOTS * sizeof(*slots), PROT_READ | PROT_WRITE,
@@ -178,6 +223,7 @@ int tprof_stacks_init(unsigned depth)
 	slots = m;
 	atomic_store(&tprof_shm->stack_next_id, 1);
 	set_policy();
+	publish_own();
 	return 0;
 }
 
@@ -200,6 +246,7 @@ void tprof_stacks_reset(void)
 	if (slots)
 		madvise(slots, (size_t)SLOTS * sizeof(*slots), MADV_DONTNEED); /* zero again */
 	atomic_store(&tprof_shm->stack_next_id, 1);
+	publish_own();
 	tprof_modules_scan(0);
 }
 

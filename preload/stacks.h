@@ -40,6 +40,7 @@ void tprof_modules_scan(int closing);
  * one. hooks.c hands libunwind descriptor numbers no file has (the library's own pipe2, read, write
  * and syscall calls on them are answered there, everyone else's go through untouched). */
 int tprof_unwinder_owns(const void *caller);
+uint64_t tprof_stacks_program_sp(uint64_t regs[8]);
 #define TPROF_FAKE_PIPE_R (-1000)
 #define TPROF_FAKE_PIPE_W (-1001)
 /* Whether the byte at addr can be read, without a descriptor. */

@@ -27,6 +27,8 @@ void tprof_writer_gone(struct tprof_writer *w);
 void tprof_writer_exec(struct tprof_writer *w);
 /* The trace is complete and the thread done with w, which tprof_writer_release takes back. */
 int tprof_writer_done(const struct tprof_writer *w);
+/* The absolute path of the trace file w writes ("" when unknown). */
+const char *tprof_writer_trace_path(const struct tprof_writer *w);
 void tprof_writer_release(struct tprof_writer *w);
 
 /* Wakes the server thread (a writer has finished). */
@@ -39,7 +41,8 @@ struct tprof_server_opts {
 	int linger_ms;   /* once root is gone and no writer is left, wait this long for a new process */
 	int drop_stderr; /* let stderr go once root is gone and its trace written (it is the root's) */
 	int notify_fd;   /* closed once root is gone and the traces of every process that is gone are
-			  * written (tprof record then reaps root and ends); -1: none */
+			  * written (tprof record then reaps root and ends), after the path of root's last
+			  * trace is written to it; -1: none */
 };
 
 /* What a recorder process does first: no directory kept busy, no death by SIGPIPE, SIGXFSZ or

@@ -35,6 +35,7 @@ static struct entry {
 static int nentries, high; /* in use; every used entry is below high */
 static _Atomic int stderr_dropped;
 static pid_t root_pid;
+static char root_trace[4096]; /* the trace of root's last image */
 static int root_fd = -1, root_gone;
 static int drop_stderr;
 static int wake_fd = -1;
@@ -145,6 +146,8 @@ static void reap_writers(void)
 		struct entry *e = &entries[i];
 		if (!e->w || !tprof_writer_done(e->w))
 			continue;
+		if (e->pid == root_pid)
+			snprintf(root_trace, sizeof(root_trace), "%s", tprof_writer_trace_path(e->w));
 		tprof_writer_release(e->w);
 		if (e->pidfd >= 0)
 			close(e->pidfd);
@@ -279,6 +282,8 @@ int tprof_server_run(const struct tprof_server_opts *o)
 		reap_writers();
 		check_root();
 		if (notify_fd >= 0 && root_gone && writers_of(root_pid) == 0 && finishing_writers() == 0) {
+			if (root_trace[0] && write(notify_fd, root_trace, strlen(root_trace)) < 0)
+				root_trace[0] = 0; /* tprof record does without it */
 			close(notify_fd);
 			notify_fd = -1;
 		}

@@ -24,6 +24,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* static contexts: exported by libzstd 1.5, declared here */
 #include <zstd.h>
 
+#include "leakscan.h"
 #include "recorder.h"
 #include "shm.h"
 #include "stacks.h"
@@ -94,6 +95,8 @@ struct tprof_writer {
 	uint64_t gone_clock[3]; /* tick, monotonic and real-time ns when the end was seen */
 	_Atomic int done;       /* the writer thread has finished with this context */
 	uint64_t cpu_start;     /* the writer thread's CPU time when this trace began (TPROF_DEBUG) */
+	struct leak_live *live; /* the blocks live now, for the scan at the end (NULL: not asked) */
+	char trace_abs[4096];   /* the trace file's absolute path, for tprof record --error-exitcode */
 	uint8_t module_end_written[TPROF_SHM_MODULES];
 	uint8_t name_written[TPROF_NAME_IDS];
 	struct wthread wthreads[TPROF_SHM_THREADS];
@@ -785,6 +788,8 @@ static uint32_t encode_run(struct tprof_writer *w, struct wthread *t, uint32_t f
 			rec.tick2 = e2->tick;
 			i++;
 		}
+		if (w->live)
+			leak_live_apply(w->live, &rec);
 		if (rec.stack)
 			define_stack(w, rec.stack);
 		tprof_rec_encode(out, &w->enc, &rec);
@@ -1043,6 +1048,11 @@ void tprof_writer_exec(struct tprof_writer *w)
 	tprof_futex_wake(&w->shm->kick);
 }
 
+const char *tprof_writer_trace_path(const struct tprof_writer *w)
+{
+	return w->trace_abs;
+}
+
 int tprof_writer_done(const struct tprof_writer *w)
 {
 	return atomic_load(&w->done);
@@ -1082,6 +1092,75 @@ static void end_of(struct tprof_writer *w, int exec_seen, int *reason, int *valu
 		}
 	}
 	*reason = TPROF_END_VANISHED;
+}
+
+/* The reachability scan the process asked for on its way out (preload/scan.c): every event up to
+ * now, then the process's memory, then the LEAKS blocks; the process goes on when it sees DONE. */
+static void leak_scan_now(struct tprof_writer *w)
+{
+	uint32_t asked = TPROF_SCAN_ASKED;
+	if (!atomic_compare_exchange_strong(&w->shm->scan_state, &asked, TPROF_SCAN_SCANNING))
+		return;
+	int was = w->flushing;
+	w->flushing = 1;
+	drain_all(w);
+	w->flushing = was;
+	struct leak_result r = {.status = TPROF_LEAKS_NOMEM};
+	if (w->live)
+		leak_scan(w->tpid, w->shm, w->live, &w->shm->heartbeat, &r);
+	uint64_t prev = 0, listed = 0;
+	uint8_t *p = NULL, *start = NULL;
+	uint32_t n = 0;
+	for (uint64_t i = 0; i <= r.nblocks; i++) {
+		if (p && (i == r.nblocks || p - start > (60 << 10))) {
+			uint8_t *q = block_begin(w);
+			*q++ = TPROF_LEAKS_PART_BLOCKS;
+			q = tprof_put_varint(q, n);
+			memcpy(q, w->ev_buf, (size_t)(p - start));
+			block_end(w, TPROF_BLK_LEAKS, q + (p - start));
+			p = NULL;
+			n = 0;
+		}
+		if (i == r.nblocks)
+			break;
+		const struct leak_block *b = &r.blocks[i];
+		if (b->kind == TPROF_LEAK_REACHABLE && !b->heuristic)
+			continue;
+		if (!p)
+			p = start = w->ev_buf;
+		p = tprof_put_varint(p, b->addr - prev);
+		p = tprof_put_varint(p, b->size);
+		*p++ = (uint8_t)(b->kind | b->heuristic << 2);
+		if (b->kind == TPROF_LEAK_DEFINITE)
+			p = tprof_put_varint(p, b->indirect);
+		prev = b->addr;
+		n++;
+		listed++;
+	}
+	uint8_t *q = block_begin(w);
+	*q++ = TPROF_LEAKS_PART_SUMMARY;
+	q = tprof_put_varint(q, (uint64_t)r.status);
+	q = tprof_put_varint(q, (uint64_t)r.err);
+	q = tprof_put_varint(q, w->shm->scan_reason);
+	q = tprof_put_varint(q, r.live_blocks);
+	q = tprof_put_varint(q, r.live_bytes);
+	q = tprof_put_varint(q, listed);
+	q = tprof_put_varint(q, r.threads_stopped);
+	q = tprof_put_varint(q, r.threads_missed);
+	q = tprof_put_varint(q, r.ns);
+	q = tprof_put_varint(q, r.root_bytes);
+	q = tprof_put_varint(q, r.block_bytes);
+	block_end(w, TPROF_BLK_LEAKS, q);
+	out_flush(w);
+	if (w->shm->debug)
+		fprintf(stderr,
+			"tprof: leak scan of pid %d: %llu live blocks, %.1f MiB of roots and %.1f MiB of blocks read "
+			"in %.1f ms (status %d)\n",
+			(int)w->tpid, (unsigned long long)r.live_blocks, (double)r.root_bytes / (1 << 20),
+			(double)r.block_bytes / (1 << 20), (double)r.ns / 1e6, r.status);
+	leak_result_free(&r);
+	atomic_store(&w->shm->scan_state, TPROF_SCAN_DONE);
+	tprof_futex_wake(&w->shm->scan_state);
 }
 
 /* The end of a trace: everything in the rings, the modules, a last clock pair, then END. */
@@ -1151,6 +1230,8 @@ static void let_go(struct tprof_writer *w)
 	for (int i = 0; i < w->nviews; i++)
 		munmap(w->views[i], w->view_len[i]);
 	w->nviews = 0;
+	leak_live_free(w->live);
+	w->live = NULL;
 }
 
 /* The whole life of one trace. */
@@ -1162,6 +1243,8 @@ static void write_trace(struct tprof_writer *w)
 		goto out;
 	}
 	w->clock_is_tsc = w->shm->clock == TPROF_CLOCK_TSC;
+	if (w->shm->leakscan)
+		w->live = leak_live_new();
 	if (w->shm->compress && !w->zctx) {
 		size_t ws = ZSTD_estimateCCtxSize(1);
 		void *m = mmap(NULL, ws, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1208,6 +1291,8 @@ static void write_trace(struct tprof_writer *w)
 			write_clock(w);
 			last_clock = now;
 		}
+		if (w->shm->leakscan && atomic_load(&w->shm->scan_state) == TPROF_SCAN_ASKED)
+			leak_scan_now(w);
 		if (atomic_load(&w->exec_seen)) /* the same process registered again: it exec'd */
 			exec_seen = 1;
 		if (atomic_load(&w->process_gone))
@@ -1298,6 +1383,10 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	w->tpid = a->pid;
 	w->starttime = a->starttime;
 	w->trace_fd = a->tracefd;
+	char fdpath[64];
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", w->trace_fd);
+	ssize_t n = readlink(fdpath, w->trace_abs, sizeof(w->trace_abs) - 1);
+	w->trace_abs[n > 0 ? n : 0] = 0;
 	w->shm_fd = a->memfd;
 	w->rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
 	snprintf(w->proc_dir, sizeof(w->proc_dir), "/proc/%d/", (int)w->tpid);

@@ -309,7 +309,7 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[ "$(jget r.json end)" = exit ]
 	[ "$(jget r.json lost_events)" = 0 ]
 	[ "$(jget r.json unmatched_frees)" = 0 ]
-	"$B/tprof" leaks --json t.trace >l.json
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
 	[ "$(leaks_of l.json worker)" = "4321 1" ]
 	[ "$(leaks_of l.json main)" = "777 1" ] # and not the 555 bytes the atexit handler freed
 	# the worker's 3000 pairs and the handler's 100, which ran on the last thread: valgrind's count
@@ -328,7 +328,7 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 		report t.trace r.json
 		[ "$(jget r.json complete)" = true ]
 		[ "$(jget r.json end)" = exit ]
-		"$B/tprof" leaks --json t.trace >l.json
+		"$B/tprof" leaks --kinds all --json t.trace >l.json
 		[ "$(leaks_of l.json main)" = "777 1" ]
 		[ "$2" = 0 ] || [ "$(leaks_of l.json worker)" = "$(($2 * 4321)) $2" ]
 	done

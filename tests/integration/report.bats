@@ -174,7 +174,7 @@ PY
 	traced "$B/progs/heap_known" >/dev/null
 	"$B/tprof" report --json t.trace >r.json
 	"$B/tprof" peak --json t.trace >p.json
-	"$B/tprof" leaks --json --no-default-suppressions t.trace >l.json
+	"$B/tprof" leaks --kinds all --json --no-default-suppressions t.trace >l.json
 	$PY - r.json p.json l.json <<'PY'
 import json, sys
 r, p, l = (json.load(open(f)) for f in sys.argv[1:4])

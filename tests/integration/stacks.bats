@@ -38,7 +38,7 @@ PY
 
 @test "leaks: planted C leaks are named at their function and line, with exact bytes and blocks" {
 	traced "$B/progs/stacks_leak"
-	"$B/tprof" leaks --json t.trace >l.json
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
 	"$B/tprof" report --json t.trace >r.json
 	src="$P/stacks_leak.c"
 	expected="plant_calloc $(line_of "$src" plant_calloc) 77 1
@@ -63,7 +63,7 @@ plant_strdup $(line_of "$src" plant_strdup) 24 2"
 
 @test "leaks: planted C++ leaks (new, new[], inside std::vector and std::string)" {
 	traced "$B/progs/stacks_leak_cxx"
-	"$B/tprof" leaks --json t.trace >l.json
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
 	src="$P/stacks_leak_cxx.cpp"
 	expected="plant_new $(line_of "$src" plant_new) 40 1
 plant_new_array $(line_of "$src" plant_new_array) 100 1
@@ -78,14 +78,17 @@ plant_vector $(line_of "$src" plant_vector) 224 2"
 
 @test "leaks: text output reads like valgrind's loss records" {
 	traced "$B/progs/stacks_leak"
-	run "$B/tprof" leaks t.trace
+	run "$B/tprof" leaks --kinds all t.trace
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"300 bytes in 3 blocks still in use at exit: record 6 of 9"* ]]
+	[[ "$output" == *"300 bytes in 3 blocks are definitely lost: record 2 of 9"* ]]
+	[[ "$output" == *"1,000 bytes in 1 block is still reachable: record 9 of 9"* ]]
+	[[ "$output" == *"definitely lost: 1,157 bytes in 8 blocks"* ]]
+	[[ "$output" == *"still reachable: 4,000 bytes in 4 blocks"* ]]
 	[[ "$output" == *"at plant_malloc (stacks_leak.c:$(line_of "$P/stacks_leak.c" plant_malloc)) [stacks_leak]"* ]]
 	[[ "$output" == *"at __GI___strdup"*"by plant_strdup (stacks_leak.c:"* ]]
 	[[ "$output" == *"in use at exit: 5,157 bytes in 12 blocks"* ]]
-	"$B/tprof" leaks --json --top 2 t.trace >l.json
+	"$B/tprof" leaks --kinds all --json --top 2 t.trace >l.json
 	$PY -c 'import json,sys; d=json.load(open("l.json")); assert len(d["leaks"]) == 2 and d["records"] == 9'
 }
 
@@ -106,7 +109,7 @@ plant_vector $(line_of "$src" plant_vector) 224 2"
 
 @test "leaks: a dlopen'ed library's leaks are named after dlclose; built-in suppressions spare them" {
 	traced "$B/progs/stacks_dlopen" "$B/progs/libstacks_plugin.so"
-	"$B/tprof" leaks --json t.trace >l.json
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
 	src="$P/plugin/stacks_plugin.c"
 	expected="plugin_ctor $(line_of "$src" plugin_ctor) 64 1
 plugin_leak $(line_of "$src" plugin_leak) 144 3"
@@ -125,8 +128,8 @@ assert any((f["module"] or "").startswith("ld-linux") for f in ctor["stack"])'
 
 @test "leaks: built-in suppressions hide the loader's blocks for a library never closed, nothing else" {
 	traced "$B/progs/stacks_dlopen" "$B/progs/libstacks_plugin.so" keep
-	"$B/tprof" leaks --json t.trace >l.json
-	"$B/tprof" leaks --json --no-default-suppressions t.trace >all.json
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
+	"$B/tprof" leaks --kinds all --json --no-default-suppressions t.trace >all.json
 	$PY -c '
 import json
 d, a = json.load(open("l.json")), json.load(open("all.json"))
@@ -143,14 +146,14 @@ assert d["reported_bytes"] == 208 and a["suppressed_bytes"] == 0
 assert [s["origin"].split(":")[0] for s in d["suppressions"]] == ["default"] * len(d["suppressions"])'
 	# the printed built-in list, read back as a file, suppresses the same
 	"$B/tprof" leaks --print-default-suppressions >default.supp
-	"$B/tprof" leaks --json --no-default-suppressions --suppressions default.supp t.trace >f.json
+	"$B/tprof" leaks --kinds all --json --no-default-suppressions --suppressions default.supp t.trace >f.json
 	[ "$(jget f.json suppressed_bytes)" = "$(jget l.json suppressed_bytes)" ]
 	[ "$(jget f.json records)" = "$(jget l.json records)" ]
 }
 
 @test "leaks: a stripped binary shows module+offset inside the right functions, no guessed names" {
 	traced "$B/progs/stacks_leak_stripped"
-	"$B/tprof" leaks --json t.trace >l.json
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
 	nm -S "$B/progs/stacks_leak" | grep ' plant_' >syms.txt
 	$PY - <<'PY'
 import json
@@ -176,13 +179,13 @@ want = {"plant_malloc": [300, 3], "plant_calloc": [77, 1], "plant_realloc": [500
         "plant_strdup": [24, 2], "plant_memalign": [256, 1], "plant_chain": [4000, 4]}
 assert got == want, got
 PY
-	run "$B/tprof" leaks t.trace
+	run "$B/tprof" leaks --kinds all t.trace
 	[[ "$output" == *"at stacks_leak_stripped+0x"* ]]
 }
 
 @test "leaks: a stack deeper than TPROF_DEPTH is cut at the limit and marked truncated" {
 	traced "$B/progs/stacks_deep"
-	"$B/tprof" leaks --json t.trace >l.json
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
 	line=$(line_of "$P/stacks_deep.c" recurse)
 	LINE=$line $PY -c '
 import json, os
@@ -193,11 +196,11 @@ assert r["bytes"] == 42 and r["blocks"] == 1 and r["truncated"] is True
 assert len(r["stack"]) == 64, len(r["stack"])
 assert {f["function"] for f in r["stack"]} == {"recurse"}
 assert r["stack"][0]["line"] == int(os.environ["LINE"])'
-	run "$B/tprof" leaks t.trace
+	run "$B/tprof" leaks --kinds all t.trace
 	[[ "$output" == *"cut at the recorder's depth limit"* ]]
 	# with a deeper limit the whole stack is there, down to main
 	TPROF_DEPTH=200 TPROF_OUTPUT=t200.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/stacks_deep"
-	"$B/tprof" leaks --json t200.trace >l200.json
+	"$B/tprof" leaks --kinds all --json t200.trace >l200.json
 	$PY -c '
 import json
 r = json.load(open("l200.json"))["leaks"][0]
@@ -283,7 +286,7 @@ assert h == [(64, 127, 3, 300), (1024, 2047, 1, 2000), (2048, 4095, 3, 10999), (
 	  leak:^plant_chain$
 	leak_site:plant_strdup
 	EOF
-	"$B/tprof" leaks --json --suppressions my.supp t.trace >l.json
+	"$B/tprof" leaks --kinds all --json --suppressions my.supp t.trace >l.json
 	# plant_strdup's allocation site is strdup, in the C library: leak_site does not reach it
 	[ "$(jget l.json suppressed_bytes)" = 4077 ]
 	[ "$(jget l.json suppressed_blocks)" = 5 ]
@@ -296,10 +299,10 @@ d = json.load(open("l.json"))
 s = [(x["rule"], x["origin"], x["bytes"], x["blocks"], x["records"]) for x in d["suppressions"]]
 assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$", "my.supp:4", 4000, 4, 4)], s'
 	echo 'leak:plant_str*' >any.supp
-	"$B/tprof" leaks --json --suppressions any.supp --suppressions my.supp t.trace >l2.json
+	"$B/tprof" leaks --kinds all --json --suppressions any.supp --suppressions my.supp t.trace >l2.json
 	[ "$(jget l2.json suppressed_bytes)" = 4101 ]
-	run "$B/tprof" leaks --suppressions my.supp t.trace
-	[[ "$output" == *"suppressed:     4,077 bytes in 5 blocks"* ]]
+	run "$B/tprof" leaks --kinds all --suppressions my.supp t.trace
+	[[ "$output" == *"suppressed: 4,077 bytes in 5 blocks"* ]]
 	[[ "$output" == *"4,000 bytes in 4 blocks: leak:^plant_chain$ (my.supp:4)"* ]]
 	printf 'leak:ok\nlek:plant_malloc\n' >bad.supp
 	run "$B/tprof" leaks --suppressions bad.supp t.trace

@@ -1,0 +1,228 @@
+/* The traced process's side of the reachability scan that tells leaked blocks from blocks still in
+ * use. At the very end of the process (after the last exit handler and every library destructor,
+ * or in the _exit/_Exit hooks, or after the last quick_exit handler) the exiting thread stops every
+ * other thread of the process, publishes where each stack's live part begins, and waits while the
+ * recorder reads the process's memory (recorder/leakscan.c). Nothing here runs before that moment,
+ * and the process exits right after it, so what the program sees is unchanged.
+ *
+ * Stopping a thread: a signal (glibc's internal SIGSETXID, which no thread can block through the C
+ * library) whose handler, installed with raw system calls only now, notes the handler's stack
+ * pointer (the kernel saved the thread's registers in the signal frame above it, so the scan of its
+ * stack from there covers them) and sleeps until the scan is done. The asking thread spills its own
+ * callee-saved registers into its frame the same way. A thread that does not answer within 200 ms
+ * is counted; its stack is then scanned whole, as any other writable mapping. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "sys.h"
+
+#if defined(__x86_64__)
+#define SCAN_SIG 33 /* SIGSETXID */
+#define KSA_RESTORER 0x04000000ul
+
+struct ksigaction {
+	void (*handler)(int, siginfo_t *, void *);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/* The return from a handler installed without the C library: rt_sigreturn. */
+void tprof_scan_restorer(void) __attribute__((visibility("hidden")));
+__asm__(".text\n"
+	".align 16\n"
+	".globl tprof_scan_restorer\n"
+	".hidden tprof_scan_restorer\n"
+	".type tprof_scan_restorer,@function\n"
+	"tprof_scan_restorer:\n"
+	"\tmovq $15, %rax\n"
+	"\tsyscall\n"
+	"\thlt\n"
+	".size tprof_scan_restorer, .-tprof_scan_restorer\n");
+
+static struct ksigaction saved_action;
+
+static inline uint64_t stack_pointer(void)
+{
+	uint64_t sp;
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	return sp;
+}
+#endif
+
+static int scan_wanted(void)
+{
+	struct tprof_shm *shm = tprof_shm;
+	return shm && shm->leakscan && atomic_load(&tprof_recording) &&
+	       shm->pid == (int32_t)syscall(SYS_getpid) && !atomic_load(&shm->recorder_gone);
+}
+
+/* Adds the calling thread to the stopped ones. */
+static void note_stopped(struct tprof_shm *shm, uint64_t sp)
+{
+	uint32_t i = atomic_fetch_add(&shm->scan_stopped, 1);
+	if (i < TPROF_SCAN_THREADS) {
+		shm->scan_threads[i].tid = (int32_t)tprof_gettid();
+		shm->scan_threads[i].sp = sp;
+	}
+	tprof_futex_wake(&shm->scan_stopped);
+}
+
+/* Sleeps until the scan is over (DONE or GAVE_UP). */
+static void wait_scan_over(struct tprof_shm *shm)
+{
+	for (;;) {
+		uint32_t s = atomic_load(&shm->scan_state);
+		if (s == TPROF_SCAN_DONE || s == TPROF_SCAN_GAVE_UP || s == TPROF_SCAN_IDLE)
+			return;
+		tprof_futex_wait(&shm->scan_state, s, 100000000);
+	}
+}
+
+#if defined(__x86_64__)
+static void stop_handler(int sig, siginfo_t *si, void *uc)
+{
+	struct tprof_shm *shm = tprof_shm;
+	int saved = errno;
+	if (shm && si->si_code == SI_TKILL && si->si_pid == shm->pid &&
+	    atomic_load(&shm->scan_state) == TPROF_SCAN_STOPPING) {
+		note_stopped(shm, stack_pointer());
+		wait_scan_over(shm);
+	} else if (saved_action.flags & SA_SIGINFO && saved_action.handler) {
+		saved_action.handler(sig, si, uc); /* not ours: the C library's own use of the signal */
+	}
+	errno = saved;
+}
+
+/* The task ids of this process but the caller's, live ones only (a zombie thread never answers). */
+static uint32_t other_tasks(int32_t *tids, uint32_t cap)
+{
+	int fd = (int)syscall(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int32_t self = (int32_t)tprof_gettid();
+	uint32_t n = 0;
+	char buf[4096];
+	long got;
+	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long at = 0; at < got;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + at);
+			at += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			int32_t tid = (int32_t)strtol(d->name, NULL, 10);
+			if (tid == self || n >= cap)
+				continue;
+			char st[1024];
+			const char *t = tprof_stat_read(tid, st, sizeof(st)); /* /proc/TID/stat names the task */
+			if (t && (t[0] == 'Z' || t[0] == 'X'))
+				continue;
+			tids[n++] = tid;
+		}
+	}
+	syscall(SYS_close, fd);
+	return n;
+}
+#endif
+
+/* Called once on the way out; returns when the process may end. */
+void tprof_scan_at_end(int reason)
+{
+	if (!scan_wanted())
+		return;
+	struct tprof_shm *shm = tprof_shm;
+	int saved = errno;
+	tprof_tls.guard++;
+	uint32_t idle = TPROF_SCAN_IDLE;
+	if (!atomic_compare_exchange_strong(&shm->scan_state, &idle, TPROF_SCAN_STOPPING)) {
+		/* another thread is on its way out and scans: be one of the stopped */
+#if defined(__x86_64__)
+		note_stopped(shm, stack_pointer());
+#endif
+		wait_scan_over(shm);
+		goto out;
+	}
+	shm->scan_reason = (uint32_t)reason;
+#if defined(__x86_64__)
+	/* The exiting thread's roots begin at the frame that called the way out: the C library's and
+	 * tprof's frames below it hold stale words of earlier calls in their unwritten slots, which
+	 * memcheck knows are undefined. (Walked before the others stop: the unwinder takes the
+	 * loader's lock.) */
+	uint64_t sp = stack_pointer(), psp = tprof_stacks_program_sp(shm->scan_regs);
+	note_stopped(shm, psp > sp && psp - sp < (64u << 20) ? psp : sp);
+	int32_t tids[TPROF_SCAN_THREADS];
+	uint32_t n = other_tasks(tids, TPROF_SCAN_THREADS - 1);
+	int installed = 0;
+	if (n) {
+		struct ksigaction sa = {.handler = stop_handler,
+					.flags = SA_SIGINFO | SA_RESTART | KSA_RESTORER,
+					.restorer = tprof_scan_restorer,
+					.mask = ~0ull};
+		installed = syscall(SYS_rt_sigaction, SCAN_SIG, &sa, &saved_action, 8) == 0;
+	}
+	uint32_t asked = 0;
+	if (installed)
+		for (uint32_t i = 0; i < n; i++)
+			if (syscall(SYS_tgkill, shm->pid, tids[i], SCAN_SIG) == 0)
+				asked++;
+	shm->scan_asked = asked;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		uint32_t got = atomic_load(&shm->scan_stopped);
+		if (got >= asked + 1)
+			break;
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= 200)
+			break;
+		tprof_futex_wait(&shm->scan_stopped, got, 10000000);
+	}
+#endif
+	atomic_store(&shm->scan_state, TPROF_SCAN_ASKED);
+	tprof_writer_kick();
+	/* wait for the recorder, which beats while it scans; 2 s without a beat: it is gone */
+	uint32_t beat = atomic_load(&shm->heartbeat);
+	int still = 0;
+	for (;;) {
+		uint32_t s = atomic_load(&shm->scan_state);
+		if (s == TPROF_SCAN_DONE)
+			break;
+		tprof_futex_wait(&shm->scan_state, s, 100000000);
+		uint32_t b = atomic_load(&shm->heartbeat);
+		if (b != beat) {
+			beat = b;
+			still = 0;
+		} else if (++still >= 20) {
+			uint32_t expect = TPROF_SCAN_ASKED;
+			if (atomic_compare_exchange_strong(&shm->scan_state, &expect, TPROF_SCAN_GAVE_UP) ||
+			    expect == TPROF_SCAN_SCANNING) {
+				atomic_store(&shm->scan_state, TPROF_SCAN_GAVE_UP);
+				atomic_store(&shm->recorder_gone, 1);
+			}
+			tprof_futex_wake(&shm->scan_state);
+			break;
+		}
+	}
+#if defined(__x86_64__)
+	if (installed)
+		syscall(SYS_rt_sigaction, SCAN_SIG, &saved_action, NULL, 8);
+#endif
+out:
+	tprof_tls.guard--;
+	errno = saved;
+}

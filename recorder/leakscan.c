@@ -1,0 +1,729 @@
+/* Leak classification in the recorder: the live-block table the writer keeps from the events it
+ * drains, and the reachability scan of a traced process at its end (preload/scan.c stops the
+ * process's threads and waits). The scan follows memcheck's leak checker: the roots are every
+ * readable and writable mapping of the process but the heap's own (and tprof's), with each stopped
+ * thread's stack read from its stack pointer up (its registers lie there, in a signal frame or
+ * spilled); every aligned 8-byte word that points at the start or inside a live block reaches it;
+ * blocks reached only through an interior pointer, or from such blocks, are possibly lost unless a
+ * C++ heuristic (std::string, length64, new[], multiple inheritance) explains the pointer; the
+ * blocks left are grouped into cliques in address order, whose leaders are definitely lost and the
+ * rest indirectly lost. The process's memory is read with process_vm_readv: a page that cannot be
+ * read is skipped, never a fault. docs/LEAKS.md says where this differs from memcheck. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "leakscan.h"
+
+/* ---- the live blocks ---- */
+
+struct live_slot {
+	uint64_t addr; /* 0: empty */
+	uint64_t seq;  /* of the address's latest event */
+	uint64_t size; /* LIVE_FREED: the latest event freed the address */
+};
+#define LIVE_FREED UINT64_MAX
+
+struct leak_live {
+	struct live_slot *s;
+	uint64_t mask, used, live;
+};
+
+static inline uint64_t live_hash(uint64_t a)
+{
+	return (a >> 4) * 0x9e3779b97f4a7c15ull;
+}
+
+struct leak_live *leak_live_new(void)
+{
+	struct leak_live *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->mask = 1023; /* grows: a table read whole at the scan costs a page fault per page */
+	m->s = calloc(m->mask + 1, sizeof(*m->s));
+	if (!m->s) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void leak_live_free(struct leak_live *m)
+{
+	if (m) {
+		free(m->s);
+		free(m);
+	}
+}
+
+uint64_t leak_live_count(const struct leak_live *m)
+{
+	return m ? m->live : 0;
+}
+
+static struct live_slot *live_find(struct leak_live *m, uint64_t addr)
+{
+	for (uint64_t i = live_hash(addr) >> 20 & m->mask;; i = (i + 1) & m->mask)
+		if (m->s[i].addr == addr || m->s[i].addr == 0)
+			return &m->s[i];
+}
+
+static int live_grow(struct leak_live *m)
+{
+	uint64_t n = (m->mask + 1) * 2;
+	struct live_slot *ns = calloc(n, sizeof(*ns)), *old = m->s;
+	if (!ns)
+		return -1;
+	uint64_t om = m->mask;
+	m->s = ns;
+	m->mask = n - 1;
+	for (uint64_t i = 0; i <= om; i++)
+		if (old[i].addr)
+			*live_find(m, old[i].addr) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Backward-shift deletion keeps every probe chain whole. */
+static void live_delete(struct leak_live *m, struct live_slot *e)
+{
+	uint64_t i = (uint64_t)(e - m->s);
+	for (uint64_t j = (i + 1) & m->mask; m->s[j].addr; j = (j + 1) & m->mask) {
+		uint64_t home = live_hash(m->s[j].addr) >> 20 & m->mask;
+		if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
+			m->s[i] = m->s[j];
+			i = j;
+		}
+	}
+	m->s[i].addr = 0;
+	m->used--;
+}
+
+static void live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_t size)
+{
+	if (!addr)
+		return;
+	struct live_slot *e = live_find(m, addr);
+	if (e->addr == 0) {
+		if ((m->used + 1) * 2 > m->mask + 1) {
+			if (live_grow(m) != 0)
+				return;
+			e = live_find(m, addr);
+		}
+		e->addr = addr;
+		e->seq = seq;
+		e->size = size;
+		m->used++;
+		if (size != LIVE_FREED)
+			m->live++;
+		return;
+	}
+	if (e->seq > seq)
+		return; /* a later event of this address came first */
+	int was = e->size != LIVE_FREED, is = size != LIVE_FREED;
+	if (was && !is) { /* the usual free of a block we know: forget the address */
+		m->live--;
+		live_delete(m, e);
+		return;
+	}
+	m->live += (uint64_t)is - (uint64_t)was;
+	e->seq = seq;
+	e->size = size;
+}
+
+void leak_live_apply(struct leak_live *m, const struct tprof_rec *r)
+{
+	if (!m)
+		return;
+	if (r->kind == TPROF_EV_FREE) {
+		live_event(m, r->ptr, r->seq, LIVE_FREED);
+	} else if (tprof_kind_is_realloc(r->kind)) {
+		if (r->ptr || (r->size == 0 && r->old_ptr)) /* as the heap replay counts it */
+			live_event(m, r->old_ptr, r->seq, LIVE_FREED);
+		live_event(m, r->ptr, r->seq2, r->size);
+	} else {
+		live_event(m, r->ptr, r->seq, r->size);
+	}
+}
+
+/* ---- the process's memory ---- */
+
+struct lmap {
+	uint64_t start, end;
+	uint8_t r, w, x, file; /* file: backed by a file (not anonymous, not [heap] or [stack]) */
+	uint8_t heap;          /* [heap]: the allocator's memory, never a root */
+	uint8_t anon;          /* anonymous */
+	uint8_t skip;          /* not a root for another reason (tprof's own, a device) */
+	uint8_t libc;          /* the C library's data: glibc's arena state lies there */
+	uint64_t from;         /* a stack: roots start at the lowest stopped thread's sp in it */
+};
+
+struct zone {
+	uint64_t start, end;
+};
+
+struct scan {
+	pid_t pid;
+	struct zone *zones; /* the allocator's memory, sorted and merged: never roots */
+	size_t nzones, capzones;
+	_Atomic uint32_t *beat;
+	uint64_t beat_bytes;
+	struct leak_block *b;
+	uint64_t nb;
+	uint64_t lo, hi; /* every block lies in [lo, hi) */
+	struct lmap *maps;
+	size_t nmaps;
+	uint64_t *stack; /* indices of blocks waiting to be scanned */
+	uint64_t nstack, capstack;
+	int clique_mode;
+	int in_libc; /* scanning the C library's data */
+	uint64_t clique;
+	uint64_t *buf; /* read buffer */
+	size_t buf_words;
+	int failed; /* out of memory */
+	uint64_t root_bytes, block_bytes;
+	int unreadable; /* errno of the first read that failed whole */
+};
+
+static void beat(struct scan *s, uint64_t bytes)
+{
+	s->beat_bytes += bytes;
+	if (s->beat_bytes >= (8u << 20)) {
+		s->beat_bytes = 0;
+		atomic_fetch_add(s->beat, 1);
+	}
+}
+
+/* Reads len bytes at addr of the process into dst; pages that cannot be read are zeroed. Returns
+ * the bytes actually read. */
+static uint64_t read_mem(struct scan *s, uint64_t addr, void *dst, uint64_t len)
+{
+	struct iovec l = {dst, len}, r = {(void *)addr, len};
+	ssize_t n = process_vm_readv(s->pid, &l, 1, &r, 1, 0);
+	if (n == (ssize_t)len)
+		return len;
+	if (n < 0 && !s->unreadable && errno != EFAULT)
+		s->unreadable = errno ? errno : EIO;
+	/* page by page from where it stopped */
+	uint64_t got = n > 0 ? (uint64_t)n : 0, ok = got;
+	while (got < len) {
+		uint64_t a = addr + got, page_end = (a | 4095) + 1, k = page_end - a;
+		if (k > len - got)
+			k = len - got;
+		struct iovec l2 = {(char *)dst + got, k}, r2 = {(void *)a, k};
+		ssize_t m = process_vm_readv(s->pid, &l2, 1, &r2, 1, 0);
+		if (m == (ssize_t)k)
+			ok += k;
+		else
+			memset((char *)dst + got, 0, k);
+		got += k;
+	}
+	return ok;
+}
+
+/* The block holding address v (start or inside; a zero-size block only at its start), or -1. */
+static int64_t find_block(const struct scan *s, uint64_t v)
+{
+	if (v < s->lo || v >= s->hi)
+		return -1;
+	uint64_t lo = 0, hi = s->nb; /* the last block with addr <= v */
+	while (hi - lo > 1) {
+		uint64_t mid = (lo + hi) / 2;
+		if (s->b[mid].addr <= v)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct leak_block *b = &s->b[lo];
+	if (v < b->addr)
+		return -1;
+	if (v - b->addr < b->size || v == b->addr)
+		return (int64_t)lo;
+	return -1;
+}
+
+static void push(struct scan *s, uint64_t i)
+{
+	if (s->b[i].pending)
+		return;
+	if (s->nstack == s->capstack) {
+		uint64_t n = s->capstack ? s->capstack * 2 : 4096;
+		uint64_t *ns = realloc(s->stack, n * sizeof(*ns));
+		if (!ns) {
+			s->failed = 1;
+			return;
+		}
+		s->stack = ns;
+		s->capstack = n;
+	}
+	s->b[i].pending = 1;
+	s->stack[s->nstack++] = i;
+}
+
+static const struct lmap *map_of(const struct scan *s, uint64_t a)
+{
+	size_t lo = 0, hi = s->nmaps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->maps[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nmaps && s->maps[lo].start <= a ? &s->maps[lo] : NULL;
+}
+
+static int read_word(struct scan *s, uint64_t a, uint64_t *v)
+{
+	struct iovec l = {v, 8}, r = {(void *)a, 8};
+	return process_vm_readv(s->pid, &l, 1, &r, 1, 0) == 8 ? 0 : -1;
+}
+
+/* memcheck's test for a vtable: in a readable file mapping, and among its first 20 words two
+ * non-null entries point into executable file mappings before one that does not. */
+static int is_vtable(struct scan *s, uint64_t a)
+{
+	if (a < 4096 || (a & 7))
+		return 0;
+	const struct lmap *m = map_of(s, a);
+	if (!m || !m->r || !m->file)
+		return 0;
+	uint64_t w[20];
+	uint64_t n = m->end - a < sizeof(w) ? (m->end - a) / 8 : 20;
+	if (read_mem(s, a, w, n * 8) != n * 8)
+		return 0;
+	int seen = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!w[i])
+			continue;
+		const struct lmap *f = map_of(s, w[i]);
+		if (!f || !f->x || !f->file)
+			return 0;
+		if (++seen == 2)
+			return 1;
+	}
+	return 0;
+}
+
+/* Which of memcheck's heuristics explain an interior pointer ptr into block b (0: none). */
+static int heuristic(struct scan *s, const struct leak_block *b, uint64_t ptr)
+{
+	uint64_t w[3] = {0, 0, 0};
+	uint64_t off = ptr - b->addr;
+	if (off == 24 && b->size >= 24 && read_mem(s, b->addr, w, 16) == 16) { /* old std::string rep */
+		uint64_t len = w[0], cap = w[1];
+		if (cap < UINT64_MAX - 25 && 24 + cap + 1 == b->size && len <= cap)
+			return TPROF_LEAK_HEUR_STDSTRING;
+	}
+	if (off == 8 && b->size >= 8 && read_mem(s, b->addr, w, 8) == 8) {
+		if (w[0] > 0 && w[0] == b->size - 8)
+			return TPROF_LEAK_HEUR_LENGTH64;
+		if (w[0] > 0 && (b->size - 8) % w[0] == 0)
+			return TPROF_LEAK_HEUR_NEWARRAY;
+	}
+	if (!(ptr & 7) && off >= 8) {
+		uint64_t inner, first;
+		if (read_word(s, ptr, &inner) == 0 && read_word(s, b->addr, &first) == 0 && inner >= 4096 &&
+		    first >= 4096 && !(inner & 7) && !(first & 7) && is_vtable(s, inner) && is_vtable(s, first))
+			return TPROF_LEAK_HEUR_MULTIPLE_INHERITANCE;
+	}
+	return 0;
+}
+
+/* The size of glibc's chunk for a request of n bytes: the header word, rounded to 16, 32 at least.
+ * The next chunk's header begins 16 bytes before its end, inside the last word of this block. */
+static inline uint64_t glibc_chunk_size(uint64_t n)
+{
+	uint64_t c = (n + 8 + 15) & ~15ull;
+	return c < 32 ? 32 : c;
+}
+
+/* A word found in a root (definite = 1) or in a scanned block. */
+static void candidate(struct scan *s, uint64_t v, int definite)
+{
+	int64_t k = find_block(s, v);
+	if (k < 0)
+		return;
+	struct leak_block *b = &s->b[k];
+	if (s->clique_mode) {
+		if (b->kind == TPROF_LEAK_DEFINITE && (uint64_t)k != s->clique) {
+			s->b[s->clique].indirect += b->size + b->indirect;
+			b->indirect = 0;
+			b->kind = TPROF_LEAK_INDIRECT;
+			push(s, (uint64_t)k);
+		}
+		return;
+	}
+	if (s->in_libc && v - b->addr == glibc_chunk_size(b->size) - 16)
+		return; /* glibc's arena (top, bins) points at the header of the chunk after b */
+	if (b->kind == TPROF_LEAK_REACHABLE) {
+		if (v == b->addr)
+			b->heuristic = 0;
+		return;
+	}
+	int via_reachable = v == b->addr;
+	if (!via_reachable) {
+		int h = heuristic(s, b, v);
+		b->heuristic = (uint8_t)h;
+		via_reachable = h != 0;
+	}
+	if (via_reachable && definite) {
+		b->kind = TPROF_LEAK_REACHABLE;
+		push(s, (uint64_t)k); /* (again): what it points at is reachable now */
+	} else if (b->kind == TPROF_LEAK_DEFINITE) {
+		b->kind = TPROF_LEAK_POSSIBLE;
+		push(s, (uint64_t)k);
+	}
+}
+
+static void scan_words(struct scan *s, const uint64_t *w, uint64_t n, int definite)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t v = w[i];
+		if (v >= s->lo && v < s->hi)
+			candidate(s, v, definite);
+	}
+}
+
+/* Scans [a, end) of the process as roots. */
+static void scan_range(struct scan *s, uint64_t a, uint64_t end)
+{
+	a = (a + 7) & ~7ull;
+	end &= ~7ull;
+	while (a < end) {
+		uint64_t len = end - a, cap = s->buf_words * 8;
+		if (len > cap)
+			len = cap;
+		read_mem(s, a, s->buf, len);
+		s->root_bytes += len;
+		scan_words(s, s->buf, len / 8, 1);
+		beat(s, len);
+		a += len;
+	}
+}
+
+/* Scans the blocks on the stack until it is empty, reading them a batch at a time. */
+static void process_stack(struct scan *s)
+{
+	while (s->nstack && !s->failed) {
+		uint64_t i = s->stack[--s->nstack];
+		struct leak_block *b = &s->b[i];
+		b->pending = 0;
+		int definite = b->kind != TPROF_LEAK_POSSIBLE;
+		uint64_t a = (b->addr + 7) & ~7ull, end = (b->addr + b->size) & ~7ull;
+		while (a < end) {
+			uint64_t len = end - a, cap = s->buf_words * 8;
+			if (len > cap)
+				len = cap;
+			read_mem(s, a, s->buf, len);
+			s->block_bytes += len;
+			scan_words(s, s->buf, len / 8, definite);
+			beat(s, len);
+			a += len;
+		}
+	}
+}
+
+static int add_zone(struct scan *s, uint64_t start, uint64_t end)
+{
+	if (s->nzones == s->capzones) {
+		size_t n = s->capzones ? s->capzones * 2 : 256;
+		struct zone *nz = realloc(s->zones, n * sizeof(*nz));
+		if (!nz)
+			return -1;
+		s->zones = nz;
+		s->capzones = n;
+	}
+	s->zones[s->nzones++] = (struct zone){start, end};
+	return 0;
+}
+
+static int cmp_zone(const void *a, const void *b)
+{
+	uint64_t x = ((const struct zone *)a)->start, y = ((const struct zone *)b)->start;
+	return x < y ? -1 : x > y;
+}
+
+static void merge_zones(struct scan *s)
+{
+	qsort(s->zones, s->nzones, sizeof(*s->zones), cmp_zone);
+	size_t k = 0;
+	for (size_t i = 0; i < s->nzones; i++) {
+		if (k && s->zones[i].start <= s->zones[k - 1].end) {
+			if (s->zones[i].end > s->zones[k - 1].end)
+				s->zones[k - 1].end = s->zones[i].end;
+		} else {
+			s->zones[k++] = s->zones[i];
+		}
+	}
+	s->nzones = k;
+}
+
+/* The first zone ending after a, or nzones. */
+static size_t zone_after(const struct scan *s, uint64_t a)
+{
+	size_t lo = 0, hi = s->nzones;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->zones[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The allocator's memory, where stale copies of pointers lie in free chunks: the brk heap, glibc's
+ * other arenas (64 MiB-aligned heaps that start with a heap_info: arena, previous heap, size, and
+ * the size made writable, which is how far the arena reaches), and the pages of every block outside
+ * those (a chunk glibc mapped for it alone, with its header). */
+static int find_zones(struct scan *s, const struct tprof_shm *shm)
+{
+	const uint64_t arena_align = 64ull << 20;
+	for (int i = 0; i < 4; i++)
+		if (shm->own[i][1] > shm->own[i][0] &&
+		    add_zone(s, shm->own[i][0] & ~4095ull, (shm->own[i][1] + 4095) & ~4095ull) != 0)
+			return -1;
+	for (size_t i = 0; i < s->nmaps; i++) {
+		const struct lmap *m = &s->maps[i];
+		if (m->heap && add_zone(s, m->start, m->end) != 0)
+			return -1;
+		if (!m->anon || !m->r || !m->w)
+			continue;
+		for (uint64_t a = (m->start + arena_align - 1) & ~(arena_align - 1); a < m->end; a += arena_align) {
+			uint64_t h[4];
+			if (m->end - a < sizeof(h) || read_mem(s, a, h, sizeof(h)) != sizeof(h))
+				continue;
+			if (h[0] && !(h[1] & (arena_align - 1)) && h[3] && !(h[3] & 4095) && h[3] <= arena_align &&
+			    h[2] <= h[3] && a + h[3] <= m->end && add_zone(s, a, a + h[3]) != 0)
+				return -1;
+		}
+	}
+	merge_zones(s);
+	size_t known = s->nzones;
+	for (uint64_t i = 0; i < s->nb; i++) {
+		uint64_t a = s->b[i].addr;
+		size_t z = zone_after(s, a);
+		if (z < known && s->zones[z].start <= a)
+			continue;
+		uint64_t lo = (a - 16) & ~4095ull, hi = (a + s->b[i].size + 4095) & ~4095ull;
+		if (add_zone(s, lo, hi) != 0)
+			return -1;
+		/* zones found so far stay sorted below `known`: the new ones go after and are merged below */
+	}
+	merge_zones(s);
+	return 0;
+}
+
+/* Scans [a, end) as roots but for the allocator's zones. */
+static void scan_roots(struct scan *s, uint64_t a, uint64_t end)
+{
+	for (size_t z = zone_after(s, a); a < end; z++) {
+		uint64_t stop = z < s->nzones && s->zones[z].start < end ? s->zones[z].start : end;
+		if (stop > a)
+			scan_range(s, a, stop);
+		if (z >= s->nzones || s->zones[z].start >= end)
+			break;
+		a = s->zones[z].end;
+	}
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+	uint64_t x = ((const struct leak_block *)a)->addr, y = ((const struct leak_block *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	uint64_t x = ((const struct lmap *)a)->start, y = ((const struct lmap *)b)->start;
+	return x < y ? -1 : x > y;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* /proc/PID/maps: every mapping, with what the scan needs of it. */
+static int read_maps(struct scan *s)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t cap = 0;
+	char *line = NULL;
+	size_t linecap = 0;
+	while (getline(&line, &linecap, f) > 0) {
+		unsigned long long st, en, off, ino;
+		char perms[8], dev[16];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %15s %llu %n", &st, &en, perms, &off, dev, &ino, &pos) < 6)
+			continue;
+		char *name = line + pos;
+		name[strcspn(name, "\n")] = 0;
+		if (s->nmaps == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct lmap *nm = realloc(s->maps, cap * sizeof(*nm));
+			if (!nm) {
+				free(line);
+				fclose(f);
+				return -1;
+			}
+			s->maps = nm;
+		}
+		struct lmap *m = &s->maps[s->nmaps++];
+		memset(m, 0, sizeof(*m));
+		m->start = st;
+		m->end = en;
+		m->r = perms[0] == 'r';
+		m->w = perms[1] == 'w';
+		m->x = perms[2] == 'x';
+		m->file = name[0] == '/' && ino != 0;
+		if (strcmp(name, "[heap]") == 0)
+			m->heap = 1;
+		if (strncmp(name, "/memfd:tprof", 12) == 0 || ends_with(name, "/libtprof.so") ||
+		    name[0] == '[' /* [vvar], [vsyscall], [vdso]; [stack] is handled below */)
+			m->skip = strcmp(name, "[stack]") != 0 && strcmp(name, "[heap]") != 0;
+		if (m->file && strncmp(name, "/dev/", 5) == 0 && strcmp(name, "/dev/zero") != 0) {
+			struct stat sb;
+			if (stat(name, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode)))
+				m->skip = 1;
+		}
+		m->anon = !name[0];
+		const char *base = strrchr(name, '/');
+		m->libc = base && strncmp(base + 1, "libc.so", 7) == 0;
+	}
+	free(line);
+	fclose(f);
+	qsort(s->maps, s->nmaps, sizeof(*s->maps), cmp_map);
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _Atomic uint32_t *beat_word,
+	       struct leak_result *out)
+{
+	uint64_t t0 = now_ns();
+	memset(out, 0, sizeof(*out));
+	struct scan s = {.pid = pid, .beat = beat_word};
+	/* the live blocks, sorted */
+	s.nb = live->live;
+	s.b = calloc(s.nb ? s.nb : 1, sizeof(*s.b));
+	s.buf_words = 1u << 13; /* 64 KiB: its pages are faulted in for each scan */
+	s.buf = malloc(s.buf_words * 8);
+	if (!s.b || !s.buf) {
+		out->status = TPROF_LEAKS_NOMEM;
+		goto done;
+	}
+	uint64_t k = 0;
+	for (uint64_t i = 0; i <= live->mask && k < s.nb; i++)
+		if (live->s[i].addr && live->s[i].size != LIVE_FREED) {
+			s.b[k].addr = live->s[i].addr;
+			s.b[k].size = live->s[i].size;
+			s.b[k].kind = TPROF_LEAK_DEFINITE;
+			k++;
+		}
+	s.nb = k;
+	out->live_blocks = k;
+	for (uint64_t i = 0; i < k; i++)
+		out->live_bytes += s.b[i].size;
+	qsort(s.b, s.nb, sizeof(*s.b), cmp_block);
+	s.lo = s.nb ? s.b[0].addr : 0;
+	for (uint64_t i = 0; i < s.nb; i++) {
+		uint64_t e = s.b[i].addr + (s.b[i].size ? s.b[i].size : 1);
+		if (e > s.hi)
+			s.hi = e;
+	}
+	if (read_maps(&s) != 0) {
+		out->status = TPROF_LEAKS_UNREADABLE;
+		out->err = errno;
+		goto done;
+	}
+	if (find_zones(&s, shm) != 0) {
+		out->status = TPROF_LEAKS_NOMEM;
+		goto done;
+	}
+	/* stacks: from each stopped thread's stack pointer up */
+	uint32_t stopped = atomic_load(&((struct tprof_shm *)shm)->scan_stopped);
+	if (stopped > TPROF_SCAN_THREADS)
+		stopped = TPROF_SCAN_THREADS;
+	for (uint32_t t = 0; t < stopped; t++) {
+		uint64_t sp = shm->scan_threads[t].sp;
+		struct lmap *m = (struct lmap *)map_of(&s, sp);
+		if (m && (!m->from || sp < m->from))
+			m->from = sp;
+	}
+	out->threads_stopped = stopped;
+	out->threads_missed = shm->scan_asked + 1 > stopped ? shm->scan_asked + 1 - stopped : 0;
+	/* the roots: memory, then the exiting thread's registers that its program frame had */
+	for (size_t i = 0; i < s.nmaps && !s.failed; i++) {
+		const struct lmap *m = &s.maps[i];
+		if (!m->r || !m->w || m->heap || m->skip)
+			continue;
+		s.in_libc = m->libc;
+		scan_roots(&s, m->from ? m->from : m->start, m->end);
+		s.in_libc = 0;
+		process_stack(&s);
+	}
+	uint64_t regs[8];
+	memcpy(regs, shm->scan_regs, sizeof(regs));
+	scan_words(&s, regs, 8, 1);
+	process_stack(&s);
+	if (s.unreadable && s.root_bytes && !s.block_bytes && s.unreadable != EFAULT) {
+		out->status = TPROF_LEAKS_UNREADABLE;
+		out->err = s.unreadable;
+		goto done;
+	}
+	/* the cliques of what is left */
+	s.clique_mode = 1;
+	for (uint64_t i = 0; i < s.nb && !s.failed; i++) {
+		if (s.b[i].kind != TPROF_LEAK_DEFINITE || s.b[i].pending)
+			continue;
+		s.clique = i;
+		push(&s, i);
+		process_stack(&s);
+	}
+	if (s.failed) {
+		out->status = TPROF_LEAKS_NOMEM;
+		goto done;
+	}
+	if (kill(pid, 0) != 0 && errno == ESRCH) {
+		out->status = TPROF_LEAKS_GONE;
+		goto done;
+	}
+	out->status = TPROF_LEAKS_OK;
+	out->blocks = s.b;
+	out->nblocks = s.nb;
+	s.b = NULL;
+done:
+	out->root_bytes = s.root_bytes;
+	out->block_bytes = s.block_bytes;
+	out->ns = now_ns() - t0;
+	free(s.b);
+	free(s.buf);
+	free(s.maps);
+	free(s.zones);
+	free(s.stack);
+}
+
+void leak_result_free(struct leak_result *r)
+{
+	free(r->blocks);
+	r->blocks = NULL;
+	r->nblocks = 0;
+}

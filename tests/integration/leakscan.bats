@@ -1,0 +1,188 @@
+#!/usr/bin/env bats
+# Leak kinds: the reachability scan at the process's end sorts every block in use into memcheck's
+# definitely, indirectly, possibly lost and still reachable. Checked against valgrind memcheck on
+# the same commands (tests/lib/vgleaks.sh: per kind and leaking function, and the LEAK SUMMARY):
+# planted C cases for every kind and every root (a global, TLS, another thread's stack and TLS, a
+# register of a running thread, an interior pointer, a lost block's interior) ended each way, the
+# C++ heuristics, and real programs; then the options that use the kinds, and the cases where no
+# scan can run, which must say so rather than guess.
+
+load helpers
+
+vg_equal() { # vg_equal COMMAND ARGS...: tprof's kinds equal valgrind's
+	run "$TPROF_ROOT/tests/lib/vgleaks.sh" "$B" "$WORK" -- "$@"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "planted C leaks of every kind equal valgrind's, per kind and function, whichever way the process ends" {
+	for how in exit return _exit quick_exit; do
+		vg_equal "$B/progs/leak_kinds" "$how"
+		# every kind is there, so the comparison compares something
+		for kind in definite indirect possible reachable; do
+			[[ "$output" == *"LEAK SUMMARY $kind "*[1-9]*"/"* ]]
+		done
+	done
+}
+
+@test "the roots: a global, this thread's TLS, another thread's stack and TLS, a running thread's register" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
+	$PY - <<'PY'
+import json
+d = json.load(open("l.json"))
+assert d["classified"], d["not_classified"]
+got = {}
+for r in d["leaks"]:
+    fn = next((f["function"] for f in r["stack"] if (f["function"] or "").startswith("plant_")), None)
+    got.setdefault((r["kind"], fn), [0, 0])
+    got[(r["kind"], fn)][0] += r["bytes"]
+    got[(r["kind"], fn)][1] += r["blocks"]
+want = {("reachable", "plant_global"): [4096, 1], ("reachable", "plant_tls"): [72, 1],
+        ("reachable", "plant_stack"): [200, 1], ("reachable", "plant_thread_tls"): [88, 1],
+        ("reachable", "plant_register"): [120, 1], ("definite", "plant_definite"): [200, 2],
+        ("definite", "plant_list"): [24, 1], ("indirect", "plant_list"): [72, 3],
+        ("definite", "plant_lost_interior"): [32, 1], ("indirect", "plant_lost_interior"): [48, 1],
+        ("possible", "plant_possible"): [104, 2]}
+for k, v in want.items():
+    assert got.get(k) == v, (k, got.get(k), v)
+lists = [r for r in d["leaks"] if r["kind"] == "definite" and r["indirect_bytes"]]
+assert sorted(r["indirect_bytes"] for r in lists) == [48, 72], lists
+assert d["scan"]["threads_stopped"] == 4 and d["scan"]["threads_not_stopped"] == 0, d["scan"]
+PY
+}
+
+@test "C++: new[], a second base class and a length prefix are reachable through memcheck's heuristics" {
+	vg_equal "$B/progs/leak_kinds_cxx"
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds_cxx"
+	"$B/tprof" leaks --json t.trace >l.json
+	$PY - <<'PY'
+import json
+d = json.load(open("l.json"))
+h = d["reachable_via_heuristic"]
+assert h == {"length64": {"bytes": 48, "blocks": 1}, "newarray": {"bytes": 48, "blocks": 1},
+             "multipleinheritance": {"bytes": 40, "blocks": 1}}, h
+PY
+	run "$B/tprof" leaks t.trace
+	[[ "$output" == *"of which reachable via heuristic:"*"newarray: 48 bytes in 1 block"* ]]
+}
+
+@test "real programs: the LEAK SUMMARY and in use at exit equal valgrind's" {
+	echo hello >f.txt
+	export VGLEAKS_TOTALS=1 PERL_HASH_SEED=0
+	vg_equal /usr/bin/python3 -c 'import json; print(json.dumps([1]))'
+	vg_equal /usr/bin/perl -e 'print(1)'
+	vg_equal /usr/bin/sqlite3 :memory: 'create table t(a); insert into t values (1); select * from t;'
+	vg_equal /usr/bin/curl -s "file://$WORK/f.txt"
+	vg_equal /usr/bin/sort f.txt
+	vg_equal /bin/ls /
+	vg_equal /usr/bin/gzip -c f.txt
+	vg_equal /usr/bin/make --version
+}
+
+@test "tprof leaks lists the lost kinds by default, sums up the reachable, and --kinds picks" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
+	run "$B/tprof" leaks t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"96 (24 direct, 72 indirect) bytes in 1 block is definitely lost"* ]]
+	[[ "$output" == *"still reachable: 4,576 bytes in 5 blocks (not listed: --kinds reachable)"* ]]
+	[[ "$output" != *"is still reachable: record"* ]]
+	# lost first: the first record is definitely lost, the last of --kinds all still reachable
+	"$B/tprof" leaks --kinds all --json t.trace >all.json
+	"$B/tprof" leaks --kinds possible,reachable --json t.trace >pr.json
+	$PY - <<'PY'
+import json
+a = json.load(open("all.json"))
+kinds = [r["kind"] for r in a["leaks"]]
+order = {"definite": 0, "indirect": 1, "possible": 2, "reachable": 3}
+assert kinds == sorted(kinds, key=order.get), kinds
+assert set(kinds) == set(order), kinds
+p = json.load(open("pr.json"))
+assert {r["kind"] for r in p["leaks"]} == {"possible", "reachable"}
+assert p["summary"] == a["summary"]
+PY
+	run "$B/tprof" leaks --kinds nonsense t.trace
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--kinds takes"* ]]
+}
+
+@test "--error-exitcode: the status when leaks of the chosen kinds are left, 0 when none" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
+	run "$B/tprof" leaks --error-exitcode 9 t.trace
+	[ "$status" -eq 9 ]
+	# nothing but reachable blocks: python3 leaks nothing
+	TPROF_OUTPUT=py.trace LD_PRELOAD="$B/libtprof.so" /usr/bin/python3 -c 'print(1)' >/dev/null
+	run "$B/tprof" leaks --error-exitcode 9 py.trace
+	[ "$status" -eq 0 ]
+	run "$B/tprof" leaks --error-exitcode 9 --kinds reachable py.trace
+	[ "$status" -eq 9 ]
+	# suppressed leaks do not count
+	printf 'leak:plant_*\nleak_site:/ld-linux\n' >all.supp
+	run "$B/tprof" leaks --error-exitcode 9 --suppressions all.supp t.trace
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run "$B/tprof" leaks --error-exitcode 0 t.trace
+	[ "$status" -eq 1 ]
+	# tprof record: the program's own status unless leaks are left
+	run "$B/tprof" record -o r.trace --error-exitcode 7 "$B/progs/leak_kinds"
+	[ "$status" -eq 7 ]
+	[[ "$output" == *"LEAK SUMMARY: definitely lost 256 bytes in 4 blocks"* ]]
+	run "$B/tprof" record -o r2.trace --error-exitcode 7 /usr/bin/python3 -c 'import sys; sys.exit(3)'
+	[ "$status" -eq 3 ]
+}
+
+@test "no scan, no guess: a killed process and TPROF_LEAKSCAN=0 are said to be unclassified" {
+	TPROF_OUTPUT=k.trace LD_PRELOAD="$B/libtprof.so" /usr/bin/python3 -c 'import os, signal; x = [1] * 100; os.kill(os.getpid(), signal.SIGKILL)' || true
+	settled k.trace
+	"$B/tprof" leaks --json k.trace >k.json
+	$PY -c '
+import json; d = json.load(open("k.json"))
+assert d["classified"] is False and "killed by a signal" in d["not_classified"], d["not_classified"]
+assert all(r["kind"] == "unclassified" for r in d["leaks"]) and d["leaks"]'
+	run "$B/tprof" leaks k.trace
+	[[ "$output" == *"Not classified: the process was killed by a signal"* ]]
+	run "$B/tprof" report k.trace
+	[[ "$output" == *"not classified: the process was killed by a signal"* ]]
+	# --error-exitcode counts every block in use when there is no scan to trust
+	run "$B/tprof" leaks --error-exitcode 5 k.trace
+	[ "$status" -eq 5 ]
+	TPROF_LEAKSCAN=0 TPROF_OUTPUT=n.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
+	"$B/tprof" report --json n.trace >n.json
+	[ "$(jget n.json leaks_classified)" = false ]
+	[[ "$(jget n.json not_classified)" == *"TPROF_LEAKSCAN=0"* ]]
+}
+
+@test "the report and its CSV carry the totals of each kind" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
+	run "$B/tprof" report t.trace
+	[[ "$output" == *"definitely lost 256 bytes in 4 blocks"* ]]
+	[[ "$output" == *"still reachable 4,576 bytes in 5 blocks"* ]]
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json definitely_lost_bytes)" = 256 ]
+	[ "$(jget r.json indirectly_lost_blocks)" = 4 ]
+	[ "$(jget r.json leaks_classified)" = true ]
+}
+
+@test "the scan changes nothing the program sees: output, status, and a program that blocks every signal" {
+	# a thread that blocks every signal the C library lets it block still stops for the scan
+	run "$B/progs/leak_kinds"
+	bare_status=$status bare_out=$output
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
+	[ "$status" -eq "$bare_status" ]
+	[ "$output" = "$bare_out" ]
+	run env TPROF_QUIET=1 TPROF_OUTPUT=b.trace LD_PRELOAD="$B/libtprof.so" /usr/bin/python3 -c '
+import signal, threading, time
+def worker():
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    time.sleep(30)
+threading.Thread(target=worker, daemon=True).start()
+time.sleep(0.2)
+print("done")'
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	"$B/tprof" leaks --json b.trace >b.json
+	$PY -c '
+import json; d = json.load(open("b.json"))
+assert d["classified"], d["not_classified"]
+assert d["scan"]["threads_stopped"] == 2 and d["scan"]["threads_not_stopped"] == 0, d["scan"]'
+}
