@@ -32,6 +32,7 @@ struct live_slot {
 struct leak_live {
 	struct live_slot *s;
 	uint64_t mask, used, live;
+	_Atomic uint32_t *beat; /* advanced while the table grows (a process waits on it) */
 };
 
 static inline uint64_t live_hash(uint64_t a)
@@ -39,11 +40,12 @@ static inline uint64_t live_hash(uint64_t a)
 	return (a >> 4) * 0x9e3779b97f4a7c15ull;
 }
 
-struct leak_live *leak_live_new(void)
+struct leak_live *leak_live_new(_Atomic uint32_t *beat)
 {
 	struct leak_live *m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
+	m->beat = beat;
 	m->mask = 1023; /* grows: a table read whole at the scan costs a page fault per page */
 	m->s = calloc(m->mask + 1, sizeof(*m->s));
 	if (!m->s) {
@@ -82,9 +84,12 @@ static int live_grow(struct leak_live *m)
 	uint64_t om = m->mask;
 	m->s = ns;
 	m->mask = n - 1;
-	for (uint64_t i = 0; i <= om; i++)
+	for (uint64_t i = 0; i <= om; i++) {
 		if (old[i].addr)
 			*live_find(m, old[i].addr) = old[i];
+		if (!(i & 0xfffff))
+			atomic_fetch_add(m->beat, 1);
+	}
 	free(old);
 	return 0;
 }
@@ -167,8 +172,18 @@ struct zone {
 	uint64_t start, end;
 };
 
+/* A cache of 64 KiB windows of the allocator's zones, direct-mapped: a list or tree of small blocks
+ * laid out near each other costs one read per window, not one per block. */
+#define WIN_SHIFT 16
+#define WIN_SLOTS 1024
+struct win {
+	uint64_t base; /* window-aligned address; 0: empty */
+	uint8_t *data;
+};
+
 struct scan {
 	pid_t pid;
+	struct win *wins; /* NULL: blocks are read directly (a small heap) */
 	struct zone *zones; /* the allocator's memory, sorted and merged: never roots */
 	size_t nzones, capzones;
 	_Atomic uint32_t *beat;
@@ -408,25 +423,150 @@ static void scan_range(struct scan *s, uint64_t a, uint64_t end)
 }
 
 /* Scans the blocks on the stack until it is empty, reading them a batch at a time. */
+static size_t zone_after(const struct scan *s, uint64_t a);
+
+/* The words of [a, end), which lie in one window of a zone, through the window cache; NULL when
+ * they cannot be cached. */
+static const uint64_t *cached(struct scan *s, uint64_t a, uint64_t end)
+{
+	uint64_t base = a >> WIN_SHIFT << WIN_SHIFT;
+	if (!s->wins || (end - 1) >> WIN_SHIFT != a >> WIN_SHIFT)
+		return NULL;
+	struct win *w = &s->wins[(a >> WIN_SHIFT) % WIN_SLOTS];
+	if (w->base != base || !w->data) {
+		size_t z = zone_after(s, a);
+		if (z >= s->nzones || s->zones[z].start > a)
+			return NULL;
+		if (!w->data && !(w->data = malloc(1u << WIN_SHIFT)))
+			return NULL;
+		uint64_t lo = base > s->zones[z].start ? base : s->zones[z].start;
+		uint64_t hi = base + (1u << WIN_SHIFT) < s->zones[z].end ? base + (1u << WIN_SHIFT) : s->zones[z].end;
+		read_mem(s, lo, w->data + (lo - base), hi - lo);
+		s->block_bytes += hi - lo;
+		beat(s, hi - lo);
+		w->base = base;
+	}
+	return (const uint64_t *)(w->data + (a - base));
+}
+
+/* Scans the blocks on the stack until it is empty. With the window cache (a large heap) small
+ * blocks come from it; without, they are read many at a time (one process_vm_readv for up to 1024
+ * of them). A block larger than the buffer is read in pieces. */
 static void process_stack(struct scan *s)
 {
+	enum { BATCH = 1024 };
+	uint64_t idx[BATCH];
+	int definite[BATCH];
+	struct iovec local[BATCH], remote[BATCH];
+	uint64_t cap = s->buf_words * 8;
 	while (s->nstack && !s->failed) {
-		uint64_t i = s->stack[--s->nstack];
+		uint64_t i = s->stack[s->nstack - 1];
 		struct leak_block *b = &s->b[i];
-		b->pending = 0;
-		int definite = b->kind != TPROF_LEAK_POSSIBLE;
 		uint64_t a = (b->addr + 7) & ~7ull, end = (b->addr + b->size) & ~7ull;
-		while (a < end) {
-			uint64_t len = end - a, cap = s->buf_words * 8;
-			if (len > cap)
-				len = cap;
-			read_mem(s, a, s->buf, len);
-			s->block_bytes += len;
-			scan_words(s, s->buf, len / 8, definite);
-			beat(s, len);
-			a += len;
+		const uint64_t *w = end > a ? cached(s, a, end) : NULL;
+		if (w) {
+			s->nstack--;
+			b->pending = 0;
+			scan_words(s, w, (end - a) / 8, b->kind != TPROF_LEAK_POSSIBLE);
+			continue;
 		}
+		if (end <= a || end - a > cap / 4) { /* empty, or large: on its own */
+			s->nstack--;
+			b->pending = 0;
+			int def = b->kind != TPROF_LEAK_POSSIBLE;
+			while (a < end) {
+				uint64_t len = end - a < cap ? end - a : cap;
+				read_mem(s, a, s->buf, len);
+				s->block_bytes += len;
+				scan_words(s, s->buf, len / 8, def);
+				beat(s, len);
+				a += len;
+			}
+			continue;
+		}
+		/* a batch of small blocks, taken off the stack before any is scanned */
+		int n = 0;
+		uint64_t total = 0;
+		while (s->nstack && n < BATCH) {
+			uint64_t k = s->stack[s->nstack - 1];
+			struct leak_block *c = &s->b[k];
+			uint64_t ca = (c->addr + 7) & ~7ull, ce = (c->addr + c->size) & ~7ull;
+			if (ce <= ca || ce - ca > cap / 4 || total + (ce - ca) > cap)
+				break;
+			s->nstack--;
+			c->pending = 0;
+			idx[n] = k;
+			definite[n] = c->kind != TPROF_LEAK_POSSIBLE;
+			local[n] = (struct iovec){(char *)s->buf + total, ce - ca};
+			remote[n] = (struct iovec){(void *)ca, ce - ca};
+			total += ce - ca;
+			n++;
+		}
+		if (n == 0)
+			continue;
+		ssize_t got = process_vm_readv(s->pid, local, (unsigned long)n, remote, (unsigned long)n, 0);
+		if (got != (ssize_t)total) /* one of them cannot be read: each on its own */
+			for (int k = 0; k < n; k++)
+				read_mem(s, (uint64_t)remote[k].iov_base, local[k].iov_base, remote[k].iov_len);
+		s->block_bytes += total;
+		for (int k = 0; k < n; k++)
+			scan_words(s, local[k].iov_base, local[k].iov_len / 8, definite[k]);
+		beat(s, total);
+		(void)idx;
 	}
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+	uint64_t x = ((const struct leak_block *)a)->addr, y = ((const struct leak_block *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts the blocks by address: a radix sort (three passes of 16 bits over bits 4 to 51; user
+ * addresses are below 2^47 and blocks 16-aligned) that beats between passes, so the process waiting
+ * for the scan never takes a long sort for a recorder that is gone. */
+static int sort_blocks(struct scan *s)
+{
+	uint64_t or_all = 0;
+	for (uint64_t i = 0; i < s->nb; i++)
+		or_all |= s->b[i].addr;
+	if (s->nb < 4096 || or_all >> 52) {
+		qsort(s->b, s->nb, sizeof(*s->b), cmp_block);
+		return 0;
+	}
+	struct leak_block *tmp = malloc(s->nb * sizeof(*tmp));
+	uint64_t *count = malloc((1u << 16) * sizeof(*count));
+	if (!tmp || !count) {
+		free(tmp);
+		free(count);
+		return -1;
+	}
+	struct leak_block *from = s->b, *to = tmp;
+	for (int shift = 4; shift < 52; shift += 16) {
+		memset(count, 0, (1u << 16) * sizeof(*count));
+		for (uint64_t i = 0; i < s->nb; i++)
+			count[from[i].addr >> shift & 0xffff]++;
+		uint64_t sum = 0;
+		for (uint32_t d = 0; d < (1u << 16); d++) {
+			uint64_t c = count[d];
+			count[d] = sum;
+			sum += c;
+		}
+		for (uint64_t i = 0; i < s->nb; i++)
+			to[count[from[i].addr >> shift & 0xffff]++] = from[i];
+		struct leak_block *t = from;
+		from = to;
+		to = t;
+		atomic_fetch_add(s->beat, 1);
+	}
+	if (from == tmp) { /* an odd number of passes: the result is in tmp */
+		free(s->b);
+		s->b = tmp;
+	} else {
+		free(tmp);
+	}
+	free(count);
+	return 0;
 }
 
 static int add_zone(struct scan *s, uint64_t start, uint64_t end)
@@ -533,12 +673,6 @@ static void scan_roots(struct scan *s, uint64_t a, uint64_t end)
 	}
 }
 
-static int cmp_block(const void *a, const void *b)
-{
-	uint64_t x = ((const struct leak_block *)a)->addr, y = ((const struct leak_block *)b)->addr;
-	return x < y ? -1 : x > y;
-}
-
 static int cmp_map(const void *a, const void *b)
 {
 	uint64_t x = ((const struct lmap *)a)->start, y = ((const struct lmap *)b)->start;
@@ -624,25 +758,33 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	/* the live blocks, sorted */
 	s.nb = live->live;
 	s.b = calloc(s.nb ? s.nb : 1, sizeof(*s.b));
-	s.buf_words = 1u << 13; /* 64 KiB: its pages are faulted in for each scan */
+	/* 64 KiB, 1 MiB for a large heap: its pages are faulted in for each scan */
+	s.buf_words = live->live > 4096 ? 1u << 17 : 1u << 13;
 	s.buf = malloc(s.buf_words * 8);
 	if (!s.b || !s.buf) {
 		out->status = TPROF_LEAKS_NOMEM;
 		goto done;
 	}
 	uint64_t k = 0;
-	for (uint64_t i = 0; i <= live->mask && k < s.nb; i++)
+	for (uint64_t i = 0; i <= live->mask && k < s.nb; i++) {
+		if (!(i & 0xfffff))
+			atomic_fetch_add(s.beat, 1);
 		if (live->s[i].addr && live->s[i].size != LIVE_FREED) {
 			s.b[k].addr = live->s[i].addr;
 			s.b[k].size = live->s[i].size;
 			s.b[k].kind = TPROF_LEAK_DEFINITE;
 			k++;
 		}
+	}
 	s.nb = k;
 	out->live_blocks = k;
 	for (uint64_t i = 0; i < k; i++)
 		out->live_bytes += s.b[i].size;
-	qsort(s.b, s.nb, sizeof(*s.b), cmp_block);
+	atomic_fetch_add(s.beat, 1);
+	if (sort_blocks(&s) != 0) {
+		out->status = TPROF_LEAKS_NOMEM;
+		goto done;
+	}
 	s.lo = s.nb ? s.b[0].addr : 0;
 	for (uint64_t i = 0; i < s.nb; i++) {
 		uint64_t e = s.b[i].addr + (s.b[i].size ? s.b[i].size : 1);
@@ -650,14 +792,16 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 			s.hi = e;
 	}
 	if (read_maps(&s) != 0) {
-		out->status = TPROF_LEAKS_UNREADABLE;
 		out->err = errno;
+		out->status = kill(pid, 0) != 0 && errno == ESRCH ? TPROF_LEAKS_GONE : TPROF_LEAKS_UNREADABLE;
 		goto done;
 	}
 	if (find_zones(&s, shm) != 0) {
 		out->status = TPROF_LEAKS_NOMEM;
 		goto done;
 	}
+	if (s.nb > 4096)
+		s.wins = calloc(WIN_SLOTS, sizeof(*s.wins));
 	/* stacks: from each stopped thread's stack pointer up */
 	uint32_t stopped = atomic_load(&((struct tprof_shm *)shm)->scan_stopped);
 	if (stopped > TPROF_SCAN_THREADS)
@@ -716,6 +860,10 @@ done:
 	out->ns = now_ns() - t0;
 	free(s.b);
 	free(s.buf);
+	if (s.wins)
+		for (int i = 0; i < WIN_SLOTS; i++)
+			free(s.wins[i].data);
+	free(s.wins);
 	free(s.maps);
 	free(s.zones);
 	free(s.stack);

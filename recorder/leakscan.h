@@ -15,7 +15,9 @@
  * still taken for freed. */
 struct leak_live;
 
-struct leak_live *leak_live_new(void);
+/* beat: advanced while the table grows, which can take a while for millions of blocks (the process
+ * takes a recorder that stops beating for gone). */
+struct leak_live *leak_live_new(_Atomic uint32_t *beat);
 void leak_live_free(struct leak_live *m);
 /* One heap record as the writer encodes it (realloc: the old block is released at seq, the new one
  * taken at seq2). */

@@ -1244,7 +1244,7 @@ static void write_trace(struct tprof_writer *w)
 	}
 	w->clock_is_tsc = w->shm->clock == TPROF_CLOCK_TSC;
 	if (w->shm->leakscan)
-		w->live = leak_live_new();
+		w->live = leak_live_new(&w->shm->heartbeat);
 	if (w->shm->compress && !w->zctx) {
 		size_t ws = ZSTD_estimateCCtxSize(1);
 		void *m = mmap(NULL, ws, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
