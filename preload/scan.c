@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -193,6 +194,9 @@ void tprof_scan_at_end(int reason)
 		tprof_futex_wait(&shm->scan_stopped, got, 10000000);
 	}
 #endif
+	/* under Yama's ptrace_scope 1 only an ancestor may read a process's memory: allow the recorder */
+	if (shm->scan_reader > 0)
+		prctl(PR_SET_PTRACER, (unsigned long)shm->scan_reader, 0, 0, 0);
 	atomic_store(&shm->scan_state, TPROF_SCAN_ASKED);
 	tprof_writer_kick();
 	/* wait for the recorder, which beats while it scans (every few MiB it reads); without a beat

@@ -135,7 +135,7 @@ struct tprof_shm {
 	_Atomic uint32_t scan_stopped; /* entries of scan_threads filled (the asking thread first) */
 	uint32_t scan_asked;           /* threads signalled to stop */
 	uint32_t scan_reason;          /* enum tprof_end_reason of the way out that asked */
-	uint32_t scan_pad;
+	int32_t scan_reader;           /* the recorder's pid: may read this process's memory (Yama) */
 	uint64_t own[4][2]; /* [start, end) of tprof's memory in the process: never roots */
 	uint64_t scan_regs[8]; /* the exiting thread's callee-saved registers as its program frame had them */
 	struct tprof_scan_thread scan_threads[TPROF_SCAN_THREADS];

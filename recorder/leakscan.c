@@ -791,6 +791,10 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 		if (e > s.hi)
 			s.hi = e;
 	}
+	if (s.nb == 0) { /* nothing to classify: no memory to read */
+		out->status = TPROF_LEAKS_OK;
+		goto done;
+	}
 	if (read_maps(&s) != 0) {
 		out->err = errno;
 		out->status = kill(pid, 0) != 0 && errno == ESRCH ? TPROF_LEAKS_GONE : TPROF_LEAKS_UNREADABLE;

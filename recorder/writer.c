@@ -1243,8 +1243,10 @@ static void write_trace(struct tprof_writer *w)
 		goto out;
 	}
 	w->clock_is_tsc = w->shm->clock == TPROF_CLOCK_TSC;
-	if (w->shm->leakscan)
+	if (w->shm->leakscan) {
 		w->live = leak_live_new(&w->shm->heartbeat);
+		w->shm->scan_reader = (int32_t)getpid();
+	}
 	if (w->shm->compress && !w->zctx) {
 		size_t ws = ZSTD_estimateCCtxSize(1);
 		void *m = mmap(NULL, ws, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
