@@ -74,7 +74,7 @@ $(BUILD)/tprof: $(ANALYZER_OBJ) $(RECORDER_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(ANALYZER_LIBS) $(LDLIBS)
 
 # Unit tests include the sources they test (to reach static functions), so they depend on all of them.
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(ANALYZER_SRC)
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(ANALYZER_SRC) $(RECORDER_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ipreload -Ianalyzer -o $@ $< $(ANALYZER_LIBS) -lunwind $(LDLIBS)
 

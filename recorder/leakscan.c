@@ -31,7 +31,7 @@ struct live_slot {
 
 struct leak_live {
 	struct live_slot *s;
-	uint64_t mask, used, live;
+	uint64_t mask, used, live, freed; /* freed: entries that remember a free */
 	_Atomic uint32_t *beat; /* advanced while the table grows (a process waits on it) */
 };
 
@@ -109,6 +109,9 @@ static void live_delete(struct leak_live *m, struct live_slot *e)
 	m->used--;
 }
 
+/* An address's event: it is kept when it is the address's latest (by sequence number). An address
+ * whose latest event is a free is remembered too, until leak_live_prune: an allocation of it that
+ * came earlier may still be drained after it. */
 static void live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_t size)
 {
 	if (!addr)
@@ -126,19 +129,31 @@ static void live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_
 		m->used++;
 		if (size != LIVE_FREED)
 			m->live++;
+		else
+			m->freed++;
 		return;
 	}
 	if (e->seq > seq)
 		return; /* a later event of this address came first */
 	int was = e->size != LIVE_FREED, is = size != LIVE_FREED;
-	if (was && !is) { /* the usual free of a block we know: forget the address */
-		m->live--;
-		live_delete(m, e);
-		return;
-	}
 	m->live += (uint64_t)is - (uint64_t)was;
+	m->freed += (uint64_t)was - (uint64_t)is;
 	e->seq = seq;
 	e->size = size;
+}
+
+uint64_t leak_live_freed(const struct leak_live *m)
+{
+	return m ? m->freed : 0;
+}
+
+void leak_live_prune(struct leak_live *m, uint64_t below)
+{
+	for (uint64_t i = 0; i <= m->mask; i++)
+		while (m->s[i].addr && m->s[i].size == LIVE_FREED && m->s[i].seq < below) {
+			live_delete(m, &m->s[i]); /* an entry from further on may move here: look again */
+			m->freed--;
+		}
 }
 
 void leak_live_apply(struct leak_live *m, const struct tprof_rec *r)
@@ -455,7 +470,6 @@ static const uint64_t *cached(struct scan *s, uint64_t a, uint64_t end)
 static void process_stack(struct scan *s)
 {
 	enum { BATCH = 1024 };
-	uint64_t idx[BATCH];
 	int definite[BATCH];
 	struct iovec local[BATCH], remote[BATCH];
 	uint64_t cap = s->buf_words * 8;
@@ -495,7 +509,6 @@ static void process_stack(struct scan *s)
 				break;
 			s->nstack--;
 			c->pending = 0;
-			idx[n] = k;
 			definite[n] = c->kind != TPROF_LEAK_POSSIBLE;
 			local[n] = (struct iovec){(char *)s->buf + total, ce - ca};
 			remote[n] = (struct iovec){(void *)ca, ce - ca};
@@ -512,7 +525,7 @@ static void process_stack(struct scan *s)
 		for (int k = 0; k < n; k++)
 			scan_words(s, local[k].iov_base, local[k].iov_len / 8, definite[k]);
 		beat(s, total);
-		(void)idx;
+		
 	}
 }
 

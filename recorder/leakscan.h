@@ -12,7 +12,7 @@
 
 /* The live blocks by address. Each address keeps its latest event by sequence number, so an
  * allocation drained after the free that followed it (another thread's ring came first) is
- * still taken for freed. */
+ * still taken for freed: a freed address is remembered until leak_live_prune. */
 struct leak_live;
 
 /* beat: advanced while the table grows, which can take a while for millions of blocks (the process
@@ -23,6 +23,10 @@ void leak_live_free(struct leak_live *m);
  * taken at seq2). */
 void leak_live_apply(struct leak_live *m, const struct tprof_rec *r);
 uint64_t leak_live_count(const struct leak_live *m);
+/* Addresses remembered as freed (their latest event), and forgetting those freed before sequence
+ * number below: the caller knows that every event before it has been applied. */
+uint64_t leak_live_freed(const struct leak_live *m);
+void leak_live_prune(struct leak_live *m, uint64_t below);
 
 /* What the scan found. blocks are sorted by address; kind is enum tprof_leak_kind. */
 struct leak_block {

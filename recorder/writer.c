@@ -958,6 +958,30 @@ static uint64_t drain_all(struct tprof_writer *w)
 	return total;
 }
 
+/* The live-block table remembers each freed address until no event before its free can still come
+ * (recorder/leakscan.h). Once many are remembered, and at a moment when no thread is inside a hook
+ * and every ring is drained, every event numbered below the counter read first has been applied:
+ * the addresses freed before it are forgotten. */
+static void live_prune(struct tprof_writer *w)
+{
+	uint64_t freed = leak_live_freed(w->live);
+	if (freed < 65536 || freed < leak_live_count(w->live) / 2)
+		return;
+	uint64_t below = atomic_load(&w->shm->seq);
+	uint32_t hwm = threads_hwm(w);
+	for (uint32_t i = 0; i < hwm; i++)
+		if (atomic_load(&w->shm->threads[i].inflight))
+			return;
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct wthread *t = &w->wthreads[i];
+		uint32_t first;
+		if (atomic_load(&w->shm->threads[i].state) == TPROF_SLOT_ACTIVE && t->ring &&
+		    tprof_ring_available(t->ring, &first))
+			return;
+	}
+	leak_live_prune(w->live, below);
+}
+
 static uint64_t stacks_count(struct tprof_writer *w)
 {
 	uint32_t n = atomic_load(&w->shm->stack_next_id);
@@ -1269,6 +1293,8 @@ static void write_trace(struct tprof_writer *w)
 		atomic_fetch_add_explicit(&w->shm->heartbeat, 1, memory_order_relaxed);
 		modules_update(w);
 		uint64_t n = drain_all(w);
+		if (w->live)
+			live_prune(w);
 		uint64_t now = mono_ns();
 		int reaped = now - last_reap >= 200000000u;
 		if (atomic_exchange(&w->shm->slots_wanted, 0)) { /* a new thread waits for a slot */
