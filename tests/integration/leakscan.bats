@@ -132,8 +132,9 @@ PY
 }
 
 @test "no scan, no guess: a killed process and TPROF_LEAKSCAN=0 are said to be unclassified" {
-	TPROF_OUTPUT=k.trace LD_PRELOAD="$B/libtprof.so" /usr/bin/python3 -c 'import os, signal; x = [1] * 100; os.kill(os.getpid(), signal.SIGKILL)' || true
-	settled k.trace
+	# (under tprof record, which keeps the zombie until its recorder has read how it died)
+	run "$B/tprof" record -o k.trace /usr/bin/python3 -c 'import os, signal; x = [1] * 100; os.kill(os.getpid(), signal.SIGKILL)'
+	[ "$status" -eq 137 ]
 	"$B/tprof" leaks --json k.trace >k.json
 	$PY -c '
 import json; d = json.load(open("k.json"))
@@ -185,4 +186,44 @@ print("done")'
 import json; d = json.load(open("b.json"))
 assert d["classified"], d["not_classified"]
 assert d["scan"]["threads_stopped"] == 2 and d["scan"]["threads_not_stopped"] == 0, d["scan"]'
+}
+
+@test "LEAKS blocks: used only when they agree with the replay; malformed ones are corrupt at their offset" {
+	MK="$TPROF_ROOT/tests/integration/mktrace.py"
+	# five calls leave one block of 80 bytes at 0x10400
+	$PY "$MK" ok.trace --version 5 --events 5 --leaks 0x10400:80:3:0:16 --leaks-summary 0,0,1,80 >/dev/null
+	"$B/tprof" leaks --json ok.trace >ok.json
+	[ "$(jget ok.json classified)" = true ]
+	[ "$(jget ok.json summary.definite.bytes)" = 80 ]
+	$PY -c 'import json; d = json.load(open("ok.json")); assert d["leaks"][0]["indirect_bytes"] == 16, d'
+	# a scan that saw another heap, or names a block the replay does not end with: not classified
+	$PY "$MK" n1.trace --version 5 --events 5 --leaks-summary 0,0,2,96 >/dev/null
+	run "$B/tprof" leaks n1.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Not classified: the scan saw 2 blocks (96 bytes) in use, the trace replays to 1 (80 bytes)"* ]]
+	$PY "$MK" n2.trace --version 5 --events 5 --leaks 0x10000:80:3 --leaks-summary 0,0,1,80 >/dev/null
+	run "$B/tprof" leaks n2.trace
+	[[ "$output" == *"Not classified: the scan names a block at 0x10000 of 80 bytes that the trace does not replay to"* ]]
+	$PY "$MK" n3.trace --version 5 --events 5 --leaks-summary 1,1,0,0 >/dev/null
+	run "$B/tprof" leaks n3.trace
+	[[ "$output" == *"Not classified: the recorder may not read the process's memory (Operation not permitted)"* ]]
+	# corrupt
+	check() { # WHAT ARGS...: the trace made with ARGS is corrupt with WHAT in the message
+		local what=$1
+		shift
+		$PY "$MK" bad.trace --version 5 --events 5 "$@" >/dev/null
+		run "$B/tprof" leaks bad.trace
+		echo "$output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"bad.trace: byte "*": corrupt: $what"* ]]
+	}
+	check "LEAKS entries not in increasing address order" --leaks 0x10400:80:3,0x10000:16:3
+	check "LEAKS entry for a block reachable without a heuristic" --leaks 0x10400:80:0
+	check "LEAKS entry with an unknown heuristic" --leaks 0x10400:80:0:7
+	check "LEAKS summary whose count differs" --leaks 0x10400:80:3 --leaks-summary 0,0,1,80,2
+	check "LEAKS summary with an unknown status" --leaks-summary 9,0,1,80
+	check "LEAKS block after the scan's summary" --leaks-summary 0,0,1,80 --leaks-raw 000100
+	check "LEAKS block of an unknown part" --leaks-raw 07
+	check "LEAKS block with a bad entry count" --leaks-raw 0001
+	check "malformed block of type 15" --leaks-raw 00010102
 }

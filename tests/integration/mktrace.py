@@ -6,6 +6,7 @@ Prints one line per block, "OFFSET TYPE LENGTH", for tests that cut the file ins
 Usage: mktrace.py OUT [--version V] [--owner PATH] [--no-owner-field] [--events N] [--per-block K]
                       [--threads T] [--stack-id ID] [--zraw N] [--last-clock TICK,MONO]
                       [--tsc] [--end REASON,VALUE[,FLAGS] | --no-end]
+                      [--leaks ENTRIES] [--leaks-summary STATUS,ERRNO,BLOCKS,BYTES[,LISTED]] [--leaks-raw HEX]
 
 The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even ones are
 malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
@@ -16,7 +17,11 @@ the TSC's (clock 1) instead of CLOCK_MONOTONIC ns. --zraw N adds a ZEVENTS block
 is not valid). --stack-id ID defines one stack (two frames) under that id in a STACKS block, which no event uses.
 --owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
 (a version 4 INFO that is then malformed). --end defaults to 1,0 (exit, status 0); FLAGS is written
-in version 4 only, and is 0 unless given."""
+in version 4 only, and is 0 unless given.
+--leaks writes a LEAKS part-0 block (version 5) before END: ENTRIES is ADDR:SIZE:KIND[:HEUR[:INDIRECT]]
+items, comma-separated, written in the order given (addresses as deltas, as the format has them);
+--leaks-summary writes the summary after it (LISTED defaults to the number of entries; the other
+fields are 0); --leaks-raw HEX adds a LEAKS block with that payload after both."""
 import argparse
 import os
 import struct
@@ -25,7 +30,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rss_blocks import block, svarint, varint  # noqa: E402
 
-INFO, CLOCK, THREAD, EVENTS, THREAD_END, END, STACKS, ZEVENTS = 1, 2, 3, 4, 6, 7, 8, 11
+INFO, CLOCK, THREAD, EVENTS, THREAD_END, END, STACKS, ZEVENTS, LEAKS = 1, 2, 3, 4, 6, 7, 8, 11, 15
 TID = 4242
 
 
@@ -81,6 +86,9 @@ def main():
     ap.add_argument("--tsc", action="store_true")
     ap.add_argument("--end", default="1,0")
     ap.add_argument("--no-end", action="store_true")
+    ap.add_argument("--leaks", default="")
+    ap.add_argument("--leaks-summary", default="")
+    ap.add_argument("--leaks-raw", default="")
     a = ap.parse_args()
 
     calls = []
@@ -113,6 +121,25 @@ def main():
         tick, mono = (int(x, 0) for x in a.last_clock.split(","))
     blocks.append((CLOCK, varint(tick) + varint(mono) + varint(1700000000000000000 + last)))
     blocks.append((THREAD_END, varint(TID)))
+    entries = [e.split(":") for e in a.leaks.split(",")] if a.leaks else []
+    if entries:
+        p, prev = bytes([0]) + varint(len(entries)), 0
+        for e in entries:
+            addr, size, kind = int(e[0], 0), int(e[1], 0), int(e[2], 0)
+            heur = int(e[3], 0) if len(e) > 3 else 0
+            p += varint((addr - prev) & (2**64 - 1)) + varint(size) + bytes([kind | heur << 2])
+            if kind == 3:
+                p += varint(int(e[4], 0) if len(e) > 4 else 0)
+            prev = addr
+        blocks.append((LEAKS, p))
+    if a.leaks_summary:
+        f = [int(x, 0) for x in a.leaks_summary.split(",")]
+        listed = f[4] if len(f) > 4 else len(entries)
+        p = bytes([1]) + varint(f[0]) + varint(f[1]) + varint(1) + varint(f[2]) + varint(f[3]) + varint(listed)
+        p += varint(1) + varint(0) + varint(12345) + varint(4096) + varint(0)
+        blocks.append((LEAKS, p))
+    if a.leaks_raw:
+        blocks.append((LEAKS, bytes.fromhex(a.leaks_raw)))
     if not a.no_end:
         f = [int(x, 0) for x in a.end.split(",")]
         reason, value, flags = f[0], f[1], f[2] if len(f) > 2 else 0
