@@ -751,6 +751,10 @@ static int read_maps(struct scan *s)
 	}
 	free(line);
 	fclose(f);
+	if (!s->nmaps) {
+		errno = ESRCH;
+		return -1;
+	}
 	qsort(s->maps, s->nmaps, sizeof(*s->maps), cmp_map);
 	return 0;
 }
@@ -767,7 +771,10 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 {
 	uint64_t t0 = now_ns();
 	memset(out, 0, sizeof(*out));
-	struct scan s = {.pid = pid, .beat = beat_word};
+	/* The memory is read through the thread that asked (it waits): a main thread that called
+	 * pthread_exit is a zombie without memory, and the process's pid names it. */
+	pid_t reader = shm->scan_stopped && shm->scan_threads[0].tid > 0 ? shm->scan_threads[0].tid : pid;
+	struct scan s = {.pid = reader, .beat = beat_word};
 	/* the live blocks, sorted */
 	s.nb = live->live;
 	s.b = calloc(s.nb ? s.nb : 1, sizeof(*s.b));

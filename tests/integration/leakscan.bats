@@ -227,3 +227,36 @@ assert d["scan"]["threads_stopped"] == 2 and d["scan"]["threads_not_stopped"] ==
 	check "LEAKS block with a bad entry count" --leaks-raw 0001
 	check "malformed block of type 15" --leaks-raw 00010102
 }
+
+@test "a process its recorder may not read (made non-dumpable, as nobody) is not classified, and says why" {
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	[ "$(id -u)" = 0 ] || skip "needs root to become nobody"
+	chmod 777 "$WORK"
+	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME="$WORK" "$@"; }
+	run as_nobody "$B/tprof" record -o nd.trace /usr/bin/python3 -c 'import ctypes; x = [1] * 10; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); print("ok")'
+	[ "$status" -eq 0 ]
+	run "$B/tprof" leaks nd.trace
+	[[ "$output" == *"Not classified: the recorder may not read the process's memory (Permission denied)"* ]]
+	# the same program left dumpable is classified
+	run as_nobody "$B/tprof" record -o d.trace /usr/bin/python3 -c 'x = [1] * 10; print("ok")'
+	[ "$status" -eq 0 ]
+	"$B/tprof" leaks --json d.trace >d.json
+	[ "$(jget d.json classified)" = true ]
+}
+
+@test "a main thread that called pthread_exit: the scan reads the process through the thread that exits" {
+	# the zombie main thread has no memory: reading through the process's pid would find none
+	TPROF_OUTPUT=m.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/main_exit" pthread_exit 100 1
+	"$B/tprof" leaks --kinds all --json --no-default-suppressions m.trace >m.json
+	$PY - <<'PY'
+import json
+d = json.load(open("m.json"))
+assert d["classified"], d["not_classified"]
+kinds = {}
+for r in d["leaks"]:
+    fn = next((f["function"] for f in r["stack"] if f["function"] in ("main", "worker")), None)
+    if fn:
+        kinds[fn] = (r["kind"], r["bytes"])
+assert kinds == {"main": ("definite", 777), "worker": ("reachable", 4321)}, kinds
+PY
+}
