@@ -266,8 +266,9 @@ int cmd_ops(int argc, char **argv)
 		       rf.fp64_gflops_all);
 		tprof_json_str(stdout, rf.source);
 		printf(",\"wall_ns\":%" PRIu64 ",\"in_ops_ns\":%" PRIu64 ",\"outside_ns\":%" PRIu64
-		       ",\"threads\":%zu,\"calls\":%" PRIu64 ",\"by\":\"%s\",\"ops\":[",
-		       r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns, r.threads, r.calls, o.by_range ? "range" : "op");
+		       ",\"idle_ns\":%" PRIu64 ",\"threads\":%zu,\"calls\":%" PRIu64 ",\"by\":\"%s\",\"ops\":[",
+		       r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns - r.idle_ns, r.idle_ns, r.threads, r.calls,
+		       o.by_range ? "range" : "op");
 		for (size_t i = 0; i < n; i++) {
 			struct ops_row *w = &r.rows[i];
 			struct ops_dist d;
@@ -312,9 +313,13 @@ int cmd_ops(int argc, char **argv)
 	printf("  traced wall time %s over %zu thread%s with kernel calls (first to last event of each%s)\n",
 	       tprof_fmt_ns(r.wall_ns, a), r.threads, r.threads == 1 ? "" : "s",
 	       o.skip_steps ? ", from the first kept step" : "");
-	printf("  in kernels %s (%.1f%%), outside kernels %s (%.1f%%); %" PRIu64 " calls\n",
-	       tprof_fmt_ns(r.in_ops_ns, b), 100.0 * (double)r.in_ops_ns / wall,
-	       tprof_fmt_ns(r.wall_ns - r.in_ops_ns, c), 100.0 * (double)(r.wall_ns - r.in_ops_ns) / wall, r.calls);
+	uint64_t outside = r.wall_ns - r.in_ops_ns - r.idle_ns;
+	printf("  in kernels %s (%.1f%%), outside kernels %s (%.1f%%)", tprof_fmt_ns(r.in_ops_ns, b),
+	       100.0 * (double)r.in_ops_ns / wall, tprof_fmt_ns(outside, c), 100.0 * (double)outside / wall);
+	if (r.idle_ns)
+		printf(", idle %s (%.1f%%: OpenMP threads between regions)", tprof_fmt_ns(r.idle_ns, a),
+		       100.0 * (double)r.idle_ns / wall);
+	printf("; %" PRIu64 " calls\n", r.calls);
 	if (rf.fp32_gflops_all > 0)
 	{
 		printf("  %% peak: of this machine's all-core FMA peak of the op's precision: FP32 %.1f GFLOP/s, ",
@@ -373,9 +378,13 @@ int cmd_ops(int argc, char **argv)
 	}
 	if (n < r.nrows)
 		printf("... %zu more (--top)\n", r.nrows - n);
-	if (!o.by_range)
-		printf("%-28s %7s %9s %5.1f%%\n", "(outside kernels)", "", tprof_fmt_ns(r.wall_ns - r.in_ops_ns, a),
-		       100.0 * (double)(r.wall_ns - r.in_ops_ns) / wall);
+	if (!o.by_range) {
+		printf("%-28s %7s %9s %5.1f%%\n", "(outside kernels)", "", tprof_fmt_ns(outside, a),
+		       100.0 * (double)outside / wall);
+		if (r.idle_ns)
+			printf("%-28s %7s %9s %5.1f%%\n", "(idle OpenMP threads)", "", tprof_fmt_ns(r.idle_ns, a),
+			       100.0 * (double)r.idle_ns / wall);
+	}
 	print_steps(&r, 0);
 out:
 	ops_free(&r);

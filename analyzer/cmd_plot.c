@@ -672,10 +672,16 @@ static int plot_ops(struct ctx *c)
 		maxpct = pct > maxpct ? pct : maxpct;
 	}
 	if (r->wall_ns) {
-		uint64_t ns = r->wall_ns - r->in_ops_ns;
+		uint64_t ns = r->wall_ns - r->in_ops_ns - r->idle_ns;
 		double pct = 100.0 * (double)ns / wall;
 		fprintf(f, "%zu %.6f %.9f %d \"(outside kernels)\" \"%.1f %%  (%s)\"\n", bars++, pct, ns / 1e9,
 			NCLASS + 1, pct, tprof_fmt_ns(ns, a));
+		maxpct = pct > maxpct ? pct : maxpct;
+	}
+	if (r->idle_ns) { /* OpenMP pool threads waiting between regions: neither kernels nor program */
+		double pct = 100.0 * (double)r->idle_ns / wall;
+		fprintf(f, "%zu %.6f %.9f %d \"(idle OpenMP threads)\" \"%.1f %%  (%s)\"\n", bars++, pct,
+			r->idle_ns / 1e9, NCLASS + 1, pct, tprof_fmt_ns(r->idle_ns, a));
 		maxpct = pct > maxpct ? pct : maxpct;
 	}
 	if (!bars)

@@ -12,11 +12,20 @@
 #include "tprof_ops.h"
 #include "util.h"
 
+/* A stretch of one thread's time inside an OpenMP region's body. */
+struct region_span {
+	uint64_t begin, end; /* ticks; end UINT64_MAX while open */
+	size_t region;       /* index into state.regions */
+};
+
 struct thr {
 	uint32_t tid;
 	uint64_t first, last; /* ticks */
-	size_t *calls;        /* indexes into t->kcalls */
+	size_t *calls;        /* indexes into t->kcalls, sorted by start (enclosing call first) */
+	size_t *parent;       /* for each of calls: the position of the call enclosing it, or SIZE_MAX */
 	size_t ncalls, cap;
+	struct region_span *spans; /* by begin */
+	size_t nspans, cap_spans;
 	/* open ranges, innermost last */
 	struct open_range {
 		size_t row;
@@ -36,8 +45,22 @@ struct range_inst {
 	int kept; /* begins inside the kept window */
 };
 
+/* An OpenMP region: where it was opened, and what its threads' work belongs to. */
+struct omp_region {
+	int64_t id;
+	uint32_t fork_tid;  /* 0: no fork seen */
+	uint64_t fork_tick;
+	int resolved;
+	struct thr *owner;  /* the thread of the call that opened it, NULL when none did */
+	size_t call;        /* that call's position in owner->calls */
+	size_t *ranges;     /* the ranges open on the opening thread at the fork (indexes into ranges) */
+	size_t nranges;
+};
+
 struct state {
 	struct tprof_trace *t;
+	struct omp_region *regions; /* by id - 1 */
+	size_t nregions;
 	struct ops_result *r;
 	struct thr *thr;
 	size_t nthr;
@@ -175,6 +198,51 @@ static void range_pop(struct state *s, uint32_t tid, uint64_t tick)
 	h->path[o->path_len] = 0; /* names may contain '/': cut where this one was appended */
 }
 
+/* The region with number id (1, 2, ...: the preload numbers them in order), made on first sight. */
+static struct omp_region *region_of(struct state *s, int64_t id)
+{
+	if (id < 1 || id > (int64_t)(s->t->nannots + 1))
+		return NULL; /* no more regions than annotations */
+	if ((size_t)id > s->nregions) {
+		size_t n = s->nregions ? s->nregions : 64;
+		while (n < (size_t)id)
+			n *= 2;
+		s->regions = xrealloc(s->regions, n * sizeof(*s->regions));
+		memset(s->regions + s->nregions, 0, (n - s->nregions) * sizeof(*s->regions));
+		s->nregions = n;
+	}
+	struct omp_region *g = &s->regions[id - 1];
+	g->id = id;
+	return g;
+}
+
+static void omp_annot(struct state *s, struct thr *h, const struct tprof_annot *a)
+{
+	struct omp_region *g = region_of(s, a->value);
+	if (!g)
+		return;
+	if (a->kind == TPROF_ANNOT_OMP_FORK) {
+		g->fork_tid = a->tid;
+		g->fork_tick = a->tick;
+		/* the ranges open on this thread now (replayed in sequence order) */
+		g->ranges = xmalloc((h->depth + 1) * sizeof(size_t));
+		for (unsigned d = 0; d < h->depth; d++)
+			g->ranges[g->nranges++] = h->stack[d].inst;
+	} else if (a->kind == TPROF_ANNOT_OMP_BEGIN) {
+		if (h->nspans == h->cap_spans) {
+			h->cap_spans = h->cap_spans ? 2 * h->cap_spans : 16;
+			h->spans = xrealloc(h->spans, h->cap_spans * sizeof(*h->spans));
+		}
+		h->spans[h->nspans++] = (struct region_span){a->tick, UINT64_MAX, (size_t)(g - s->regions)};
+	} else {
+		for (size_t i = h->nspans; i-- > 0;)
+			if (h->spans[i].region == (size_t)(g - s->regions) && h->spans[i].end == UINT64_MAX) {
+				h->spans[i].end = a->tick;
+				break;
+			}
+	}
+}
+
 static void apply_annot(struct state *s, const struct tprof_annot *a, uint64_t live)
 {
 	struct thr *h = thread_of(s, a->tid);
@@ -185,6 +253,9 @@ static void apply_annot(struct state *s, const struct tprof_annot *a, uint64_t l
 			h->stack[h->depth - 1].start_live = h->stack[h->depth - 1].max_live = live;
 	} else if (a->kind == TPROF_ANNOT_POP) {
 		range_pop(s, a->tid, a->tick);
+	} else if (a->kind == TPROF_ANNOT_OMP_FORK || a->kind == TPROF_ANNOT_OMP_BEGIN ||
+		   a->kind == TPROF_ANNOT_OMP_END) {
+		omp_annot(s, h, a);
 	} else if (a->kind == TPROF_ANNOT_PARAM) {
 		struct ops_result *r = s->r;
 		const char *name = a->name ? s->t->annot_names[a->name] : "?";
@@ -277,13 +348,168 @@ static void row_name(const struct tprof_trace *t, const struct tprof_kcall *k, i
 		snprintf(buf + len, n - len, ")");
 }
 
+/* Sorts a thread's calls by start and finds each one's enclosing call. */
+static void thread_nest(struct state *s, struct thr *h)
+{
+	struct tprof_trace *t = s->t;
+	sort_trace = t;
+	if (h->ncalls)
+		tprof_sort(h->calls, h->ncalls, sizeof(size_t), by_start);
+	h->parent = xmalloc((h->ncalls + 1) * sizeof(size_t));
+	size_t *pos = xmalloc((h->ncalls + 1) * sizeof(size_t)), depth = 0;
+	for (size_t i = 0; i < h->ncalls; i++) {
+		const struct tprof_kcall *k = &t->kcalls[h->calls[i]];
+		while (depth && t->kcalls[h->calls[pos[depth - 1]]].t1 <= k->t0)
+			depth--;
+		h->parent[i] = depth ? pos[depth - 1] : SIZE_MAX;
+		pos[depth++] = i;
+	}
+	free(pos);
+}
+
+/* The innermost call of h running at tick, or SIZE_MAX. */
+static size_t call_at(const struct state *s, const struct thr *h, uint64_t tick)
+{
+	const struct tprof_trace *t = s->t;
+	size_t lo = 0, hi = h->ncalls; /* the last call that starts at or before tick */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->kcalls[h->calls[mid]].t0 <= tick)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t j = lo ? lo - 1 : SIZE_MAX; j != SIZE_MAX; j = h->parent[j])
+		if (t->kcalls[h->calls[j]].t1 > tick)
+			return j;
+	return SIZE_MAX;
+}
+
+/* The region of h running at tick, or NULL. */
+static struct omp_region *span_at(struct state *s, const struct thr *h, uint64_t tick)
+{
+	size_t lo = 0, hi = h->nspans;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (h->spans[mid].begin <= tick)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* regions of one thread nest: the innermost began last (a few levels at most are looked at) */
+	for (size_t j = lo, n = 0; j-- > 0 && n < 64; n++)
+		if (h->spans[j].end > tick)
+			return &s->regions[h->spans[j].region];
+	return NULL;
+}
+
+/* The call that opened region g: the innermost call on the opening thread at the fork, or, when
+ * that thread was itself running another region's body outside any call, what opened that one. */
+static void region_resolve(struct state *s, struct omp_region *g, int depth)
+{
+	if (g->resolved)
+		return;
+	g->resolved = 1;
+	if (!g->fork_tid || depth > 64)
+		return;
+	struct thr *h = NULL;
+	for (size_t i = 0; i < s->nthr; i++)
+		if (s->thr[i].tid == g->fork_tid)
+			h = &s->thr[i];
+	if (!h)
+		return;
+	size_t c = call_at(s, h, g->fork_tick);
+	if (c != SIZE_MAX) {
+		g->owner = h;
+		g->call = c;
+		return;
+	}
+	struct omp_region *up = span_at(s, h, g->fork_tick);
+	if (up && up != g && up->fork_tid != h->tid) {
+		region_resolve(s, up, depth + 1);
+		g->owner = up->owner;
+		g->call = up->call;
+	}
+}
+
+/* The region a call of h belongs to when another thread opened it from inside a call, else NULL. */
+static const struct omp_region *foreign_region(struct state *s, const struct thr *h, const struct tprof_kcall *k)
+{
+	if (!h->nspans)
+		return NULL;
+	struct omp_region *g = span_at(s, h, k->t0);
+	if (!g || g->fork_tid == h->tid)
+		return NULL;
+	region_resolve(s, g, 0);
+	return g->owner && g->owner != h ? g : NULL;
+}
+
+/* A pool thread's time (one that ran the body of a region another thread opened), from `from` to
+ * its last event: inside such a region but outside its own calls it works for the call that opened
+ * the region (its self time, in that call's row and ranges), or for the program when no call did;
+ * outside the regions it is idle (returned). Other threads: 0, their time is their own. */
+static uint64_t pool_time(struct state *s, const struct thr *h, const struct ops_options *o, uint64_t from)
+{
+	struct tprof_trace *t = s->t;
+	struct ops_result *r = s->r;
+	uint64_t busy = 0, covered = from; /* spans are by begin: merge those that nest or overlap */
+	int pool = 0;
+	size_t c = 0; /* h's calls are by start */
+	for (size_t i = 0; i < h->nspans; i++) {
+		const struct region_span *p = &h->spans[i];
+		struct omp_region *g = &s->regions[p->region];
+		if (g->fork_tid == h->tid)
+			continue;
+		pool = 1;
+		uint64_t b = p->begin > covered ? p->begin : covered, e = p->end < h->last ? p->end : h->last;
+		if (e <= b)
+			continue;
+		busy += span_ns(t, b, e);
+		covered = e;
+		region_resolve(s, g, 0);
+		/* the thread's own top-level calls in the span have rows of their own */
+		uint64_t inner = 0;
+		while (c < h->ncalls && t->kcalls[h->calls[c]].t0 < b)
+			c++;
+		for (; c < h->ncalls && t->kcalls[h->calls[c]].t0 < e; c++)
+			if (h->parent[c] == SIZE_MAX) {
+				const struct tprof_kcall *k = &t->kcalls[h->calls[c]];
+				inner += span_ns(t, k->t0, k->t1 < e ? k->t1 : e);
+			}
+		uint64_t work = span_ns(t, b, e);
+		work = work > inner ? work - inner : 0;
+		if (!g->owner || !work)
+			continue;
+		const struct tprof_kcall *opener = &t->kcalls[g->owner->calls[g->call]];
+		r->in_ops_ns += work;
+		if (o->by_range) {
+			const char *opname = opener->op < t->nop_names && t->op_names[opener->op] ? t->op_names[opener->op] : "?";
+			for (size_t q = 0; q < g->nranges; q++) {
+				struct ops_row *w = &r->rows[s->ranges[g->ranges[q]].row];
+				w->kernel_ns += work;
+				add_sub(w, opname, work, 0);
+			}
+			if (!g->nranges) {
+				struct ops_row *w = &r->rows[row_for(r, "(no range)", 0, 32)];
+				w->kernel_ns += work;
+				add_sub(w, opname, work, 0);
+			}
+		} else {
+			char name[512];
+			row_name(t, opener, o->group_shape, name, sizeof(name));
+			unsigned op = table_op(t->op_names[opener->op]);
+			int bits = op && tprof_op_info(op)->elem_bytes == 8 ? 64 : 32;
+			r->rows[row_for(r, name, op, bits)].self_ns += work;
+		}
+	}
+	uint64_t wall = span_ns(t, from, h->last);
+	return pool && wall > busy ? wall - busy : 0;
+}
+
 static void thread_calls(struct state *s, struct thr *h, const struct ops_options *o, const uint64_t *sb, size_t nsb)
 {
 	struct tprof_trace *t = s->t;
 	struct ops_result *r = s->r;
-	sort_trace = t;
-	if (h->ncalls)
-		tprof_sort(h->calls, h->ncalls, sizeof(size_t), by_start);
 	size_t *stack = xmalloc((h->ncalls + 1) * sizeof(size_t));
 	uint64_t *child = xcalloc(h->ncalls + 1, sizeof(uint64_t));
 	size_t *pos = xmalloc((h->ncalls + 1) * sizeof(size_t)); /* position in h->calls of stack entries */
@@ -303,8 +529,8 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 		uint64_t d = span_ns(t, k->t0, k->t1);
 		if (depth)
 			child[pos[depth - 1]] += d;
-		else
-			top[i] = 1;
+		else /* top-level on its thread: 1; and not a pool thread's work for another thread's call: 2 */
+			top[i] = foreign_region(s, h, k) ? 1 : 2;
 		pos[depth] = i;
 		stack[depth++] = h->calls[i];
 	}
@@ -312,8 +538,9 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 		const struct tprof_kcall *k = &t->kcalls[h->calls[i]];
 		uint64_t d = span_ns(t, k->t0, k->t1);
 		self[i] = d > child[i] ? d - child[i] : 0;
-		if (top[i]) {
-			r->in_ops_ns += d;
+		if (top[i])
+			r->in_ops_ns += d; /* the thread's time in kernels */
+		if (top[i] == 2) { /* FLOPs once: what the pool runs for another thread's call is in its FLOPs */
 			r->top_flops += k->flops;
 			/* the step this call starts in */
 			if (nsb >= 2 && k->t0 >= sb[0] && k->t0 < sb[nsb - 1])
@@ -331,12 +558,24 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 		}
 		if (o->by_range) {
 			const char *opname = k->op < t->nop_names && t->op_names[k->op] ? t->op_names[k->op] : "?";
-			uint64_t top_flops = top[i] ? k->flops : 0;
+			uint64_t top_flops = top[i] == 2 ? k->flops : 0;
+			const struct omp_region *fr = foreign_region(s, h, k);
+			if (fr) { /* charged to the ranges of the thread that opened the region */
+				for (size_t q = 0; q < fr->nranges; q++) {
+					struct ops_row *w = &r->rows[s->ranges[fr->ranges[q]].row];
+					w->kernel_ns += self[i];
+					w->flops += top_flops;
+					w->bytes += top[i] == 2 ? k->bytes : 0;
+					add_sub(w, opname, self[i], top_flops);
+				}
+				if (fr->nranges)
+					continue;
+			}
 			for (size_t q = 0; q < rdepth; q++) {
 				struct ops_row *w = &r->rows[s->ranges[rstack[q]].row];
 				w->kernel_ns += self[i];
 				w->flops += top_flops;
-				w->bytes += top[i] ? k->bytes : 0;
+				w->bytes += top[i] == 2 ? k->bytes : 0;
 				add_sub(w, opname, self[i], top_flops);
 			}
 			if (!rdepth) {
@@ -344,7 +583,7 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 				struct ops_row *w = &r->rows[ix];
 				w->kernel_ns += self[i];
 				w->flops += top_flops;
-				w->bytes += top[i] ? k->bytes : 0;
+				w->bytes += top[i] == 2 ? k->bytes : 0;
 				add_sub(w, opname, self[i], top_flops);
 			}
 			continue;
@@ -380,6 +619,20 @@ static int by_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void state_free(struct state *s)
+{
+	free(s->ranges);
+	for (size_t i = 0; i < s->nthr; i++) {
+		free(s->thr[i].calls);
+		free(s->thr[i].parent);
+		free(s->thr[i].spans);
+	}
+	free(s->thr);
+	for (size_t i = 0; i < s->nregions; i++)
+		free(s->regions[i].ranges);
+	free(s->regions);
+}
+
 int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_result *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -412,10 +665,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 
 	if (replay(&s) != 0) {
 		free(sb);
-		free(s.ranges);
-		for (size_t i = 0; i < s.nthr; i++)
-			free(s.thr[i].calls);
-		free(s.thr);
+		state_free(&s);
 		ops_free(r); /* the rows the replay made before it failed */
 		return -1;
 	}
@@ -433,14 +683,20 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		}
 		h->calls[h->ncalls++] = i;
 	}
+	for (size_t i = 0; i < s.nthr; i++)
+		thread_nest(&s, &s.thr[i]);
 	for (size_t i = 0; i < s.nthr; i++) {
 		struct thr *h = &s.thr[i];
-		if (!h->ncalls)
+		int pool = 0; /* a thread without calls of its own may still run regions' bodies */
+		for (size_t j = 0; j < h->nspans && !pool; j++)
+			pool = s.regions[h->spans[j].region].fork_tid != h->tid;
+		if (!h->ncalls && !pool)
 			continue;
 		r->threads++;
 		uint64_t from = h->first > s.window ? h->first : s.window;
 		r->wall_ns += span_ns(t, from, h->last);
 		thread_calls(&s, h, o, sb + first_sb, nsb > first_sb ? nsb - first_sb : 0);
+		r->idle_ns += pool_time(&s, h, o, from);
 	}
 	if (!o->by_range) { /* the range rows were only scaffolding */
 		for (size_t i = 0; i < range_rows; i++) {
@@ -457,16 +713,15 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 				tprof_sort(r->rows[i].sub, r->rows[i].nsub, sizeof(*r->rows[i].sub), by_sub_self);
 		}
 	}
-	if (r->wall_ns < r->in_ops_ns) /* clock rounding between threads' first events and calls */
+	if (r->wall_ns < r->in_ops_ns + r->idle_ns) /* clock rounding between threads' events and calls */
+		r->idle_ns = r->wall_ns > r->in_ops_ns ? r->wall_ns - r->in_ops_ns : 0;
+	if (r->wall_ns < r->in_ops_ns)
 		r->wall_ns = r->in_ops_ns;
 	for (size_t i = 0; i < r->nrows; i++)
 		if (r->rows[i].ndur)
 			tprof_sort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);
 	free(sb);
-	free(s.ranges);
-	for (size_t i = 0; i < s.nthr; i++)
-		free(s.thr[i].calls);
-	free(s.thr);
+	state_free(&s);
 	return 0;
 }
 

@@ -8,7 +8,10 @@
  *  - self time of a call = its duration minus the durations of the calls directly nested in it; the
  *    self times of all calls plus the time outside any call add up to the threads' wall time;
  *  - FLOPs of a step or a range are those of top-level calls only (a composite's FLOPs include those
- *    of the calls it makes). */
+ *    of the calls it makes); a call an OpenMP pool thread runs in a region that a call of another
+ *    thread opened belongs to that call (its FLOPs are in it, its time to that call's ranges);
+ *  - an OpenMP pool thread (one that runs regions others open) is idle outside them: idle time is
+ *    neither in kernels nor outside them. */
 #ifndef TPROF_OPS_ANALYSIS_H
 #define TPROF_OPS_ANALYSIS_H
 
@@ -63,6 +66,7 @@ struct ops_result {
 	size_t nrows;
 	uint64_t wall_ns;    /* sum over threads with kernel calls of their wall time */
 	uint64_t in_ops_ns;  /* time inside top-level calls (= sum of all self times) */
+	uint64_t idle_ns;    /* OpenMP pool threads' time outside the regions they run (waiting for work) */
 	size_t threads;      /* threads with kernel calls */
 	uint64_t calls;      /* kernel calls kept */
 	uint64_t top_flops;  /* FLOPs of top-level calls kept */

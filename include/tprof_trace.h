@@ -117,7 +117,14 @@ enum tprof_annot_kind {
 	TPROF_ANNOT_STEP = 3,  /* an iteration boundary (tprof_step) */
 	TPROF_ANNOT_MARK = 4,  /* an instant (tprof_mark) */
 	TPROF_ANNOT_PARAM = 5, /* a named number the program reports (tprof_param), e.g. "params" */
-	TPROF_ANNOT_KIND_MAX = 5,
+	TPROF_ANNOT_API_MAX = 5, /* the kinds a program can record; the ones below libtprof.so records */
+	/* OpenMP parallel regions (version 5), value = the region's number in the process (1, 2, ...):
+	 * FORK on the thread that opens it, just before the runtime starts its threads; BEGIN and END
+	 * on each thread that runs its body, the opening one included, around that body. */
+	TPROF_ANNOT_OMP_FORK = 6,
+	TPROF_ANNOT_OMP_BEGIN = 7,
+	TPROF_ANNOT_OMP_END = 8,
+	TPROF_ANNOT_KIND_MAX = 8,
 };
 
 enum tprof_name_space {

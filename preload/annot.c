@@ -49,34 +49,39 @@ uint32_t tprof_name_intern(const char *name)
 	return 0; /* the table is full: recorded without a name */
 }
 
-/* The one exported annotation call (include/tprof.h wraps it): kind is enum tprof_annot_kind. */
+void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
+{
+	struct tprof_thread *t = tprof_tls.thread;
+	if (!t)
+		t = tprof_thread_attach();
+	if (!t)
+		return;
+	struct tprof_ring *r = t->ring;
+	if (tprof_ring_reserve(r, 1) || (tprof_ring_full(t, 1), tprof_ring_reserve(r, 1))) {
+		struct tprof_ev *e = tprof_ring_slot(r, 0);
+		e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), name_id,
+					    TPROF_RING_ANNOT);
+		e->tick = tprof_now();
+		e->size = (uint64_t)kind;
+		e->ptr = (uint64_t)value;
+		tprof_ring_publish(r, 1);
+		tprof_ring_kick(r, 1);
+	}
+}
+
+/* The one exported annotation call (include/tprof.h wraps it): kind is enum tprof_annot_kind, one
+ * of those the API offers. */
 TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value);
 TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value)
 {
-	if (kind < 1 || kind > TPROF_ANNOT_KIND_MAX || !atomic_load_explicit(&tprof_ready, memory_order_acquire) ||
+	if (kind < 1 || kind > TPROF_ANNOT_API_MAX || !atomic_load_explicit(&tprof_ready, memory_order_acquire) ||
 	    tprof_tls.guard)
 		return;
 	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) && !tprof_start_recording())
 		return; /* an annotation registers the process like a heap call */
 	int saved = errno;
 	tprof_tls.guard++;
-	uint32_t id = tprof_name_intern(name);
-	struct tprof_thread *t = tprof_tls.thread;
-	if (!t)
-		t = tprof_thread_attach();
-	if (t) {
-		struct tprof_ring *r = t->ring;
-		if (tprof_ring_reserve(r, 1) || (tprof_ring_full(t, 1), tprof_ring_reserve(r, 1))) {
-			struct tprof_ev *e = tprof_ring_slot(r, 0);
-			e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), id,
-						    TPROF_RING_ANNOT);
-			e->tick = tprof_now();
-			e->size = (uint64_t)kind;
-			e->ptr = (uint64_t)value;
-			tprof_ring_publish(r, 1);
-			tprof_ring_kick(r, 1);
-		}
-	}
+	tprof_annot_record(kind, tprof_name_intern(name), value);
 	tprof_tls.guard--;
 	errno = saved;
 }

@@ -258,6 +258,7 @@ TPROF_EXPORT int dlclose(void *handle)
 	int rc = tprof_real.dlclose(handle);
 	int saved = errno;
 	tprof_kernels_forget(); /* a kernel's library may be gone: look the real functions up again */
+	tprof_omp_forget();
 	if (rec)
 		tprof_modules_scan(1);
 	errno = saved;

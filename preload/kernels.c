@@ -58,7 +58,7 @@ static void die_unresolved(const char *name)
 	abort();
 }
 
-void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void *caller)
+void *tprof_resolve_real(const char *name, void *self, const void *caller)
 {
 	int saved = errno;
 	tprof_tls.guard++;
@@ -81,8 +81,14 @@ void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void
 	tprof_tls.guard--;
 	if (!p)
 		die_unresolved(name);
-	atomic_store_explicit(&tprof_kernel_real[op], p, memory_order_release);
 	errno = saved;
+	return p;
+}
+
+void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void *caller)
+{
+	void *p = tprof_resolve_real(name, self, caller);
+	atomic_store_explicit(&tprof_kernel_real[op], p, memory_order_release);
 	return p;
 }
 

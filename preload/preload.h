@@ -229,10 +229,17 @@ extern void *_Atomic tprof_kernel_real[];
  * every loaded module. Caches the result; never returns NULL (no definition anywhere: aborts with a
  * message, since the call cannot be carried out). */
 void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void *caller);
+/* The same search for any wrapped function (omp.c): never NULL. */
+void *tprof_resolve_real(const char *name, void *self, const void *caller);
 /* Forgets the cached real functions (after dlclose: their library may be gone). */
 void tprof_kernels_forget(void);
 /* annot.c: interned annotation names (in the shared memory); id 0 is "no name". */
 uint32_t tprof_name_intern(const char *name);
+/* Records one annotation of any kind (the OpenMP region kinds included) on the calling thread;
+ * the caller holds the guard. */
+void tprof_annot_record(int kind, uint32_t name_id, int64_t value);
+/* omp.c: forgets the OpenMP runtime's functions (after dlclose). */
+void tprof_omp_forget(void);
 
 /* Records one kernel call: enter and exit ticks, op and its shape, in 1 + ceil((nshape - 4) / 7) ring
  * entries (the first 2 and then 3 values per entry when a shape value does not fit 32 bits). The

@@ -417,7 +417,7 @@ int main(int argc, char **argv)
 		step_flops = bench_flops - f0;
 		if (s == 1) {
 			first_loss = loss, ms_first = ms;
-			printf("flops_per_step %.4g\n", step_flops);
+			printf("flops_per_step %.0f\n", step_flops); /* exact: a sum of integers below 2^53 */
 		} else {
 			total_ms += ms;
 		}

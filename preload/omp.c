@@ -1,0 +1,130 @@
+/* OpenMP parallel regions: libtprof.so wraps the libgomp entry points that compiled code calls to
+ * open one (GOMP_parallel, the combined parallel-loop and parallel-sections forms; LLVM's libomp
+ * exports them too), so that the analyzer can give the work of the pool's threads to the kernel and
+ * range that opened the region. The thread that opens a region records a FORK annotation with the
+ * region's number; every thread that runs the region's body (the opening one too) records BEGIN and
+ * END around it (docs/OPS.md). The runtime is called with a small body that does that and calls the
+ * real body; arguments, results and the runtime's own behaviour are untouched. */
+#include <errno.h>
+
+#include "preload.h"
+
+/* One region, on the opening thread's stack: the runtime returns only when every thread is done. */
+struct omp_region {
+	void (*fn)(void *);
+	void *data;
+	int64_t id;
+};
+
+static _Atomic int64_t region_ids;
+
+/* The real entry points, looked up once each (and again after a dlclose). */
+enum {
+	OMP_PARALLEL,
+	OMP_LOOP_STATIC,
+	OMP_LOOP_DYNAMIC,
+	OMP_LOOP_GUIDED,
+	OMP_LOOP_RUNTIME,
+	OMP_LOOP_NONMONOTONIC_DYNAMIC,
+	OMP_LOOP_NONMONOTONIC_GUIDED,
+	OMP_LOOP_NONMONOTONIC_RUNTIME,
+	OMP_LOOP_MAYBE_NONMONOTONIC_RUNTIME,
+	OMP_SECTIONS,
+	OMP_N
+};
+static void *_Atomic omp_real[OMP_N];
+
+void tprof_omp_forget(void)
+{
+	for (int i = 0; i < OMP_N; i++)
+		atomic_store_explicit(&omp_real[i], NULL, memory_order_relaxed);
+}
+
+static void *real_of(int which, const char *name, void *self, const void *caller)
+{
+	void *p = atomic_load_explicit(&omp_real[which], memory_order_acquire);
+	if (unlikely(!p)) {
+		p = tprof_resolve_real(name, self, caller);
+		atomic_store_explicit(&omp_real[which], p, memory_order_release);
+	}
+	return p;
+}
+
+static void note(int kind, int64_t id)
+{
+	int saved = errno;
+	tprof_tls.guard++;
+	tprof_annot_record(kind, 0, id);
+	tprof_tls.guard--;
+	errno = saved;
+}
+
+/* What the runtime runs on each thread in place of the region's body. */
+static void region_body(void *arg)
+{
+	const struct omp_region *r = arg;
+	int rec = !tprof_tls.guard && atomic_load_explicit(&tprof_recording, memory_order_relaxed);
+	if (rec)
+		note(TPROF_ANNOT_OMP_BEGIN, r->id);
+	r->fn(r->data);
+	if (rec)
+		note(TPROF_ANNOT_OMP_END, r->id);
+}
+
+/* Prepares the region and records its fork; 0 when it is not recorded (the caller then passes the
+ * real body). */
+static int region_open(struct omp_region *r, void (*fn)(void *), void *data)
+{
+	if (tprof_tls.guard || !(atomic_load_explicit(&tprof_recording, memory_order_relaxed) || tprof_start_recording()))
+		return 0;
+	r->fn = fn;
+	r->data = data;
+	r->id = atomic_fetch_add_explicit(&region_ids, 1, memory_order_relaxed) + 1;
+	note(TPROF_ANNOT_OMP_FORK, r->id);
+	return 1;
+}
+
+typedef void (*omp_fn)(void *);
+
+/* The wrappers: each passes region_body and the region, or the real body when not recording. */
+#define OMP_WRAP(WHICH, NAME, PARAMS, ARGS)                                                               \
+	TPROF_EXPORT void NAME(omp_fn fn, void *data, TP_OMP_UNPAREN PARAMS);                             \
+	TPROF_EXPORT void NAME(omp_fn fn, void *data, TP_OMP_UNPAREN PARAMS)                              \
+	{                                                                                                 \
+		void (*real)(omp_fn, void *, TP_OMP_UNPAREN PARAMS) =                                     \
+			real_of(WHICH, #NAME, (void *)NAME, __builtin_return_address(0));                 \
+		struct omp_region r;                                                                      \
+		if (region_open(&r, fn, data))                                                            \
+			real(region_body, &r, TP_OMP_UNPAREN ARGS);                                       \
+		else                                                                                      \
+			real(fn, data, TP_OMP_UNPAREN ARGS);                                              \
+	}
+#define TP_OMP_UNPAREN(...) __VA_ARGS__
+
+OMP_WRAP(OMP_PARALLEL, GOMP_parallel, (unsigned num_threads, unsigned flags), (num_threads, flags))
+OMP_WRAP(OMP_LOOP_STATIC, GOMP_parallel_loop_static,
+	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
+	 (num_threads, start, end, incr, chunk, flags))
+OMP_WRAP(OMP_LOOP_DYNAMIC, GOMP_parallel_loop_dynamic,
+	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
+	 (num_threads, start, end, incr, chunk, flags))
+OMP_WRAP(OMP_LOOP_GUIDED, GOMP_parallel_loop_guided,
+	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
+	 (num_threads, start, end, incr, chunk, flags))
+OMP_WRAP(OMP_LOOP_RUNTIME, GOMP_parallel_loop_runtime,
+	 (unsigned num_threads, long start, long end, long incr, unsigned flags),
+	 (num_threads, start, end, incr, flags))
+OMP_WRAP(OMP_LOOP_NONMONOTONIC_DYNAMIC, GOMP_parallel_loop_nonmonotonic_dynamic,
+	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
+	 (num_threads, start, end, incr, chunk, flags))
+OMP_WRAP(OMP_LOOP_NONMONOTONIC_GUIDED, GOMP_parallel_loop_nonmonotonic_guided,
+	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
+	 (num_threads, start, end, incr, chunk, flags))
+OMP_WRAP(OMP_LOOP_NONMONOTONIC_RUNTIME, GOMP_parallel_loop_nonmonotonic_runtime,
+	 (unsigned num_threads, long start, long end, long incr, unsigned flags),
+	 (num_threads, start, end, incr, flags))
+OMP_WRAP(OMP_LOOP_MAYBE_NONMONOTONIC_RUNTIME, GOMP_parallel_loop_maybe_nonmonotonic_runtime,
+	 (unsigned num_threads, long start, long end, long incr, unsigned flags),
+	 (num_threads, start, end, incr, flags))
+OMP_WRAP(OMP_SECTIONS, GOMP_parallel_sections, (unsigned num_threads, unsigned count, unsigned flags),
+	 (num_threads, count, flags))
