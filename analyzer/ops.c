@@ -105,7 +105,8 @@ static size_t row_for(struct ops_result *r, const char *name, unsigned op, int f
 }
 
 /* Charges one call of op name to range row w's breakdown. */
-static void add_sub(struct ops_row *w, const char *name, uint64_t self_ns, uint64_t flops)
+/* Charges a call (calls = 1), or a pool thread's work for a call (calls = 0), to a range's op. */
+static void add_sub_n(struct ops_row *w, const char *name, uint64_t calls, uint64_t self_ns, uint64_t flops)
 {
 	size_t i = 0;
 	while (i < w->nsub && strcmp(w->sub[i].name, name) != 0)
@@ -114,9 +115,14 @@ static void add_sub(struct ops_row *w, const char *name, uint64_t self_ns, uint6
 		w->sub = xrealloc(w->sub, (w->nsub + 1) * sizeof(*w->sub));
 		w->sub[w->nsub++] = (struct ops_sub){xstrndup(name, strlen(name)), 0, 0, 0};
 	}
-	w->sub[i].calls++;
+	w->sub[i].calls += calls;
 	w->sub[i].self_ns += self_ns;
 	w->sub[i].flops += flops;
+}
+
+static void add_sub(struct ops_row *w, const char *name, uint64_t self_ns, uint64_t flops)
+{
+	add_sub_n(w, name, 1, self_ns, flops);
 }
 
 static int by_sub_self(const void *a, const void *b)
@@ -487,12 +493,12 @@ static uint64_t pool_time(struct state *s, const struct thr *h, const struct ops
 			for (size_t q = 0; q < g->nranges; q++) {
 				struct ops_row *w = &r->rows[s->ranges[g->ranges[q]].row];
 				w->kernel_ns += work;
-				add_sub(w, opname, work, 0);
+				add_sub_n(w, opname, 0, work, 0);
 			}
 			if (!g->nranges) {
 				struct ops_row *w = &r->rows[row_for(r, "(no range)", 0, 32)];
 				w->kernel_ns += work;
-				add_sub(w, opname, work, 0);
+				add_sub_n(w, opname, 0, work, 0);
 			}
 		} else {
 			char name[512];

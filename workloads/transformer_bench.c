@@ -173,18 +173,22 @@ static float forward(struct model *md, const int *in, const int *tgt, int B, int
 		float *att = a->att + (size_t)l * B * NH * T * T, *attproj = a->attproj + l * btc;
 		float *res2 = a->residual2 + l * btc, *ln2 = a->ln2 + l * btc, *fch = a->fch + l * 4 * btc;
 		float *fchg = a->fch_gelu + l * 4 * btc, *fcproj = a->fcproj + l * btc, *res3 = a->residual3 + l * btc;
+		tprof_range_push("attention"); /* the block's two halves: tprof ops --by range compares them */
 		k_layernorm_fwd(ln1, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, res, p->ln1w + l * C, p->ln1b + l * C,
 				BT, C);
 		k_linear_fwd(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, BT, C, 3 * C);
 		k_attention_fwd(atty, att, qkv, B, T, C, NH);
 		k_linear_fwd(attproj, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, BT, C, C);
 		k_add(res2, res, attproj, btc);
+		tprof_range_pop();
+		tprof_range_push("mlp");
 		k_layernorm_fwd(ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, res2, p->ln2w + l * C, p->ln2b + l * C,
 				BT, C);
 		k_linear_fwd(fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, BT, C, 4 * C);
 		k_gelu_fwd(fchg, fch, 4 * btc);
 		k_linear_fwd(fcproj, fchg, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, BT, 4 * C, C);
 		k_add(res3, res2, fcproj, btc);
+		tprof_range_pop();
 		res = res3;
 		tprof_range_pop();
 	}
@@ -230,6 +234,7 @@ static void backward(struct model *md, const int *in, const int *tgt)
 		float *att = a->att + (size_t)l * B * NH * T * T, *res2 = a->residual2 + l * btc;
 		float *ln2 = a->ln2 + l * btc, *fch = a->fch + l * 4 * btc, *fchg = a->fch_gelu + l * 4 * btc;
 		/* residual3 = residual2 + fcproj: dres flows to both */
+		tprof_range_push("mlp");
 		memset(dfchg, 0, 4 * btc * sizeof(float));
 		k_linear_bwd(dfchg, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, dres, fchg,
 			     p->fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C);
@@ -240,7 +245,9 @@ static void backward(struct model *md, const int *in, const int *tgt)
 			     p->fcw + (size_t)l * 4 * C * C, BT, C, 4 * C);
 		k_layernorm_bwd(dres, g->ln2w + l * C, g->ln2b + l * C, dln, res2, p->ln2w + l * C, a->ln2_mean + l * BT,
 				a->ln2_rstd + l * BT, BT, C);
+		tprof_range_pop();
 		/* residual2 = res_in + attproj */
+		tprof_range_push("attention");
 		memset(datty, 0, btc * sizeof(float));
 		k_linear_bwd(datty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, dres, atty,
 			     p->attprojw + (size_t)l * C * C, BT, C, C);
@@ -251,6 +258,7 @@ static void backward(struct model *md, const int *in, const int *tgt)
 			     p->qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
 		k_layernorm_bwd(dres, g->ln1w + l * C, g->ln1b + l * C, dln, res_in, p->ln1w + l * C, a->ln1_mean + l * BT,
 				a->ln1_rstd + l * BT, BT, C);
+		tprof_range_pop();
 		tprof_range_pop();
 	}
 	k_embedding_bwd(g->wte, dres, in, BT, V, C);

@@ -116,6 +116,13 @@ for name, r in rows.items():
 assert "tnn_adamw" in [o["name"] for o in rows["optimizer"]["by_op"]]
 assert "tnn_attention_fwd" in [o["name"] for o in rows["forward/layer0"]["by_op"]]
 assert "tnn_attention_fwd" not in [o["name"] for o in rows["backward/layer1"]["by_op"]]
+# each block's two halves: attention and feed-forward, GEMMs included, and nothing else in a layer
+for d in ("forward", "backward"):
+    att, mlp, layer = rows[d + "/layer0/attention"], rows[d + "/layer0/mlp"], rows[d + "/layer0"]
+    assert "tnn_matmul" in [o["name"] for o in att["by_op"]] + [o["name"] for o in mlp["by_op"]], d
+    assert ("tnn_attention_" + ("fwd" if d == "forward" else "bwd")) in [o["name"] for o in att["by_op"]], d
+    assert "tnn_gelu_" + ("fwd" if d == "forward" else "bwd") in [o["name"] for o in mlp["by_op"]], d
+    assert att["flops"] + mlp["flops"] == layer["flops"], (d, att["flops"], mlp["flops"], layer["flops"])
 PY
 	# the text table shows them under their range
 	run "$B/tprof" ops --by range t.trace
