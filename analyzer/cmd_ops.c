@@ -99,11 +99,12 @@ static void print_range_ops(const struct ops_row *w)
 
 #define USAGE                                                                                         \
 	"usage: tprof ops [--json | --csv[=ops|steps]] [--sort self|total|calls|flops|gflops|name] [--top N]\n" \
-	"                 [--group-by shape] [--by range] [--skip-steps N] FILE\n"                               \
+	"                 [--group-by shape] [--by range|thread] [--skip-steps N] FILE\n"                        \
 	"Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"        \
 	"(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"          \
 	"range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it, and under it\n" \
-	"the ops that ran inside, with their share of its kernel time."
+	"the ops that ran inside, with their share of its kernel time. --by thread: each thread's time\n"      \
+	"in kernels, working in OpenMP regions other threads opened, outside kernels and idle."
 
 static const struct {
 	const char *name;
@@ -141,11 +142,14 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 		return CMD_RUN;
 	}
 	if (!strcmp(a, "--by")) {
-		if (strcmp(v, "range") != 0) {
-			tprof_err("ops: --by takes 'range'");
+		if (strcmp(v, "range") == 0)
+			o->by_range = 1;
+		else if (strcmp(v, "thread") == 0)
+			o->by_thread = 1;
+		else {
+			tprof_err("ops: --by takes 'range' or 'thread'");
 			return 1;
 		}
-		o->by_range = 1;
 		return CMD_RUN;
 	}
 	size_t n;
@@ -192,6 +196,60 @@ static void print_steps(const struct ops_result *r, int mode)
 	if (d.n && flops_step > 0)
 		printf("  FLOPs per step %.4g (top-level kernel calls), %.2f GFLOP/s over the steps\n", flops_step,
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
+}
+
+/* A thread's time outside kernels, regions and idleness (never below 0: clocks of two threads). */
+static uint64_t thread_outside(const struct ops_thread *h)
+{
+	uint64_t in = h->kernel_ns + h->pool_ns + h->idle_ns;
+	return h->wall_ns > in ? h->wall_ns - in : 0;
+}
+
+/* --by thread: mode 0 text, 1 JSON (the "threads" member), 2 CSV. */
+static void print_threads(const struct ops_result *r, int mode)
+{
+	if (mode == 2) {
+		printf("tid,name,main,wall_ns,kernel_ns,pool_ns,outside_ns,idle_ns,calls" TPROF_CSV_EOL);
+		for (size_t i = 0; i < r->nthr; i++) {
+			const struct ops_thread *h = &r->thr[i];
+			printf("%u,", h->tid);
+			tprof_csv_str(stdout, h->name);
+			printf(",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 TPROF_CSV_EOL,
+			       h->main ? "true" : "false", h->wall_ns, h->kernel_ns, h->pool_ns, thread_outside(h),
+			       h->idle_ns, h->calls);
+		}
+		return;
+	}
+	if (mode == 1) {
+		printf("\"threads\":[");
+		for (size_t i = 0; i < r->nthr; i++) {
+			const struct ops_thread *h = &r->thr[i];
+			printf("%s{\"tid\":%u,\"name\":", i ? "," : "", h->tid);
+			tprof_json_str(stdout, h->name);
+			printf(",\"main\":%s,\"wall_ns\":%" PRIu64 ",\"kernel_ns\":%" PRIu64 ",\"pool_ns\":%" PRIu64
+			       ",\"outside_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"calls\":%" PRIu64 "}",
+			       h->main ? "true" : "false", h->wall_ns, h->kernel_ns, h->pool_ns, thread_outside(h), h->idle_ns,
+			       h->calls);
+		}
+		printf("]");
+		return;
+	}
+	printf("%-8s %-16s %10s %17s %17s %17s %17s %8s\n", "thread", "name", "wall", "in kernels", "OpenMP work",
+	       "outside kernels", "idle", "calls");
+	for (size_t i = 0; i < r->nthr; i++) {
+		const struct ops_thread *h = &r->thr[i];
+		double w = h->wall_ns ? (double)h->wall_ns : 1;
+		char a[32], b[32], c[32], d[32], e[32];
+		uint64_t out = thread_outside(h);
+		printf("%-8u ", h->tid);
+		tprof_text_str(stdout, h->name, -16);
+		printf(" %10s %10s %5.1f%% %10s %5.1f%% %10s %5.1f%% %10s %5.1f%% %8" PRIu64 "%s\n", tprof_fmt_ns(h->wall_ns, a),
+		       tprof_fmt_ns(h->kernel_ns, b), 100.0 * (double)h->kernel_ns / w, tprof_fmt_ns(h->pool_ns, c),
+		       100.0 * (double)h->pool_ns / w, tprof_fmt_ns(out, d), 100.0 * (double)out / w,
+		       tprof_fmt_ns(h->idle_ns, e), 100.0 * (double)h->idle_ns / w, h->calls, h->main ? "  (main)" : "");
+	}
+	printf("\nin kernels: its own calls; OpenMP work: in regions other threads' calls opened, outside its own\n"
+	       "calls (that work is the opening call's self time); idle: a pool thread between regions.\n");
 }
 
 /* The op table's CSV: the JSON rows' fields, ci95_ns as ci95_lo_ns and ci95_hi_ns, null empty. */
@@ -250,6 +308,25 @@ int cmd_ops(int argc, char **argv)
 	size_t n = top > 0 && top < r.nrows ? top : r.nrows;
 	double wall = r.wall_ns ? (double)r.wall_ns : 1;
 
+	if (o.by_thread) {
+		if (co.csv)
+			print_threads(&r, 2);
+		else if (json) {
+			printf("{\"file\":");
+			tprof_json_str(stdout, path);
+			printf(",\"wall_ns\":%" PRIu64 ",\"in_ops_ns\":%" PRIu64 ",\"outside_ns\":%" PRIu64
+			       ",\"idle_ns\":%" PRIu64 ",", r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns - r.idle_ns,
+			       r.idle_ns);
+			print_threads(&r, 1);
+			printf("}\n");
+		} else {
+			printf("tprof ops --by thread: ");
+			tprof_text_str(stdout, path, 0);
+			printf("\n\n");
+			print_threads(&r, 0);
+		}
+		goto out;
+	}
 	if (co.csv == 1) {
 		print_csv(&r, n, &rf, o.by_range);
 		goto out;
@@ -320,6 +397,14 @@ int cmd_ops(int argc, char **argv)
 		printf(", idle %s (%.1f%%: OpenMP threads between regions)", tprof_fmt_ns(r.idle_ns, a),
 		       100.0 * (double)r.idle_ns / wall);
 	printf("; %" PRIu64 " calls\n", r.calls);
+	for (size_t i = 0; i < r.nthr && r.nthr > 1; i++)
+		if (r.thr[i].main) {
+			const struct ops_thread *h = &r.thr[i];
+			double w = h->wall_ns ? (double)h->wall_ns : 1;
+			printf("  main thread: %s, in kernels %.1f%%, outside kernels %.1f%% (--by thread: every thread)\n",
+			       tprof_fmt_ns(h->wall_ns, a), 100.0 * (double)(h->kernel_ns + h->pool_ns) / w,
+			       100.0 * (double)thread_outside(h) / w);
+		}
 	if (rf.fp32_gflops_all > 0)
 	{
 		printf("  %% peak: of this machine's all-core FMA peak of the op's precision: FP32 %.1f GFLOP/s, ",

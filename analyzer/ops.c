@@ -700,9 +700,16 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 			continue;
 		r->threads++;
 		uint64_t from = h->first > s.window ? h->first : s.window;
-		r->wall_ns += span_ns(t, from, h->last);
+		uint64_t wall = span_ns(t, from, h->last), in0 = r->in_ops_ns, calls0 = r->calls;
+		r->wall_ns += wall;
 		thread_calls(&s, h, o, sb + first_sb, nsb > first_sb ? nsb - first_sb : 0);
-		r->idle_ns += pool_time(&s, h, o, from);
+		uint64_t in1 = r->in_ops_ns, idle = pool_time(&s, h, o, from);
+		r->idle_ns += idle;
+		r->thr = xrealloc(r->thr, (r->nthr + 1) * sizeof(*r->thr));
+		const char *tn = tprof_trace_thread_name(t, h->tid);
+		r->thr[r->nthr++] = (struct ops_thread){h->tid, xstrndup(tn, strlen(tn)), wall, in1 - in0,
+							r->in_ops_ns - in1, idle, r->calls - calls0,
+							(uint64_t)h->tid == t->info.pid};
 	}
 	if (!o->by_range) { /* the range rows were only scaffolding */
 		for (size_t i = 0; i < range_rows; i++) {
@@ -733,6 +740,9 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 
 void ops_free(struct ops_result *r)
 {
+	for (size_t i = 0; i < r->nthr; i++)
+		free(r->thr[i].name);
+	free(r->thr);
 	for (size_t i = 0; i < r->nrows; i++) {
 		free(r->rows[i].name);
 		free(r->rows[i].dur_ns);

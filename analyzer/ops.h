@@ -55,10 +55,23 @@ struct ops_dist {
 	uint64_t p50, p95, p99, min, max;
 };
 
+/* One thread's time (`tprof ops --by thread`): wall = kernel + pool + outside + idle. */
+struct ops_thread {
+	uint32_t tid;
+	char *name;
+	uint64_t wall_ns;   /* first to last recorded event (from the first kept step on) */
+	uint64_t kernel_ns; /* in its own top-level calls */
+	uint64_t pool_ns;   /* in OpenMP regions other threads' calls opened, outside its own calls */
+	uint64_t idle_ns;   /* a pool thread between regions */
+	uint64_t calls;     /* its calls */
+	int main;           /* the process's main thread (tid = pid) */
+};
+
 struct ops_options {
 	unsigned skip_steps; /* drop everything before this step boundary (warm-up) */
 	int group_shape;     /* one row per op and shape */
 	int by_range;        /* range rows instead of op rows */
+	int by_thread;       /* cmd_ops: the thread table (ops_result.thr is always filled) */
 };
 
 struct ops_result {
@@ -81,6 +94,8 @@ struct ops_result {
 	int64_t *param_value;
 	size_t nparams;
 	uint64_t heap_peak;  /* peak of live requested heap bytes (whole run) */
+	struct ops_thread *thr; /* threads with kernel calls or OpenMP work, in order of appearance */
+	size_t nthr;
 };
 
 /* Runs the analysis. Returns 0, or -1 with a message in t->err (a corrupt heap record, or asking

@@ -70,6 +70,26 @@ PY
 	run "$B/tprof" ops t.trace
 	[[ "$output" == *"idle "*"OpenMP threads between regions"* ]]
 	[[ "$output" == *"(idle OpenMP threads)"* ]]
+	[[ "$output" == *"main thread: "*"in kernels"* ]]
+	# per thread: the main thread works in kernels, the pool threads for its calls or idle
+	"$B/tprof" ops --by thread --json t.trace >th.json
+	$PY - th.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+th = d["threads"]
+assert len(th) == 4 and sum(t["main"] for t in th) == 1, th
+for t in th:
+    assert t["kernel_ns"] + t["pool_ns"] + t["outside_ns"] + t["idle_ns"] == t["wall_ns"], t
+    if t["main"]:
+        assert t["pool_ns"] == 0 and t["idle_ns"] == 0 and t["kernel_ns"] > 0, t
+    else:
+        assert t["pool_ns"] > 0 and t["idle_ns"] > 0, t
+assert sum(t["kernel_ns"] + t["pool_ns"] for t in th) == d["in_ops_ns"], d
+PY
+	run "$B/tprof" ops --by thread t.trace
+	[[ "$output" == *"(main)"* ]]
+	run "$B/tprof" ops --by nothing t.trace
+	[ "$status" -eq 1 ]
 }
 
 @test "cnn_bench and mlp_bench: FLOPs match the formulas per shape" {
