@@ -317,10 +317,12 @@ uint32_t tprof_stack_capture(void)
 		return 0;
 	void *buf[TPROF_DEPTH_MAX + 8];
 	int got = unw_backtrace(buf, (int)max_depth + 8);
-	int skip = 0;
-	while (skip < got && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
-		skip++;
-	int n = got - skip;
+	/* tprof's own frames are left out wherever they are: the hook's at the top, and in the middle a
+	 * kernel wrapper's or an OpenMP region's body (a kernel that allocates, a pool thread) */
+	int n = 0;
+	for (int i = 0; i < got; i++)
+		if ((uintptr_t)buf[i] < self_lo || (uintptr_t)buf[i] >= self_hi)
+			buf[n++] = buf[i];
 	int truncated = 0;
 	if (n > (int)max_depth) {
 		n = (int)max_depth;
@@ -330,7 +332,7 @@ uint32_t tprof_stack_capture(void)
 	}
 	if (n <= 0)
 		return 0;
-	return intern((const uint64_t *)(buf + skip), (unsigned)n, truncated);
+	return intern((const uint64_t *)buf, (unsigned)n, truncated);
 }
 
 /* ---- modules ---- */

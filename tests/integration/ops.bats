@@ -90,6 +90,18 @@ PY
 	[[ "$output" == *"(main)"* ]]
 	run "$B/tprof" ops --by nothing t.trace
 	[ "$status" -eq 1 ]
+	# no tprof frame in any stack: not the kernel wrappers', not the regions' bodies on pool threads
+	"$B/tprof" allocs --top 0 --json t.trace >a.json
+	$PY - a.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+mods = {f["module"] for s in d["by_allocations"] for f in s["stack"]}
+assert "libtprof.so" not in mods, mods
+assert any("tnn_attention_bwd" == f["function"] for s in d["by_allocations"] for f in s["stack"])
+for s in d["by_allocations"]:
+    names = [f["function"] for f in s["stack"]]
+    assert all(a != b or not a or not a.startswith("tnn_") for a, b in zip(names, names[1:])), names
+PY
 }
 
 @test "cnn_bench and mlp_bench: FLOPs match the formulas per shape" {
