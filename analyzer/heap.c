@@ -27,6 +27,7 @@ static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_
 		s->peak_blocks = s->live_blocks;
 		s->peak_seq = e->seq;
 		s->peak_tick = e->tick;
+		s->peak_tid = e->tid;
 	}
 }
 
@@ -134,6 +135,7 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 				s->peak_blocks = blocks;
 				s->peak_seq = e->seq;
 				s->peak_tick = e->tick;
+				s->peak_tid = e->tid;
 			}
 			continue;
 		}

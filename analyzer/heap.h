@@ -20,6 +20,7 @@ struct heap_stats {
 	uint64_t reused_live;     /* allocations returning an address still live (never in order) */
 	uint64_t live_bytes, live_blocks;
 	uint64_t peak_bytes, peak_blocks, peak_seq, peak_tick;
+	uint32_t peak_tid;        /* the thread whose allocation reached the peak */
 	struct addrmap live; /* address -> size of live blocks (see index_all; at the end: the leaks) */
 	struct addrmap live_stack; /* address -> stack id of live blocks; only with heap_init(s, 1) */
 	int with_stacks;

@@ -102,6 +102,16 @@ for s in d["by_allocations"]:
     names = [f["function"] for f in s["stack"]]
     assert all(a != b or not a or not a.startswith("tnn_") for a, b in zip(names, names[1:])), names
 PY
+	# the peak says where it fell: the step, and the range (a pool thread's: the opening thread's)
+	"$B/tprof" peak --json t.trace >p.json
+	$PY - p.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["peak_step"] in (0, 1), d["peak_step"]
+assert d["peak_range"] and d["peak_range"].split("/")[0] in ("forward", "backward", "optimizer"), d["peak_range"]
+PY
+	run "$B/tprof" peak t.trace
+	[[ "$output" == *"  in step "*", range "*"(thread "* ]]
 }
 
 @test "cnn_bench and mlp_bench: FLOPs match the formulas per shape" {
