@@ -115,25 +115,38 @@ int cmd_compare(int argc, char **argv)
 		}
 		goto out;
 	}
-	printf("%-20s %12s %6s %12s %22s %12s %9s %7s %9s %10s\n", "program", "params", "steps", "time/step",
-	       "95% CI of the mean", "FLOPs/step", "GFLOP/s", "%peak", "in kernels", "heap peak");
+	/* runs are named by file (two runs of one program are told apart), one unit per column */
+	uint64_t mt = 0, mh = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = (uint64_t)(runs[i].steps.ci_hi > runs[i].steps.mean ? runs[i].steps.ci_hi : runs[i].steps.mean);
+		mt = v > mt ? v : mt;
+		mh = runs[i].heap_peak > mh ? runs[i].heap_peak : mh;
+	}
+	struct tprof_unit ut = tprof_ns_unit(mt), uh = tprof_bytes_unit(mh);
+	char h1[32], h2[32], h3[32];
+	snprintf(h1, sizeof(h1), "step %s", ut.name);
+	snprintf(h2, sizeof(h2), "95%% CI %s", ut.name);
+	snprintf(h3, sizeof(h3), "heap %s", uh.name);
+	printf("%-20s %11s %5s %9s %19s %10s %8s %6s %6s %9s\n", "run (file)", "params", "steps", h1, h2, "FLOPs/step",
+	       "GFLOP/s", "%peak", "krn%", h3);
 	for (size_t i = 0; i < n; i++) {
 		struct run *w = &runs[i];
 		char a[32], b[32], c[32], d[32], ci[72], pk[16] = "-";
-		snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_ns((uint64_t)w->steps.ci_lo, b),
-			 tprof_fmt_ns((uint64_t)w->steps.ci_hi, c));
+		snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_in((uint64_t)w->steps.ci_lo, ut, b),
+			 tprof_fmt_in((uint64_t)w->steps.ci_hi, ut, c));
 		if (rf.fp32_gflops_all > 0)
 			snprintf(pk, sizeof(pk), "%.1f%%", 100.0 * w->gflops / rf.fp32_gflops_all);
 		char params[32] = "-";
 		if (w->params >= 0)
 			tprof_commas((uint64_t)w->params, params);
-		tprof_text_str(stdout, w->program, -20);
-		printf(" %12s %6zu %12s %22s %12.4g %9.2f %7s %8.1f%% %10s\n", params, w->steps.n,
-		       tprof_fmt_ns((uint64_t)w->steps.mean, a), ci, w->flops_step, w->gflops, pk, 100.0 * w->kernel_share,
-		       tprof_fmt_bytes(w->heap_peak, d));
+		const char *base = strrchr(w->path, '/');
+		tprof_text_cut(stdout, base ? base + 1 : w->path, -20);
+		printf(" %11s %5zu %9s %19s %10.4g %8.2f %6s %5.1f%% %9s\n", params, w->steps.n,
+		       tprof_fmt_in((uint64_t)w->steps.mean, ut, a), ci, w->flops_step, w->gflops, pk, 100.0 * w->kernel_share,
+		       tprof_fmt_in(w->heap_peak, uh, d));
 	}
-	printf("\n%%peak: of the all-core FP32 FMA peak (%.1f GFLOP/s, %s); FLOPs/step: top-level kernel calls; "
-	       "in kernels: of the traced threads' wall time\n",
+	printf("\n%%peak: of the all-core FP32 FMA peak (%.1f GFLOP/s, %s); FLOPs/step: top-level kernel calls;\n"
+	       "krn%%: time in kernels, of the traced threads' wall time; step: mean time per step\n",
 	       rf.fp32_gflops_all, rf.source);
 out:
 	for (size_t i = 0; i < n; i++)

@@ -302,6 +302,14 @@ static const char *fmt_cell(const struct metric *m, enum unit u, char *buf, size
 	return buf;
 }
 
+/* A narrow table cell: B as the caller formatted it, then the relative change or "=". */
+static const char *short_cell(const struct metric *m, const char *b, char *buf)
+{
+	char r[16];
+	snprintf(buf, 64, "%s (%s)", b, m_changed(m) ? fmt_rel(m, r) : "=");
+	return buf;
+}
+
 /* ---- ops matched by name */
 
 struct op_pair {
@@ -720,9 +728,9 @@ static void print_text_steps(const struct diff *d)
 		return;
 	}
 	printf("\nsteps: A %zu, B %zu%s\n", sa->n, sb->n, d->a->ops.steps_skipped ? " (after the warm-up skipped)" : "");
-	printf("  time per step  A %s, 95%% CI [%s, %s]", fmt_val(sa->mean, U_NS, 0, x), fmt_val(sa->ci_lo, U_NS, 0, y),
-	       fmt_val(sa->ci_hi, U_NS, 0, z));
-	printf("   B %s, 95%% CI [%s, %s]\n", fmt_val(sb->mean, U_NS, 0, x), fmt_val(sb->ci_lo, U_NS, 0, y),
+	printf("  time per step  A %s, 95%% CI [%s, %s]\n", fmt_val(sa->mean, U_NS, 0, x),
+	       fmt_val(sa->ci_lo, U_NS, 0, y), fmt_val(sa->ci_hi, U_NS, 0, z));
+	printf("                 B %s, 95%% CI [%s, %s]\n", fmt_val(sb->mean, U_NS, 0, x), fmt_val(sb->ci_lo, U_NS, 0, y),
 	       fmt_val(sb->ci_hi, U_NS, 0, z));
 	printf("  change         %s", fmt_val(m_delta(&c->mean), U_NS, 1, x));
 	if (m_changed(&c->mean))
@@ -758,18 +766,34 @@ static void print_text(const struct diff *d)
 	}
 	print_text_steps(d);
 
-	printf("\nops (%s%zu of %zu, by the change in self time; each cell: B, then the change from A)\n",
+	printf("\nops (%s%zu of %zu, by the change in self time; each cell: B, then its change from A)\n",
 	       d->shown_ops < d->nops ? "the top " : "", d->shown_ops, d->nops);
-	if (d->nops)
-		printf("%-28s %-8s %-16s %-32s %-32s %-30s %s\n", "op", "status", "calls", "self", "total", "FLOPs",
-		       "GFLOP/s");
+	/* each cell: B in the column's unit, then the relative change (JSON and CSV: every figure) */
+	double ms = 0, mt = 0;
+	for (size_t i = 0; i < d->shown_ops; i++) {
+		ms = d->ops[i].self.y > ms ? d->ops[i].self.y : ms;
+		mt = d->ops[i].total.y > mt ? d->ops[i].total.y : mt;
+	}
+	struct tprof_unit us = tprof_ns_unit((uint64_t)ms), ut = tprof_ns_unit((uint64_t)mt);
+	if (d->nops) {
+		char h1[32], h2[32];
+		snprintf(h1, sizeof(h1), "self %s", us.name);
+		snprintf(h2, sizeof(h2), "total %s", ut.name);
+		printf("%-21s %-7s %-16s %-19s %-19s %-16s %s\n", "op", "status", "calls", h1, h2, "GFLOP", "GFLOP/s");
+	}
 	for (size_t i = 0; i < d->shown_ops; i++) {
 		const struct op_pair *p = &d->ops[i];
-		char c1[96], c2[96], c3[96], c4[96], c5[96];
-		tprof_text_str(stdout, p->name, -28);
-		printf(" %-8s %-16s %-32s %-32s %-30s %s\n", p->status, fmt_cell(&p->calls, U_COUNT, c1, sizeof(c1)),
-		       fmt_cell(&p->self, U_NS, c2, sizeof(c2)), fmt_cell(&p->total, U_NS, c3, sizeof(c3)),
-		       fmt_cell(&p->flops, U_COUNT, c4, sizeof(c4)), fmt_cell(&p->gflops, U_RATE, c5, sizeof(c5)));
+		char c1[64], c2[64], c3[64], c4[64], c5[64], v[32];
+		tprof_text_cut(stdout, p->name, -21);
+		snprintf(v, sizeof(v), "%.0f", p->calls.y);
+		short_cell(&p->calls, v, c1);
+		short_cell(&p->self, tprof_fmt_in((uint64_t)llround(p->self.y), us, v), c2);
+		short_cell(&p->total, tprof_fmt_in((uint64_t)llround(p->total.y), ut, v), c3);
+		snprintf(v, sizeof(v), "%.3f", p->flops.y / 1e9);
+		short_cell(&p->flops, v, c4);
+		snprintf(v, sizeof(v), "%.2f", p->gflops.y);
+		short_cell(&p->gflops, v, c5);
+		printf(" %-7s %-16s %-19s %-19s %-16s %s\n", p->status, c1, c2, c3, c4, c5);
 	}
 
 	printf("\nallocation sites (%s%zu of %zu, by the change in bytes allocated; each figure: B, then the "
@@ -778,8 +802,9 @@ static void print_text(const struct diff *d)
 	for (size_t i = 0; i < d->shown_sites; i++) {
 		const struct site_pair *p = &d->sites[i];
 		char c1[96], c2[96], c3[96], c4[96];
-		printf("\n  %s: bytes allocated %s, allocations %s, leaked %s in %s blocks\n", p->status,
-		       fmt_cell(&p->bytes, U_BYTES, c1, sizeof(c1)), fmt_cell(&p->allocs, U_COUNT, c2, sizeof(c2)),
+		printf("\n  %s: bytes allocated %s, allocations %s\n", p->status,
+		       fmt_cell(&p->bytes, U_BYTES, c1, sizeof(c1)), fmt_cell(&p->allocs, U_COUNT, c2, sizeof(c2)));
+		printf("  %*s  leaked %s in %s blocks\n", (int)strlen(p->status), "",
 		       fmt_cell(&p->leaked_bytes, U_BYTES, c3, sizeof(c3)),
 		       fmt_cell(&p->leaked_blocks, U_COUNT, c4, sizeof(c4)));
 		for (size_t k = 0; k < p->s->nframes; k++) {

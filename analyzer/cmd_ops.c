@@ -71,40 +71,49 @@ static const char *bound_of(const struct tprof_roofline *rf, const struct ops_ro
 /* Under a range row: the ops whose calls ran inside it, by self time (the largest few, the rest
  * summed), each with its share of the range's kernel time. */
 #define RANGE_OPS_SHOWN 4
-static void print_range_ops(const struct ops_row *w)
+static void print_range_ops(const struct ops_row *w, struct tprof_unit u)
 {
 	uint64_t rest_ns = 0, rest_calls = 0;
 	size_t rest = 0;
 	char a[32];
 	for (size_t j = 0; j < w->nsub; j++) {
-		const struct ops_sub *u = &w->sub[j];
+		const struct ops_sub *v = &w->sub[j];
 		if (j >= RANGE_OPS_SHOWN) {
 			rest++;
-			rest_ns += u->self_ns;
-			rest_calls += u->calls;
+			rest_ns += v->self_ns;
+			rest_calls += v->calls;
 			continue;
 		}
 		printf("    ");
-		tprof_text_str(stdout, u->name, -32);
-		printf(" %7" PRIu64 " %10s %10s %5.1f%%\n", u->calls, "", tprof_fmt_ns(u->self_ns, a),
-		       w->kernel_ns ? 100.0 * (double)u->self_ns / (double)w->kernel_ns : 0);
+		tprof_text_cut(stdout, v->name, -26);
+		printf(" %6" PRIu64 " %9s %9s %5.1f%%\n", v->calls, "", tprof_fmt_in(v->self_ns, u, a),
+		       w->kernel_ns ? 100.0 * (double)v->self_ns / (double)w->kernel_ns : 0);
 	}
 	if (rest) {
 		char label[48];
 		snprintf(label, sizeof(label), "(%zu other ops)", rest);
-		printf("    %-32s %7" PRIu64 " %10s %10s %5.1f%%\n", label, rest_calls, "", tprof_fmt_ns(rest_ns, a),
+		printf("    %-26s %6" PRIu64 " %9s %9s %5.1f%%\n", label, rest_calls, "", tprof_fmt_in(rest_ns, u, a),
 		       w->kernel_ns ? 100.0 * (double)rest_ns / (double)w->kernel_ns : 0);
 	}
 }
 
+/* A column heading with its unit ("self ms"), right-aligned in width. */
+static void head(const char *name, const char *unit, int width)
+{
+	char h[48];
+	snprintf(h, sizeof(h), "%s%s%s", name, unit[0] ? " " : "", unit);
+	printf(" %*s", width, h);
+}
+
 #define USAGE                                                                                         \
 	"usage: tprof ops [--json | --csv[=ops|steps]] [--sort self|total|calls|flops|gflops|name] [--top N]\n" \
-	"                 [--group-by shape] [--by range|thread] [--skip-steps N] FILE\n"                        \
+	"                 [--group-by shape] [--by range|thread] [--skip-steps N] [--wide] FILE\n"               \
 	"Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"        \
 	"(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"          \
 	"range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it, and under it\n" \
 	"the ops that ran inside, with their share of its kernel time. --by thread: each thread's time\n"      \
-	"in kernels, working in OpenMP regions other threads opened, outside kernels and idle."
+	"in kernels, working in OpenMP regions other threads opened, outside kernels and idle. The text\n"    \
+	"table fits 120 columns; --wide shows every column (JSON and CSV always have them all)."
 
 static const struct {
 	const char *name;
@@ -117,6 +126,10 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 {
 	struct ops_options *o = ctx;
 	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	if (!strcmp(a, "--wide")) {
+		o->wide = 1;
+		return CMD_RUN;
+	}
 	if (strcmp(a, "--sort") && strcmp(a, "--group-by") && strcmp(a, "--by") && strcmp(a, "--skip-steps"))
 		return CMD_OTHER;
 	if (!v) {
@@ -234,8 +247,14 @@ static void print_threads(const struct ops_result *r, int mode)
 		printf("]");
 		return;
 	}
-	printf("%-8s %-16s %10s %17s %17s %17s %17s %8s\n", "thread", "name", "wall", "in kernels", "OpenMP work",
-	       "outside kernels", "idle", "calls");
+	uint64_t mx = 0;
+	for (size_t i = 0; i < r->nthr; i++)
+		mx = r->thr[i].wall_ns > mx ? r->thr[i].wall_ns : mx;
+	struct tprof_unit u = tprof_ns_unit(mx);
+	printf("%-8s %-16s", "thread", "name");
+	head("wall", u.name, 10), head("in kernels", "", 16), head("OpenMP work", "", 16);
+	head("outside kernels", "", 16), head("idle", "", 16), head("calls", "", 7);
+	printf("\n");
 	for (size_t i = 0; i < r->nthr; i++) {
 		const struct ops_thread *h = &r->thr[i];
 		double w = h->wall_ns ? (double)h->wall_ns : 1;
@@ -243,10 +262,11 @@ static void print_threads(const struct ops_result *r, int mode)
 		uint64_t out = thread_outside(h);
 		printf("%-8u ", h->tid);
 		tprof_text_str(stdout, h->name, -16);
-		printf(" %10s %10s %5.1f%% %10s %5.1f%% %10s %5.1f%% %10s %5.1f%% %8" PRIu64 "%s\n", tprof_fmt_ns(h->wall_ns, a),
-		       tprof_fmt_ns(h->kernel_ns, b), 100.0 * (double)h->kernel_ns / w, tprof_fmt_ns(h->pool_ns, c),
-		       100.0 * (double)h->pool_ns / w, tprof_fmt_ns(out, d), 100.0 * (double)out / w,
-		       tprof_fmt_ns(h->idle_ns, e), 100.0 * (double)h->idle_ns / w, h->calls, h->main ? "  (main)" : "");
+		printf(" %10s %9s %5.1f%% %9s %5.1f%% %9s %5.1f%% %9s %5.1f%% %7" PRIu64 "%s\n",
+		       tprof_fmt_in(h->wall_ns, u, a), tprof_fmt_in(h->kernel_ns, u, b), 100.0 * (double)h->kernel_ns / w,
+		       tprof_fmt_in(h->pool_ns, u, c), 100.0 * (double)h->pool_ns / w, tprof_fmt_in(out, u, d),
+		       100.0 * (double)out / w, tprof_fmt_in(h->idle_ns, u, e), 100.0 * (double)h->idle_ns / w, h->calls,
+		       h->main ? " main" : "");
 	}
 	printf("\nin kernels: its own calls; OpenMP work: in regions other threads' calls opened, outside its own\n"
 	       "calls (that work is the opening call's self time); idle: a pool thread between regions.\n");
@@ -393,10 +413,10 @@ int cmd_ops(int argc, char **argv)
 	uint64_t outside = r.wall_ns - r.in_ops_ns - r.idle_ns;
 	printf("  in kernels %s (%.1f%%), outside kernels %s (%.1f%%)", tprof_fmt_ns(r.in_ops_ns, b),
 	       100.0 * (double)r.in_ops_ns / wall, tprof_fmt_ns(outside, c), 100.0 * (double)outside / wall);
-	if (r.idle_ns)
-		printf(", idle %s (%.1f%%: OpenMP threads between regions)", tprof_fmt_ns(r.idle_ns, a),
-		       100.0 * (double)r.idle_ns / wall);
 	printf("; %" PRIu64 " calls\n", r.calls);
+	if (r.idle_ns)
+		printf("  idle %s (%.1f%%): OpenMP pool threads waiting between regions\n", tprof_fmt_ns(r.idle_ns, a),
+		       100.0 * (double)r.idle_ns / wall);
 	for (size_t i = 0; i < r.nthr && r.nthr > 1; i++)
 		if (r.thr[i].main) {
 			const struct ops_thread *h = &r.thr[i];
@@ -407,13 +427,13 @@ int cmd_ops(int argc, char **argv)
 		}
 	if (rf.fp32_gflops_all > 0)
 	{
-		printf("  %% peak: of this machine's all-core FMA peak of the op's precision: FP32 %.1f GFLOP/s, ",
+		printf("  %%peak: of this machine's all-core FMA peak in the op's precision: FP32 %.1f GFLOP/s, ",
 		       rf.fp32_gflops_all);
 		if (rf.fp64_gflops_all > 0)
 			printf("FP64 %.1f GFLOP/s", rf.fp64_gflops_all);
 		else
 			printf("FP64 unknown");
-		printf(" (%s)\n", rf.source);
+		printf("\n          (%s)\n", rf.source);
 		if (tprof_roofline_ridge(&rf, 32) > 0)
 			printf("  bound: the roof an op's FLOP/B puts it under; ridge points FP32 %.2f, FP64 %.2f FLOP/B "
 			       "(STREAM %.1f GB/s)\n",
@@ -422,52 +442,92 @@ int cmd_ops(int argc, char **argv)
 	else
 		printf("  %% peak: unknown (run 'tprof roofline' or set TPROF_PEAK_GFLOPS)\n");
 	printf("  self %% and total %%: of the traced wall time; times per call: total (nested calls included)\n\n");
-	if (o.by_range)
-		printf("%-36s %7s %10s %10s %6s %10s %8s %8s %10s %10s %10s\n", "range", "count", "total", "kernels",
-		       "krn%", "avg", "GFLOP", "GFLOP/s", "allocated", "peak+live", "allocs");
-	else
-		printf("%-28s %7s %9s %6s %9s %6s %9s %9s %9s %9s %21s %9s %8s %6s %9s %6s %s\n", "name", "calls",
-		       "self", "self%", "total", "tot%", "avg", "p50", "p95", "p99", "95% CI of mean", "GFLOP",
-		       "GFLOP/s", "%peak", "bytes", "FLOP/B", "bound");
+	/* one unit per column, from the largest value shown */
+	uint64_t mx[10] = {0};
+	for (size_t i = 0; i < n; i++) {
+		struct ops_row *w = &r.rows[i];
+		struct ops_dist d;
+		ops_dist(w->dur_ns, w->ndur, &d);
+		uint64_t v[10] = {w->self_ns, w->total_ns, w->calls ? w->total_ns / w->calls : 0, d.p50, d.p95, d.p99,
+				  (uint64_t)d.ci_hi, w->bytes, w->kernel_ns, w->alloc_bytes > w->peak_growth ? w->alloc_bytes : w->peak_growth};
+		for (int k = 0; k < 10; k++)
+			mx[k] = v[k] > mx[k] ? v[k] : mx[k];
+	}
+	if (!o.by_range && outside > mx[0])
+		mx[0] = outside;
+	if (!o.by_range && r.idle_ns > mx[0])
+		mx[0] = r.idle_ns;
+	struct tprof_unit u_self = tprof_ns_unit(mx[0]), u_total = tprof_ns_unit(mx[1]), u_avg = tprof_ns_unit(mx[2]);
+	struct tprof_unit u_p50 = tprof_ns_unit(mx[3]), u_p95 = tprof_ns_unit(mx[4]), u_p99 = tprof_ns_unit(mx[5]);
+	struct tprof_unit u_ci = tprof_ns_unit(mx[6]), u_bytes = tprof_bytes_unit(mx[7]);
+	struct tprof_unit u_kern = tprof_ns_unit(mx[8] > mx[1] ? mx[8] : mx[1]), u_mem = tprof_bytes_unit(mx[9]);
+	if (o.by_range) {
+		printf("%-30s", "range");
+		head("count", "", 6), head("total", u_kern.name, 9), head("kernel", u_kern.name, 9), head("krn%", "", 6);
+		head("avg", u_avg.name, 9), head("GFLOP", "", 8), head("GFLOP/s", "", 8), head("alloc", u_mem.name, 9);
+		head("peak+", u_mem.name, 9), head("allocs", "", 7);
+		printf("\n");
+	} else {
+		printf("%-26s", "name");
+		head("calls", "", 7), head("self", u_self.name, 9), head("self%", "", 6), head("total", u_total.name, 9);
+		head("tot%", "", 6), head("avg", u_avg.name, 9);
+		if (o.wide)
+			head("p50", u_p50.name, 9);
+		head("p95", u_p95.name, 9);
+		if (o.wide)
+			head("p99", u_p99.name, 9), head("95% CI of mean", u_ci.name, 21), head("GFLOP", "", 9);
+		head("GFLOP/s", "", 8), head("%peak", "", 6);
+		if (o.wide)
+			head("bytes", u_bytes.name, 9);
+		head("FLOP/B", "", 7), printf(" bound\n");
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct ops_row *w = &r.rows[i];
 		struct ops_dist d;
 		ops_dist(w->dur_ns, w->ndur, &d);
 		char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], s8[32], s9[48];
 		if (o.by_range) {
-			tprof_text_str(stdout, w->name, -36);
-			printf(" %7" PRIu64 " %10s %10s %5.1f%% %10s %8.3f %8.2f %10s %10s %10" PRIu64 "\n", w->calls,
-			       tprof_fmt_ns(w->total_ns, s1), tprof_fmt_ns(w->kernel_ns, s2),
+			tprof_text_cut(stdout, w->name, -30);
+			printf(" %6" PRIu64 " %9s %9s %5.1f%% %9s %8.3f %8.2f %9s %9s %7" PRIu64 "\n", w->calls,
+			       tprof_fmt_in(w->total_ns, u_kern, s1), tprof_fmt_in(w->kernel_ns, u_kern, s2),
 			       w->total_ns ? 100.0 * (double)w->kernel_ns / (double)w->total_ns : 0,
-			       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), (double)w->flops / 1e9, gflops_of(w),
-			       tprof_fmt_bytes(w->alloc_bytes, s4), tprof_fmt_bytes(w->peak_growth, s5), w->allocs);
-			print_range_ops(w);
+			       tprof_fmt_in(w->calls ? w->total_ns / w->calls : 0, u_avg, s3), (double)w->flops / 1e9,
+			       gflops_of(w), tprof_fmt_in(w->alloc_bytes, u_mem, s4), tprof_fmt_in(w->peak_growth, u_mem, s5),
+			       w->allocs);
+			print_range_ops(w, u_kern);
 			continue;
 		}
 		double peak = peak_for(&rf, w->fp_bits);
-		char ci[64];
-		snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_ns((uint64_t)d.ci_lo, s8), tprof_fmt_ns((uint64_t)d.ci_hi, s9));
 		char pk[16];
 		if (peak > 0)
 			snprintf(pk, sizeof(pk), "%5.1f%%", 100.0 * gflops_of(w) / peak);
 		else
 			snprintf(pk, sizeof(pk), "-");
-		tprof_text_str(stdout, w->name, -28);
-		printf(" %7" PRIu64 " %9s %5.1f%% %9s %5.1f%% %9s %9s %9s %9s %21s %9.3f %8.2f %6s %9s %6.2f %s\n",
-		       w->calls, tprof_fmt_ns(w->self_ns, s1), 100.0 * (double)w->self_ns / wall,
-		       tprof_fmt_ns(w->total_ns, s2), 100.0 * (double)w->total_ns / wall,
-		       tprof_fmt_ns(w->calls ? w->total_ns / w->calls : 0, s3), tprof_fmt_ns(d.p50, s4),
-		       tprof_fmt_ns(d.p95, s5), tprof_fmt_ns(d.p99, s6), ci, (double)w->flops / 1e9, gflops_of(w), pk,
-		       tprof_fmt_bytes(w->bytes, s7), w->bytes ? (double)w->flops / (double)w->bytes : 0,
-		       bound_of(&rf, w));
+		tprof_text_cut(stdout, w->name, -26);
+		printf(" %7" PRIu64 " %9s %5.1f%% %9s %5.1f%% %9s", w->calls, tprof_fmt_in(w->self_ns, u_self, s1),
+		       100.0 * (double)w->self_ns / wall, tprof_fmt_in(w->total_ns, u_total, s2),
+		       100.0 * (double)w->total_ns / wall, tprof_fmt_in(w->calls ? w->total_ns / w->calls : 0, u_avg, s3));
+		if (o.wide)
+			printf(" %9s", tprof_fmt_in(d.p50, u_p50, s4));
+		printf(" %9s", tprof_fmt_in(d.p95, u_p95, s5));
+		if (o.wide) {
+			char ci[64];
+			snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_in((uint64_t)d.ci_lo, u_ci, s8),
+				 tprof_fmt_in((uint64_t)d.ci_hi, u_ci, s9));
+			printf(" %9s %21s %9.3f", tprof_fmt_in(d.p99, u_p99, s6), ci, (double)w->flops / 1e9);
+		}
+		printf(" %8.2f %6s", gflops_of(w), pk);
+		if (o.wide)
+			printf(" %9s", tprof_fmt_in(w->bytes, u_bytes, s7));
+		printf(" %7.2f %s\n", w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(&rf, w));
 	}
 	if (n < r.nrows)
 		printf("... %zu more (--top)\n", r.nrows - n);
 	if (!o.by_range) {
-		printf("%-28s %7s %9s %5.1f%%\n", "(outside kernels)", "", tprof_fmt_ns(outside, a),
+		printf("%-26s %7s %9s %5.1f%%\n", "(outside kernels)", "", tprof_fmt_in(outside, u_self, a),
 		       100.0 * (double)outside / wall);
 		if (r.idle_ns)
-			printf("%-28s %7s %9s %5.1f%%\n", "(idle OpenMP threads)", "", tprof_fmt_ns(r.idle_ns, a),
+			printf("%-26s %7s %9s %5.1f%%\n", "(idle OpenMP threads)", "", tprof_fmt_in(r.idle_ns, u_self, a),
 			       100.0 * (double)r.idle_ns / wall);
 	}
 	print_steps(&r, 0);

@@ -72,6 +72,7 @@ struct ops_options {
 	int group_shape;     /* one row per op and shape */
 	int by_range;        /* range rows instead of op rows */
 	int by_thread;       /* cmd_ops: the thread table (ops_result.thr is always filled) */
+	int wide;            /* cmd_ops: every column in the text table */
 };
 
 struct ops_result {

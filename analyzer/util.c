@@ -107,9 +107,10 @@ void tprof_csv_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* Writes (f non-NULL) or only measures the escaped form of s; returns its columns. C1 controls
- * (U+0080..U+009F) are escaped too: some terminals act on them. */
-static int text_escape(FILE *f, const unsigned char *s)
+/* Writes (f non-NULL) or only measures the escaped form of s, at most max columns of it (a whole
+ * character or escape, never half of one); returns its columns. C1 controls (U+0080..U+009F) are
+ * escaped too: some terminals act on them. */
+static int text_escape_max(FILE *f, const unsigned char *s, int max)
 {
 	int cols = 0;
 	while (*s) {
@@ -118,6 +119,8 @@ static int text_escape(FILE *f, const unsigned char *s)
 		if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)
 			n = 0;
 		if (n > 0) {
+			if (cols + 1 > max)
+				break;
 			if (f)
 				fwrite(s, 1, (size_t)n, f);
 			s += n;
@@ -134,12 +137,35 @@ static int text_escape(FILE *f, const unsigned char *s)
 			snprintf(esc, sizeof(esc), "\\t");
 		else
 			snprintf(esc, sizeof(esc), "\\x%02x", *s);
+		if (cols + (int)strlen(esc) > max)
+			break;
 		if (f)
 			fputs(esc, f);
 		cols += (int)strlen(esc);
 		s++;
 	}
 	return cols;
+}
+
+static int text_escape(FILE *f, const unsigned char *s)
+{
+	return text_escape_max(f, s, INT32_MAX);
+}
+
+int tprof_text_cut(FILE *f, const char *str, int width)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	int want = width < 0 ? -width : width;
+	if (want < 2 || text_escape(NULL, s) <= want)
+		return tprof_text_str(f, str, width);
+	int lead = width > 0 ? want - 1 - text_escape_max(NULL, s, want - 1) : 0;
+	for (int i = 0; i < lead; i++)
+		fputc(' ', f);
+	int cols = text_escape_max(f, s, want - 1);
+	fputs("\u2026", f); /* one column: the name goes on */
+	for (int i = cols + 1 + lead; i < want; i++)
+		fputc(' ', f);
+	return want;
 }
 
 int tprof_text_str(FILE *f, const char *str, int width)
@@ -198,4 +224,32 @@ void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
 {
 	if (n > 1)
 		qsort(base, n, size, cmp);
+}
+
+struct tprof_unit tprof_ns_unit(uint64_t max_ns)
+{
+	if (max_ns < 10000)
+		return (struct tprof_unit){"ns", 1, 0};
+	if (max_ns < 10000000)
+		return (struct tprof_unit){"us", 1e3, 1};
+	if (max_ns < 10000000000ull)
+		return (struct tprof_unit){"ms", 1e6, 2};
+	return (struct tprof_unit){"s", 1e9, 3};
+}
+
+struct tprof_unit tprof_bytes_unit(uint64_t max_bytes)
+{
+	if (max_bytes < 10240)
+		return (struct tprof_unit){"B", 1, 0};
+	if (max_bytes < 10485760)
+		return (struct tprof_unit){"KiB", 1024, 1};
+	if (max_bytes < 10737418240ull)
+		return (struct tprof_unit){"MiB", 1048576, 1};
+	return (struct tprof_unit){"GiB", 1073741824, 2};
+}
+
+const char *tprof_fmt_in(uint64_t v, struct tprof_unit u, char *buf)
+{
+	snprintf(buf, 32, "%.*f", u.decimals, (double)v / u.div);
+	return buf;
 }

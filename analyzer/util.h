@@ -43,6 +43,21 @@ void tprof_csv_str(FILE *f, const char *s);
  * "%-*s", width > 0 right-aligns, 0 does not pad. NULL is written as "". Returns the columns
  * written, padding included. */
 int tprof_text_str(FILE *f, const char *s, int width);
+/* The same, cut to |width| columns when longer: as much of it as fits in |width| - 1 columns, then
+ * an ellipsis (…). Returns |width|, or what tprof_text_str returns when s fits. */
+int tprof_text_cut(FILE *f, const char *s, int width);
+
+/* A unit for a column of durations or byte counts, chosen from its largest value so that the whole
+ * column is in one unit. */
+struct tprof_unit {
+	const char *name; /* "ns", "us", "ms", "s"; "B", "KiB", "MiB", "GiB" */
+	double div;
+	int decimals;
+};
+struct tprof_unit tprof_ns_unit(uint64_t max_ns);
+struct tprof_unit tprof_bytes_unit(uint64_t max_bytes);
+/* v in unit u, as a number only ("12.34"), into buf (at least 32 bytes); returns buf. */
+const char *tprof_fmt_in(uint64_t v, struct tprof_unit u, char *buf);
 
 /* "1,234,567" into buf (at least 32 bytes); returns buf. */
 const char *tprof_commas(uint64_t v, char *buf);

@@ -266,3 +266,32 @@ deep = "outer/" + "/".join(["d"] * 63)
 assert rows[deep]["calls"] == 1, sorted(rows)
 PY
 }
+
+@test "text tables fit 120 columns on the bundled benches; --wide shows every column" {
+	no_asan_tnn
+	TPROF_OUTPUT=gpt.trace LD_PRELOAD="$B/libtprof.so" "$B/transformer_bench" $GPT_SMALL >/dev/null
+	TPROF_OUTPUT=cnn.trace LD_PRELOAD="$B/libtprof.so" "$B/cnn_bench" --image 12 --channels 8,8 --classes 4 --batch 8 --steps 3 >/dev/null
+	TPROF_OUTPUT=mlp.trace LD_PRELOAD="$B/libtprof.so" "$B/mlp_bench" --input 32 --hidden 64,32 --classes 4 --batch 16 --steps 3 >/dev/null
+	settled gpt.trace cnn.trace mlp.trace
+	for tr in gpt.trace cnn.trace mlp.trace; do
+		for cmd in "ops" "ops --group-by shape" "ops --by range" "ops --by thread" "allocs" "diff gpt.trace" \
+			"compare gpt.trace cnn.trace mlp.trace"; do
+			"$B/tprof" $cmd $tr >out.txt 2>/dev/null
+			w=$(LC_ALL=C.UTF-8 wc -L <out.txt)
+			echo "$cmd $tr: $w columns"
+			[ "$w" -le 120 ]
+		done
+	done
+	# one unit per column: the unit is in the heading, the cells are numbers
+	"$B/tprof" ops gpt.trace >out.txt
+	grep -Eq '^name +calls +self (ns|us|ms|s) +self% +total (ns|us|ms|s) ' out.txt
+	! grep -E '^tnn_' out.txt | grep -Eq ' (ns|us|ms) '
+	# --wide: the distribution, the CI, the FLOPs and the bytes too
+	"$B/tprof" ops --wide gpt.trace >wide.txt
+	grep -Eq ' p50 (ns|us|ms|s) .* p99 .*95% CI of mean .*GFLOP .*bytes ' wide.txt
+	# long names are cut in text, whole in JSON
+	"$B/tprof" ops --group-by shape gpt.trace >shape.txt
+	grep -q '…' shape.txt
+	"$B/tprof" ops --group-by shape --json gpt.trace | $PY -c '
+import json, sys; d = json.load(sys.stdin); assert any(len(o["name"]) > 26 for o in d["ops"])'
+}
