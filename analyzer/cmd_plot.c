@@ -1200,12 +1200,21 @@ int cmd_plot(int argc, char **argv)
 	}
 	static const char *const names[] = {"memory", "timeline", "ops", "roofline"};
 	int (*const make[])(struct ctx *) = {plot_memory, plot_timeline, plot_ops, plot_roofline};
+	/* a trace without kernel calls gets no empty pictures of them (the timeline stays for ranges) */
+	int ranges = 0;
+	for (size_t i = 0; i < c.t->nannots && !ranges; i++)
+		ranges = c.t->annots[i].kind == TPROF_ANNOT_PUSH;
+	int want[4] = {1, c.t->nkcalls > 0 || ranges, c.t->nkcalls > 0, c.t->nkcalls > 0};
 	for (size_t i = 0; i < 4; i++) {
-		if ((rc = make[i](&c)) != 0 || (rc = run_gnuplot(&c, gnuplot, names[i])) != 0)
+		if (want[i] && ((rc = make[i](&c)) != 0 || (rc = run_gnuplot(&c, gnuplot, names[i])) != 0))
 			goto out;
 	}
 	for (size_t i = 0; i < 4; i++)
-		printf("%s/%s.%s\n", c.dir, names[i], c.ext);
+		if (want[i])
+			printf("%s/%s.%s\n", c.dir, names[i], c.ext);
+	if (!c.t->nkcalls)
+		fprintf(stderr, "tprof: plot: the trace has no kernel calls: no ops%s or roofline picture\n",
+			want[1] ? "" : ", timeline");
 	rc = 0;
 out:
 	free(c.op_class);

@@ -245,3 +245,14 @@ PY
 	[ "$status" -eq 3 ]
 	[[ "$output" == *"afile is not a directory"* ]]
 }
+
+@test "a trace without kernel calls gets the memory picture only, and a line that says why" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	settled t.trace
+	run "$B/tprof" plot -o out t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"out/memory.png"* ]]
+	[[ "$output" == *"no kernel calls: no ops, timeline or roofline picture"* ]]
+	[ -s out/memory.png ]
+	[ ! -e out/ops.png ] && [ ! -e out/timeline.png ] && [ ! -e out/roofline.png ]
+}
