@@ -14,11 +14,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 
 #include "leakscan.h"
+
+/* Large tables come from their own mappings with transparent huge pages where the system offers
+ * them: a table of millions of blocks would otherwise cost a page fault per 4 KiB as it fills. */
+static void *big_alloc(size_t n)
+{
+	if (n < (2u << 20))
+		return calloc(1, n);
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, n, MADV_HUGEPAGE);
+	return p;
+}
+
+/* Asks for huge pages on the 2 MiB-aligned part of a large malloc'd array (glibc maps those on
+ * their own). */
+static void hint_huge(void *p, size_t n)
+{
+	uintptr_t a = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)((2u << 20) - 1);
+	if (p && e > a)
+		madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
+static void big_free(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n < (2u << 20))
+		free(p);
+	else
+		munmap(p, n);
+}
 
 /* ---- the live blocks ---- */
 
@@ -35,9 +69,13 @@ struct leak_live {
 	_Atomic uint32_t *beat; /* advanced while the table grows (a process waits on it) */
 };
 
-static inline uint64_t live_hash(uint64_t a)
+/* The home slot of an address. Neighbouring blocks go to neighbouring slots (the low bits of the
+ * address, which a heap fills densely, are kept in order; the high ones folded in spread the heaps
+ * of different arenas): a table of millions of blocks is filled and rehashed as a stream, not one
+ * cache and TLB miss per block. */
+static inline uint64_t live_slot_of(const struct leak_live *m, uint64_t a)
 {
-	return (a >> 4) * 0x9e3779b97f4a7c15ull;
+	return ((a >> 4) ^ (a >> 30) ^ (a >> 47)) & m->mask;
 }
 
 struct leak_live *leak_live_new(_Atomic uint32_t *beat)
@@ -47,7 +85,7 @@ struct leak_live *leak_live_new(_Atomic uint32_t *beat)
 		return NULL;
 	m->beat = beat;
 	m->mask = 1023; /* grows: a table read whole at the scan costs a page fault per page */
-	m->s = calloc(m->mask + 1, sizeof(*m->s));
+	m->s = big_alloc((m->mask + 1) * sizeof(*m->s));
 	if (!m->s) {
 		free(m);
 		return NULL;
@@ -58,7 +96,7 @@ struct leak_live *leak_live_new(_Atomic uint32_t *beat)
 void leak_live_free(struct leak_live *m)
 {
 	if (m) {
-		free(m->s);
+		big_free(m->s, (m->mask + 1) * sizeof(*m->s));
 		free(m);
 	}
 }
@@ -70,7 +108,7 @@ uint64_t leak_live_count(const struct leak_live *m)
 
 static struct live_slot *live_find(struct leak_live *m, uint64_t addr)
 {
-	for (uint64_t i = live_hash(addr) >> 20 & m->mask;; i = (i + 1) & m->mask)
+	for (uint64_t i = live_slot_of(m, addr);; i = (i + 1) & m->mask)
 		if (m->s[i].addr == addr || m->s[i].addr == 0)
 			return &m->s[i];
 }
@@ -78,7 +116,7 @@ static struct live_slot *live_find(struct leak_live *m, uint64_t addr)
 static int live_grow(struct leak_live *m)
 {
 	uint64_t n = (m->mask + 1) * 2;
-	struct live_slot *ns = calloc(n, sizeof(*ns)), *old = m->s;
+	struct live_slot *ns = big_alloc(n * sizeof(*ns)), *old = m->s;
 	if (!ns)
 		return -1;
 	uint64_t om = m->mask;
@@ -90,7 +128,7 @@ static int live_grow(struct leak_live *m)
 		if (!(i & 0xfffff))
 			atomic_fetch_add(m->beat, 1);
 	}
-	free(old);
+	big_free(old, (om + 1) * sizeof(*old));
 	return 0;
 }
 
@@ -99,7 +137,7 @@ static void live_delete(struct leak_live *m, struct live_slot *e)
 {
 	uint64_t i = (uint64_t)(e - m->s);
 	for (uint64_t j = (i + 1) & m->mask; m->s[j].addr; j = (j + 1) & m->mask) {
-		uint64_t home = live_hash(m->s[j].addr) >> 20 & m->mask;
+		uint64_t home = live_slot_of(m, m->s[j].addr);
 		if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
 			m->s[i] = m->s[j];
 			i = j;
@@ -199,6 +237,7 @@ struct win {
 struct scan {
 	pid_t pid;
 	struct win *wins; /* NULL: blocks are read directly (a small heap) */
+	uint8_t *win_mem; /* their data, WIN_SLOTS windows */
 	struct zone *zones; /* the allocator's memory, sorted and merged: never roots */
 	size_t nzones, capzones;
 	_Atomic uint32_t *beat;
@@ -452,8 +491,14 @@ static const uint64_t *cached(struct scan *s, uint64_t a, uint64_t end)
 		size_t z = zone_after(s, a);
 		if (z >= s->nzones || s->zones[z].start > a)
 			return NULL;
-		if (!w->data && !(w->data = malloc(1u << WIN_SHIFT)))
-			return NULL;
+		if (!w->data) {
+			if (!s->win_mem) { /* all windows in one mapping, with huge pages where offered */
+				s->win_mem = big_alloc((size_t)WIN_SLOTS << WIN_SHIFT);
+				if (!s->win_mem)
+					return NULL;
+			}
+			w->data = s->win_mem + ((size_t)(w - s->wins) << WIN_SHIFT);
+		}
 		uint64_t lo = base > s->zones[z].start ? base : s->zones[z].start;
 		uint64_t hi = base + (1u << WIN_SHIFT) < s->zones[z].end ? base + (1u << WIN_SHIFT) : s->zones[z].end;
 		read_mem(s, lo, w->data + (lo - base), hi - lo);
@@ -548,6 +593,7 @@ static int sort_blocks(struct scan *s)
 		return 0;
 	}
 	struct leak_block *tmp = malloc(s->nb * sizeof(*tmp));
+	hint_huge(tmp, s->nb * sizeof(*tmp));
 	uint64_t *count = malloc((1u << 16) * sizeof(*count));
 	if (!tmp || !count) {
 		free(tmp);
@@ -778,6 +824,7 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	/* the live blocks, sorted */
 	s.nb = live->live;
 	s.b = calloc(s.nb ? s.nb : 1, sizeof(*s.b));
+	hint_huge(s.b, s.nb * sizeof(*s.b));
 	/* 64 KiB, 1 MiB for a large heap: its pages are faulted in for each scan */
 	s.buf_words = live->live > 4096 ? 1u << 17 : 1u << 13;
 	s.buf = malloc(s.buf_words * 8);
@@ -884,9 +931,7 @@ done:
 	out->ns = now_ns() - t0;
 	free(s.b);
 	free(s.buf);
-	if (s.wins)
-		for (int i = 0; i < WIN_SLOTS; i++)
-			free(s.wins[i].data);
+	big_free(s.win_mem, (size_t)WIN_SLOTS << WIN_SHIFT);
 	free(s.wins);
 	free(s.maps);
 	free(s.zones);
