@@ -208,7 +208,12 @@ static void print_text(const struct leak_view *v)
 	if (!v->lc->classified)
 		printf("\nNot classified: %s.\nEvery block in use at exit is listed; whether it leaked is not known.\n",
 		       v->lc->why);
-	else if (t->leaks.threads_missed)
+	else if (v->kind[UNCLASSIFIED].blocks + v->suppressed[UNCLASSIFIED].blocks)
+		printf("\n%s block%s allocated after the leak scan, by threads still running, %s no kind: listed as "
+		       "in use at exit.\n", tprof_commas(v->kind[UNCLASSIFIED].blocks + v->suppressed[UNCLASSIFIED].blocks, a),
+		       plural(v->kind[UNCLASSIFIED].blocks + v->suppressed[UNCLASSIFIED].blocks),
+		       v->kind[UNCLASSIFIED].blocks + v->suppressed[UNCLASSIFIED].blocks == 1 ? "has" : "have");
+	if (v->lc->classified && t->leaks.threads_missed)
 		printf("\n%" PRIu64 " thread%s did not stop for the scan: %s whole stack%s counted as roots.\n",
 		       t->leaks.threads_missed, plural(t->leaks.threads_missed),
 		       t->leaks.threads_missed == 1 ? "its" : "their", plural(t->leaks.threads_missed));

@@ -133,7 +133,7 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 	printf(",\"rss_samples\":%zu", t->nrss);
 	printf(",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64, s->live_bytes, s->live_blocks);
 	struct leak_class lc;
-	uint64_t kb[LEAK_KINDS], kn[LEAK_KINDS];
+	uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
 	leak_class_init(&lc, t, s);
 	leak_class_totals(&lc, s, kb, kn);
 	printf(",\"leaks_classified\":%s", lc.classified ? "true" : "false");
@@ -227,7 +227,7 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 	if (t->cut)
 		printf("%" PRIu64, t->cut_at);
 	struct leak_class lc;
-	uint64_t kb[LEAK_KINDS], kn[LEAK_KINDS];
+	uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
 	leak_class_init(&lc, t, s);
 	leak_class_totals(&lc, s, kb, kn);
 	printf(",%s", lc.classified ? "true" : "false");
@@ -293,13 +293,17 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 	printf("  in use at exit %s bytes in %s blocks\n", tprof_commas(s->live_bytes, a),
 	       tprof_commas(s->live_blocks, b));
 	struct leak_class lc;
-	uint64_t kb[LEAK_KINDS], kn[LEAK_KINDS];
+	uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
 	leak_class_init(&lc, t, s);
 	leak_class_totals(&lc, s, kb, kn);
-	if (lc.classified)
+	if (lc.classified) {
 		for (int k = LEAK_KINDS - 1; k >= 0; k--)
 			printf("    %-15s %s bytes in %s blocks\n", leak_kind_words(k), tprof_commas(kb[k], a),
 			       tprof_commas(kn[k], b));
+		if (kn[LEAK_LATE])
+			printf("    %-15s %s bytes in %s blocks (allocated after the leak scan by threads still "
+			       "running)\n", "no kind", tprof_commas(kb[LEAK_LATE], a), tprof_commas(kn[LEAK_LATE], b));
+	}
 	else if (s->live_blocks)
 		printf("    not classified: %s\n", lc.why);
 	const struct tprof_rss *r = peak_rss(t);

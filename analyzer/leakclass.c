@@ -81,16 +81,16 @@ int leak_class_of(const struct leak_class *lc, uint64_t addr, const struct tprof
 	}
 	if (lo < l->n && l->entries[lo].addr == addr) {
 		*entry = &l->entries[lo];
-		return l->entries[lo].kind;
+		return l->entries[lo].late ? LEAK_LATE : l->entries[lo].kind;
 	}
 	*entry = NULL;
 	return TPROF_LEAK_REACHABLE;
 }
 
-void leak_class_totals(const struct leak_class *lc, const struct heap_stats *s, uint64_t bytes[LEAK_KINDS],
-		       uint64_t blocks[LEAK_KINDS])
+void leak_class_totals(const struct leak_class *lc, const struct heap_stats *s, uint64_t bytes[LEAK_KINDS + 1],
+		       uint64_t blocks[LEAK_KINDS + 1])
 {
-	for (int k = 0; k < LEAK_KINDS; k++)
+	for (int k = 0; k <= LEAK_KINDS; k++)
 		bytes[k] = blocks[k] = 0;
 	if (!lc->classified)
 		return;

@@ -11,6 +11,7 @@
 #include "reader.h"
 
 #define LEAK_KINDS 4 /* enum tprof_leak_kind */
+#define LEAK_LATE LEAK_KINDS /* leak_class_of: allocated after the scan, no kind */
 
 struct leak_class {
 	int classified;               /* every live block has a kind */
@@ -20,12 +21,14 @@ struct leak_class {
 
 /* Decides whether t's scan classifies the blocks live in s (a replay of the whole trace). */
 void leak_class_init(struct leak_class *lc, const struct tprof_trace *t, const struct heap_stats *s);
-/* The kind of live block addr (classified only); *entry: the scan's entry, NULL for a block
- * reachable through a start pointer. */
+/* The kind of live block addr (classified only), or LEAK_LATE for a block a thread still running
+ * allocated after the scan; *entry: the scan's entry, NULL for a block reachable through a start
+ * pointer. */
 int leak_class_of(const struct leak_class *lc, uint64_t addr, const struct tprof_leak_entry **entry);
-/* Bytes and blocks of each kind among the blocks live in s (classified only). */
-void leak_class_totals(const struct leak_class *lc, const struct heap_stats *s, uint64_t bytes[LEAK_KINDS],
-		       uint64_t blocks[LEAK_KINDS]);
+/* Bytes and blocks of each kind among the blocks live in s (classified only); index LEAK_LATE:
+ * those allocated after the scan. */
+void leak_class_totals(const struct leak_class *lc, const struct heap_stats *s, uint64_t bytes[LEAK_KINDS + 1],
+		       uint64_t blocks[LEAK_KINDS + 1]);
 /* The report's member names of each kind: "definitely_lost", ..., "still_reachable" */
 const char *leak_kind_key(int kind);
 /* "definite", "indirect", "possible", "reachable" (names for --kinds and JSON) */

@@ -258,7 +258,9 @@ static int parse_leaks(struct tprof_trace *t, struct tprof_cursor *c, const char
 			uint8_t kh;
 			if (tprof_get_varint(c, &d) || tprof_get_varint(c, &size) || tprof_get_u8(c, &kh))
 				return -1;
-			unsigned kind = kh & 3, heur = kh >> 2;
+			unsigned kind = kh & 3, heur = kh >> 2, late = kh == TPROF_LEAKS_LATE;
+			if (late)
+				heur = 0;
 			if (heur > TPROF_LEAK_HEUR_MAX) {
 				*why = "LEAKS entry with an unknown heuristic";
 				return -1;
@@ -269,7 +271,7 @@ static int parse_leaks(struct tprof_trace *t, struct tprof_cursor *c, const char
 				*why = "LEAKS entries not in increasing address order";
 				return -1;
 			}
-			if (kind == TPROF_LEAK_REACHABLE && !heur) {
+			if (kind == TPROF_LEAK_REACHABLE && !heur && !late) {
 				*why = "LEAKS entry for a block reachable without a heuristic";
 				return -1;
 			}
@@ -278,7 +280,8 @@ static int parse_leaks(struct tprof_trace *t, struct tprof_cursor *c, const char
 				l->cap = l->cap ? l->cap * 2 : 64;
 				l->entries = xrealloc(l->entries, l->cap * sizeof(*l->entries));
 			}
-			l->entries[l->n++] = (struct tprof_leak_entry){prev, size, ind, (uint8_t)kind, (uint8_t)heur};
+			l->entries[l->n++] = (struct tprof_leak_entry){prev, size, ind, (uint8_t)kind, (uint8_t)heur,
+								       (uint8_t)late};
 		}
 		return c->p == c->end ? 0 : -1;
 	}

@@ -68,6 +68,7 @@ struct tprof_leak_entry {
 	uint64_t indirect; /* definitely lost: bytes of the blocks lost through it */
 	uint8_t kind;      /* enum tprof_leak_kind */
 	uint8_t heuristic; /* enum tprof_leak_heuristic */
+	uint8_t late;      /* allocated after the scan (by a thread still running): no kind */
 };
 
 /* What the scan at the process's end said (docs/FORMAT.md, LEAKS). */

@@ -54,8 +54,10 @@ static inline unsigned tprof_block_type_max(unsigned version)
  *   part 0 (blocks): varint count, then count entries, by increasing address: varint address minus
  *     the previous entry's (of any earlier part 0 block; 0 before the first), varint size, u8 kind
  *     (bits 0-1, enum tprof_leak_kind) | heuristic << 2 (enum tprof_leak_heuristic), and for a
- *     definitely lost block varint indirect bytes (of the blocks lost through it). Blocks not listed
- *     are still reachable through a start pointer.
+ *     definitely lost block varint indirect bytes (of the blocks lost through it); or the kind byte
+ *     TPROF_LEAKS_LATE alone: a block allocated after the scan by a thread still running then, which
+ *     has no kind. Blocks not listed are still reachable through a start pointer. The entries and the
+ *     summary describe the blocks in use when the process ended.
  *   part 1 (summary, once, after every part 0): varint status (enum tprof_leak_status), varint errno,
  *     varint the end reason that asked for the scan, varint live blocks, varint live bytes (both as
  *     the scan saw them: a reader checks them against its own replay), varint entries listed,
@@ -84,6 +86,7 @@ enum tprof_leak_status {
 	TPROF_LEAKS_NOMEM = 3,      /* the recorder ran out of memory */
 	TPROF_LEAKS_STATUS_MAX = 3,
 };
+#define TPROF_LEAKS_LATE 0x20u /* an entry's kind byte: allocated after the scan, no kind */
 #define TPROF_LEAKS_PART_BLOCKS 0
 #define TPROF_LEAKS_PART_SUMMARY 1
 

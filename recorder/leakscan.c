@@ -839,6 +839,7 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 		if (live->s[i].addr && live->s[i].size != LIVE_FREED) {
 			s.b[k].addr = live->s[i].addr;
 			s.b[k].size = live->s[i].size;
+			s.b[k].seq = live->s[i].seq;
 			s.b[k].kind = TPROF_LEAK_DEFINITE;
 			k++;
 		}
@@ -943,4 +944,55 @@ void leak_result_free(struct leak_result *r)
 	free(r->blocks);
 	r->blocks = NULL;
 	r->nblocks = 0;
+}
+
+int leak_result_final(struct leak_result *r, const struct leak_live *live)
+{
+	if (r->status != TPROF_LEAKS_OK)
+		return 0;
+	/* keep what is still the same block; count what came after */
+	uint64_t kept = 0, late = 0;
+	for (uint64_t i = 0; i < r->nblocks; i++) {
+		struct leak_block *b = &r->blocks[i];
+		const struct live_slot *e = live_find((struct leak_live *)live, b->addr);
+		b->pending = e->addr == b->addr && e->size != LIVE_FREED && e->seq == b->seq;
+		kept += b->pending;
+	}
+	late = live->live > kept ? live->live - kept : 0;
+	struct leak_block *nb = malloc((kept + late + 1) * sizeof(*nb));
+	if (!nb)
+		return -1;
+	uint64_t n = 0;
+	for (uint64_t i = 0; i < r->nblocks; i++)
+		if (r->blocks[i].pending)
+			nb[n++] = r->blocks[i];
+	uint64_t kept_n = n;
+	for (uint64_t i = 0; i <= live->mask && late; i++) {
+		const struct live_slot *e = &live->s[i];
+		if (!e->addr || e->size == LIVE_FREED)
+			continue;
+		uint64_t lo = 0, hi = kept_n; /* kept blocks are by address */
+		while (lo < hi) {
+			uint64_t mid = (lo + hi) / 2;
+			if (nb[mid].addr < e->addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < kept_n && nb[lo].addr == e->addr && nb[lo].seq == e->seq)
+			continue;
+		if (n < kept + late)
+			nb[n++] = (struct leak_block){.addr = e->addr, .size = e->size, .seq = e->seq, .late = 1};
+	}
+	qsort(nb, n, sizeof(*nb), cmp_block);
+	free(r->blocks);
+	r->blocks = nb;
+	r->nblocks = n;
+	r->live_blocks = n;
+	r->live_bytes = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		r->live_bytes += nb[i].size;
+		nb[i].pending = 0;
+	}
+	return 0;
 }

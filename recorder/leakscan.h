@@ -32,7 +32,8 @@ void leak_live_prune(struct leak_live *m, uint64_t below);
 struct leak_block {
 	uint64_t addr, size;
 	uint64_t indirect; /* definitely lost blocks: the bytes of the blocks lost through this one */
-	uint8_t kind, heuristic, pending, pad[5];
+	uint64_t seq;      /* of the event that allocated it */
+	uint8_t kind, heuristic, pending, late, pad[4];
 };
 
 struct leak_result {
@@ -52,5 +53,10 @@ struct leak_result {
 void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _Atomic uint32_t *beat,
 	       struct leak_result *out);
 void leak_result_free(struct leak_result *r);
+
+/* The scan's blocks as the process ended: threads that went on after the scan may have freed some
+ * (dropped) and allocated others (added with late = 1, no kind). live is the table after every
+ * event; r->live_blocks and live_bytes become its totals. 0, or -1 when out of memory. */
+int leak_result_final(struct leak_result *r, const struct leak_live *live);
 
 #endif

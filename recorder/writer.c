@@ -97,6 +97,8 @@ struct tprof_writer {
 	uint64_t cpu_start;     /* the writer thread's CPU time when this trace began (TPROF_DEBUG) */
 	struct leak_live *live; /* the blocks live now, for the scan at the end (NULL: not asked) */
 	char trace_abs[4096];   /* the trace file's absolute path, for tprof record --error-exitcode */
+	struct leak_result *scan; /* the scan's result, written at the end of the trace */
+	uint32_t scan_reason;
 	uint8_t module_end_written[TPROF_SHM_MODULES];
 	uint8_t name_written[TPROF_NAME_IDS];
 	struct wthread wthreads[TPROF_SHM_THREADS];
@@ -1129,14 +1131,40 @@ static void leak_scan_now(struct tprof_writer *w)
 	w->flushing = 1;
 	drain_all(w);
 	w->flushing = was;
-	struct leak_result r = {.status = TPROF_LEAKS_NOMEM};
-	if (w->live)
-		leak_scan(w->tpid, w->shm, w->live, &w->shm->heartbeat, &r);
+	if (!w->scan)
+		w->scan = calloc(1, sizeof(*w->scan));
+	if (w->scan) {
+		w->scan->status = TPROF_LEAKS_NOMEM;
+		if (w->live)
+			leak_scan(w->tpid, w->shm, w->live, &w->shm->heartbeat, w->scan);
+		w->scan_reason = w->shm->scan_reason;
+		if (w->shm->debug)
+			fprintf(stderr,
+				"tprof: leak scan of pid %d: %llu live blocks, %.1f MiB of roots and %.1f MiB of blocks "
+				"read in %.1f ms (status %d)\n",
+				(int)w->tpid, (unsigned long long)w->scan->live_blocks,
+				(double)w->scan->root_bytes / (1 << 20), (double)w->scan->block_bytes / (1 << 20),
+				(double)w->scan->ns / 1e6, w->scan->status);
+	}
+	atomic_store(&w->shm->scan_state, TPROF_SCAN_DONE);
+	tprof_futex_wake(&w->shm->scan_state);
+}
+
+/* The scan's result as LEAKS blocks, once every event is in: threads that went on after the scan
+ * until the process ended may have freed scanned blocks (left out) or allocated others (listed
+ * without a kind). */
+static void leak_write(struct tprof_writer *w)
+{
+	struct leak_result *r = w->scan;
+	if (!r)
+		return;
+	if (w->live && leak_result_final(r, w->live) != 0)
+		r->status = TPROF_LEAKS_NOMEM;
 	uint64_t prev = 0, listed = 0;
 	uint8_t *p = NULL, *start = NULL;
 	uint32_t n = 0;
-	for (uint64_t i = 0; i <= r.nblocks; i++) {
-		if (p && (i == r.nblocks || p - start > (60 << 10))) {
+	for (uint64_t i = 0; r->status == TPROF_LEAKS_OK && i <= r->nblocks; i++) {
+		if (p && (i == r->nblocks || p - start > (60 << 10))) {
 			uint8_t *q = block_begin(w);
 			*q++ = TPROF_LEAKS_PART_BLOCKS;
 			q = tprof_put_varint(q, n);
@@ -1145,17 +1173,17 @@ static void leak_scan_now(struct tprof_writer *w)
 			p = NULL;
 			n = 0;
 		}
-		if (i == r.nblocks)
+		if (i == r->nblocks)
 			break;
-		const struct leak_block *b = &r.blocks[i];
-		if (b->kind == TPROF_LEAK_REACHABLE && !b->heuristic)
+		const struct leak_block *b = &r->blocks[i];
+		if (b->kind == TPROF_LEAK_REACHABLE && !b->heuristic && !b->late)
 			continue;
 		if (!p)
 			p = start = w->ev_buf;
 		p = tprof_put_varint(p, b->addr - prev);
 		p = tprof_put_varint(p, b->size);
-		*p++ = (uint8_t)(b->kind | b->heuristic << 2);
-		if (b->kind == TPROF_LEAK_DEFINITE)
+		*p++ = (uint8_t)(b->late ? TPROF_LEAKS_LATE : (unsigned)(b->kind | b->heuristic << 2));
+		if (!b->late && b->kind == TPROF_LEAK_DEFINITE)
 			p = tprof_put_varint(p, b->indirect);
 		prev = b->addr;
 		n++;
@@ -1163,28 +1191,21 @@ static void leak_scan_now(struct tprof_writer *w)
 	}
 	uint8_t *q = block_begin(w);
 	*q++ = TPROF_LEAKS_PART_SUMMARY;
-	q = tprof_put_varint(q, (uint64_t)r.status);
-	q = tprof_put_varint(q, (uint64_t)r.err);
-	q = tprof_put_varint(q, w->shm->scan_reason);
-	q = tprof_put_varint(q, r.live_blocks);
-	q = tprof_put_varint(q, r.live_bytes);
+	q = tprof_put_varint(q, (uint64_t)r->status);
+	q = tprof_put_varint(q, (uint64_t)r->err);
+	q = tprof_put_varint(q, w->scan_reason);
+	q = tprof_put_varint(q, r->live_blocks);
+	q = tprof_put_varint(q, r->live_bytes);
 	q = tprof_put_varint(q, listed);
-	q = tprof_put_varint(q, r.threads_stopped);
-	q = tprof_put_varint(q, r.threads_missed);
-	q = tprof_put_varint(q, r.ns);
-	q = tprof_put_varint(q, r.root_bytes);
-	q = tprof_put_varint(q, r.block_bytes);
+	q = tprof_put_varint(q, r->threads_stopped);
+	q = tprof_put_varint(q, r->threads_missed);
+	q = tprof_put_varint(q, r->ns);
+	q = tprof_put_varint(q, r->root_bytes);
+	q = tprof_put_varint(q, r->block_bytes);
 	block_end(w, TPROF_BLK_LEAKS, q);
-	out_flush(w);
-	if (w->shm->debug)
-		fprintf(stderr,
-			"tprof: leak scan of pid %d: %llu live blocks, %.1f MiB of roots and %.1f MiB of blocks read "
-			"in %.1f ms (status %d)\n",
-			(int)w->tpid, (unsigned long long)r.live_blocks, (double)r.root_bytes / (1 << 20),
-			(double)r.block_bytes / (1 << 20), (double)r.ns / 1e6, r.status);
-	leak_result_free(&r);
-	atomic_store(&w->shm->scan_state, TPROF_SCAN_DONE);
-	tprof_futex_wake(&w->shm->scan_state);
+	leak_result_free(r);
+	free(r);
+	w->scan = NULL;
 }
 
 /* The end of a trace: everything in the rings, the modules, a last clock pair, then END. */
@@ -1213,6 +1234,7 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		write_clock_at(w, w->gone_clock[0], w->gone_clock[1], w->gone_clock[2]);
 	else
 		write_clock(w);
+	leak_write(w);
 	int reason, value;
 	end_of(w, exec_seen, &reason, &value);
 	write_end(w, reason, value, flags);
@@ -1256,6 +1278,11 @@ static void let_go(struct tprof_writer *w)
 	w->nviews = 0;
 	leak_live_free(w->live);
 	w->live = NULL;
+	if (w->scan) {
+		leak_result_free(w->scan);
+		free(w->scan);
+		w->scan = NULL;
+	}
 }
 
 /* The whole life of one trace. */

@@ -260,3 +260,26 @@ for r in d["leaks"]:
 assert kinds == {"main": ("definite", 777), "worker": ("reachable", 4321)}, kinds
 PY
 }
+
+@test "threads that go on allocating after the scan: what they free is left out, what they allocate has no kind" {
+	# a daemon thread allocates and frees all the time: after the scan it goes on until the process ends
+	for i in 1 2 3; do
+		rm -f b.trace
+		TPROF_QUIET=1 TPROF_OUTPUT=b.trace LD_PRELOAD="$B/libtprof.so" /usr/bin/python3 -c '
+import threading, time
+def churn():
+    keep = []
+    while True:
+        keep.append(bytearray(64)); keep = keep[-50:]
+threading.Thread(target=churn, daemon=True).start()
+time.sleep(0.2)'
+		"$B/tprof" leaks --kinds all --json b.trace >b.json
+		$PY - b.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["classified"], d["not_classified"] # the scan and the replay agree on the blocks at the end
+late = [r for r in d["leaks"] if r["kind"] == "unclassified"]
+assert sum(r["blocks"] for r in late) == d["summary"]["unclassified"]["blocks"], d["summary"]
+PY
+	done
+}
