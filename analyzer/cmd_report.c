@@ -100,7 +100,13 @@ static const struct tprof_rss *peak_rss(const struct tprof_trace *t)
 	return best;
 }
 
-static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
+/* The totals of each leak kind among the blocks in use at exit (leakclass.c), computed once. */
+struct kinds {
+	struct leak_class lc;
+	uint64_t bytes[LEAK_KINDS + 1], blocks[LEAK_KINDS + 1];
+};
+
+static void print_json(const struct tprof_trace *t, const struct heap_stats *s, const struct kinds *kd)
 {
 	const struct tprof_trace_info *in = &t->info;
 	printf("{\"file\":");
@@ -132,22 +138,18 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 		printf(",\"peak_rss_bytes\":null,\"peak_rss_time_ns\":null");
 	printf(",\"rss_samples\":%zu", t->nrss);
 	printf(",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64, s->live_bytes, s->live_blocks);
-	struct leak_class lc;
-	uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
-	leak_class_init(&lc, t, s);
-	leak_class_totals(&lc, s, kb, kn);
-	printf(",\"leaks_classified\":%s", lc.classified ? "true" : "false");
+	printf(",\"leaks_classified\":%s", kd->lc.classified ? "true" : "false");
 	for (int k = LEAK_KINDS - 1; k >= 0; k--)
-		if (lc.classified)
-			printf(",\"%s_bytes\":%" PRIu64 ",\"%s_blocks\":%" PRIu64, leak_kind_key(k), kb[k],
-			       leak_kind_key(k), kn[k]);
+		if (kd->lc.classified)
+			printf(",\"%s_bytes\":%" PRIu64 ",\"%s_blocks\":%" PRIu64, leak_kind_key(k), kd->bytes[k],
+			       leak_kind_key(k), kd->blocks[k]);
 		else
 			printf(",\"%s_bytes\":null,\"%s_blocks\":null", leak_kind_key(k), leak_kind_key(k));
 	printf(",\"not_classified\":");
-	if (lc.classified)
+	if (kd->lc.classified)
 		printf("null");
 	else
-		tprof_json_str(stdout, lc.why);
+		tprof_json_str(stdout, kd->lc.why);
 	printf(",\"unmatched_frees\":%" PRIu64 ",\"failed_allocations\":%" PRIu64, s->unmatched_frees,
 	       s->failed);
 	printf(",\"reused_live_addresses\":%" PRIu64, s->reused_live);
@@ -183,7 +185,7 @@ static void print_json(const struct tprof_trace *t, const struct heap_stats *s)
 /* The summary as one CSV row: the JSON's scalar fields, calls.NAME as calls_NAME, signal empty
  * unless a signal ended the run, null as an empty field. Columns added later go at the end, so
  * that a reader that takes them by position keeps working. */
-static void print_csv_summary(const struct tprof_trace *t, const struct heap_stats *s)
+static void print_csv_summary(const struct tprof_trace *t, const struct heap_stats *s, const struct kinds *kd)
 {
 	const struct tprof_trace_info *in = &t->info;
 	printf("file,program,exe,pid,ppid,clock,duration_ns,threads,events,allocations,frees,bytes_allocated,"
@@ -226,14 +228,10 @@ static void print_csv_summary(const struct tprof_trace *t, const struct heap_sta
 	putchar(',');
 	if (t->cut)
 		printf("%" PRIu64, t->cut_at);
-	struct leak_class lc;
-	uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
-	leak_class_init(&lc, t, s);
-	leak_class_totals(&lc, s, kb, kn);
-	printf(",%s", lc.classified ? "true" : "false");
+	printf(",%s", kd->lc.classified ? "true" : "false");
 	for (int k = LEAK_KINDS - 1; k >= 0; k--)
-		if (lc.classified)
-			printf(",%" PRIu64 ",%" PRIu64, kb[k], kn[k]);
+		if (kd->lc.classified)
+			printf(",%" PRIu64 ",%" PRIu64, kd->bytes[k], kd->blocks[k]);
 		else
 			printf(",,");
 	printf(TPROF_CSV_EOL);
@@ -249,7 +247,7 @@ static void print_csv_threads(const struct tprof_trace *t)
 	}
 }
 
-static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
+static void print_text(const struct tprof_trace *t, const struct heap_stats *s, const struct kinds *kd)
 {
 	const struct tprof_trace_info *in = &t->info;
 	char a[32], b[32], c[32];
@@ -292,20 +290,17 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s)
 	       tprof_fmt_ns(s->peak_bytes ? tprof_trace_ns(t, s->peak_tick) : 0, (char[32]){0}));
 	printf("  in use at exit %s bytes in %s blocks\n", tprof_commas(s->live_bytes, a),
 	       tprof_commas(s->live_blocks, b));
-	struct leak_class lc;
-	uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
-	leak_class_init(&lc, t, s);
-	leak_class_totals(&lc, s, kb, kn);
-	if (lc.classified) {
+	if (kd->lc.classified) {
 		for (int k = LEAK_KINDS - 1; k >= 0; k--)
-			printf("    %-15s %s bytes in %s blocks\n", leak_kind_words(k), tprof_commas(kb[k], a),
-			       tprof_commas(kn[k], b));
-		if (kn[LEAK_LATE])
+			printf("    %-15s %s bytes in %s blocks\n", leak_kind_words(k), tprof_commas(kd->bytes[k], a),
+			       tprof_commas(kd->blocks[k], b));
+		if (kd->blocks[LEAK_LATE])
 			printf("    %-15s %s bytes in %s blocks (allocated after the leak scan by threads still "
-			       "running)\n", "no kind", tprof_commas(kb[LEAK_LATE], a), tprof_commas(kn[LEAK_LATE], b));
+			       "running)\n", "no kind", tprof_commas(kd->bytes[LEAK_LATE], a),
+			       tprof_commas(kd->blocks[LEAK_LATE], b));
+	} else if (s->live_blocks) {
+		printf("    not classified: %s\n", kd->lc.why);
 	}
-	else if (s->live_blocks)
-		printf("    not classified: %s\n", lc.why);
 	const struct tprof_rss *r = peak_rss(t);
 	if (r)
 		printf("  peak RSS       %s bytes (%s), at %s, of %s samples\n", tprof_commas(r->rss_bytes, a),
@@ -349,14 +344,17 @@ int cmd_report(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	struct kinds kd;
+	leak_class_init(&kd.lc, t, &s);
+	leak_class_totals(&kd.lc, &s, kd.bytes, kd.blocks);
 	if (o.json)
-		print_json(t, &s);
+		print_json(t, &s, &kd);
 	else if (o.csv == 1)
-		print_csv_summary(t, &s);
+		print_csv_summary(t, &s, &kd);
 	else if (o.csv == 2)
 		print_csv_threads(t);
 	else
-		print_text(t, &s);
+		print_text(t, &s, &kd);
 out:
 	addrmap_free(&s.live);
 	tprof_trace_close(t);

@@ -101,30 +101,21 @@ typedef void (*omp_fn)(void *);
 	}
 #define TP_OMP_UNPAREN(...) __VA_ARGS__
 
+/* the combined parallel-loop forms: with a chunk size, or the runtime's schedule (without) */
+#define LOOP_CHUNK (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags)
+#define LOOP_CHUNK_ARGS (num_threads, start, end, incr, chunk, flags)
+#define LOOP_RUNTIME (unsigned num_threads, long start, long end, long incr, unsigned flags)
+#define LOOP_RUNTIME_ARGS (num_threads, start, end, incr, flags)
+
 OMP_WRAP(OMP_PARALLEL, GOMP_parallel, (unsigned num_threads, unsigned flags), (num_threads, flags))
-OMP_WRAP(OMP_LOOP_STATIC, GOMP_parallel_loop_static,
-	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
-	 (num_threads, start, end, incr, chunk, flags))
-OMP_WRAP(OMP_LOOP_DYNAMIC, GOMP_parallel_loop_dynamic,
-	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
-	 (num_threads, start, end, incr, chunk, flags))
-OMP_WRAP(OMP_LOOP_GUIDED, GOMP_parallel_loop_guided,
-	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
-	 (num_threads, start, end, incr, chunk, flags))
-OMP_WRAP(OMP_LOOP_RUNTIME, GOMP_parallel_loop_runtime,
-	 (unsigned num_threads, long start, long end, long incr, unsigned flags),
-	 (num_threads, start, end, incr, flags))
-OMP_WRAP(OMP_LOOP_NONMONOTONIC_DYNAMIC, GOMP_parallel_loop_nonmonotonic_dynamic,
-	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
-	 (num_threads, start, end, incr, chunk, flags))
-OMP_WRAP(OMP_LOOP_NONMONOTONIC_GUIDED, GOMP_parallel_loop_nonmonotonic_guided,
-	 (unsigned num_threads, long start, long end, long incr, long chunk, unsigned flags),
-	 (num_threads, start, end, incr, chunk, flags))
-OMP_WRAP(OMP_LOOP_NONMONOTONIC_RUNTIME, GOMP_parallel_loop_nonmonotonic_runtime,
-	 (unsigned num_threads, long start, long end, long incr, unsigned flags),
-	 (num_threads, start, end, incr, flags))
-OMP_WRAP(OMP_LOOP_MAYBE_NONMONOTONIC_RUNTIME, GOMP_parallel_loop_maybe_nonmonotonic_runtime,
-	 (unsigned num_threads, long start, long end, long incr, unsigned flags),
-	 (num_threads, start, end, incr, flags))
+OMP_WRAP(OMP_LOOP_STATIC, GOMP_parallel_loop_static, LOOP_CHUNK, LOOP_CHUNK_ARGS)
+OMP_WRAP(OMP_LOOP_DYNAMIC, GOMP_parallel_loop_dynamic, LOOP_CHUNK, LOOP_CHUNK_ARGS)
+OMP_WRAP(OMP_LOOP_GUIDED, GOMP_parallel_loop_guided, LOOP_CHUNK, LOOP_CHUNK_ARGS)
+OMP_WRAP(OMP_LOOP_RUNTIME, GOMP_parallel_loop_runtime, LOOP_RUNTIME, LOOP_RUNTIME_ARGS)
+OMP_WRAP(OMP_LOOP_NONMONOTONIC_DYNAMIC, GOMP_parallel_loop_nonmonotonic_dynamic, LOOP_CHUNK, LOOP_CHUNK_ARGS)
+OMP_WRAP(OMP_LOOP_NONMONOTONIC_GUIDED, GOMP_parallel_loop_nonmonotonic_guided, LOOP_CHUNK, LOOP_CHUNK_ARGS)
+OMP_WRAP(OMP_LOOP_NONMONOTONIC_RUNTIME, GOMP_parallel_loop_nonmonotonic_runtime, LOOP_RUNTIME, LOOP_RUNTIME_ARGS)
+OMP_WRAP(OMP_LOOP_MAYBE_NONMONOTONIC_RUNTIME, GOMP_parallel_loop_maybe_nonmonotonic_runtime, LOOP_RUNTIME,
+	 LOOP_RUNTIME_ARGS)
 OMP_WRAP(OMP_SECTIONS, GOMP_parallel_sections, (unsigned num_threads, unsigned count, unsigned flags),
 	 (num_threads, count, flags))
