@@ -6,11 +6,12 @@
  * and the process exits right after it, so what the program sees is unchanged.
  *
  * Stopping a thread: a signal (glibc's internal SIGSETXID, which no thread can block through the C
- * library) whose handler, installed with raw system calls only now, notes the handler's stack
- * pointer (the kernel saved the thread's registers in the signal frame above it, so the scan of its
- * stack from there covers them) and sleeps until the scan is done. The asking thread spills its own
- * callee-saved registers into its frame the same way. A thread that does not answer within 200 ms
- * is counted; its stack is then scanned whole, as any other writable mapping. */
+ * library) whose handler, installed with raw system calls only now and kept until the process
+ * ends, notes the handler's stack pointer (the kernel saved the thread's registers in the signal
+ * frame above it, so the scan of its stack from there covers them) and sleeps until the scan is
+ * done. The asking thread's roots begin at its program's frame, with the callee-saved registers
+ * that frame had. A thread that does not answer within 200 ms is counted; its stack is then
+ * scanned whole, as any other writable mapping. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -92,12 +93,14 @@ static void stop_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct tprof_shm *shm = tprof_shm;
 	int saved = errno;
-	if (shm && si->si_code == SI_TKILL && si->si_pid == shm->pid &&
-	    atomic_load(&shm->scan_state) == TPROF_SCAN_STOPPING) {
-		note_stopped(shm, stack_pointer());
-		wait_scan_over(shm);
+	if (shm && si->si_code == SI_TKILL && si->si_pid == shm->pid) {
+		uint32_t st = atomic_load(&shm->scan_state);
+		if (st == TPROF_SCAN_STOPPING || st == TPROF_SCAN_ASKED || st == TPROF_SCAN_SCANNING) {
+			note_stopped(shm, stack_pointer());
+			wait_scan_over(shm);
+		} /* else the scan is over: a thread that answers late just goes on */
 	} else if (saved_action.flags & SA_SIGINFO && saved_action.handler) {
-		saved_action.handler(sig, si, uc); /* not ours: the C library's own use of the signal */
+		saved_action.handler(sig, si, uc); /* not ours: another process's, or the C library's */
 	}
 	errno = saved;
 }
@@ -223,10 +226,9 @@ void tprof_scan_at_end(int reason)
 			break;
 		}
 	}
-#if defined(__x86_64__)
-	if (installed)
-		syscall(SYS_rt_sigaction, SCAN_SIG, &saved_action, NULL, 8);
-#endif
+	/* The handler stays until the process ends: a thread that did not answer in time may take the
+	 * signal any moment from now on, and the C library's handler would then act on a set-id call
+	 * that is not under way (or, where it has none, the signal would end the process). */
 out:
 	tprof_tls.guard--;
 	errno = saved;

@@ -283,3 +283,21 @@ assert sum(r["blocks"] for r in late) == d["summary"]["unclassified"]["blocks"],
 PY
 	done
 }
+
+@test "a thread that blocks every signal does not stop the scan: its stack is scanned whole, the program ends as bare" {
+	run "$B/progs/scan_blocked"
+	[ "$status" -eq 3 ] && [ "$output" = done ]
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/scan_blocked"
+	[ "$status" -eq 3 ] && [ "$output" = done ]
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
+	$PY - <<'PY'
+import json
+d = json.load(open("l.json"))
+assert d["classified"], d["not_classified"]
+assert d["scan"]["threads_not_stopped"] == 1, d["scan"]
+held = [r for r in d["leaks"] if r["bytes"] == 300]
+assert held and held[0]["kind"] == "reachable", held # from its stack, scanned whole
+PY
+	run "$B/tprof" leaks t.trace
+	[[ "$output" == *"1 thread did not stop for the scan: its whole stack counted as roots"* ]]
+}
