@@ -232,13 +232,15 @@ assert d["scan"]["threads_stopped"] == 2 and d["scan"]["threads_not_stopped"] ==
 	command -v setpriv >/dev/null || skip "setpriv is not installed"
 	[ "$(id -u)" = 0 ] || skip "needs root to become nobody"
 	chmod 777 "$WORK"
+	# the build directory may sit under one that is closed to others: nobody runs copies
+	mkdir -m 755 bin && cp "$B/tprof" "$B/libtprof.so" "$B/tprof-recorder" bin/
 	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME="$WORK" "$@"; }
-	run as_nobody "$B/tprof" record -o nd.trace /usr/bin/python3 -c 'import ctypes; x = [1] * 10; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); print("ok")'
+	run as_nobody "$WORK/bin/tprof" record -o nd.trace /usr/bin/python3 -c 'import ctypes; x = [1] * 10; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); print("ok")'
 	[ "$status" -eq 0 ]
 	run "$B/tprof" leaks nd.trace
 	[[ "$output" == *"Not classified: the recorder may not read the process's memory (Permission denied)"* ]]
 	# the same program left dumpable is classified
-	run as_nobody "$B/tprof" record -o d.trace /usr/bin/python3 -c 'x = [1] * 10; print("ok")'
+	run as_nobody "$WORK/bin/tprof" record -o d.trace /usr/bin/python3 -c 'x = [1] * 10; print("ok")'
 	[ "$status" -eq 0 ]
 	"$B/tprof" leaks --json d.trace >d.json
 	[ "$(jget d.json classified)" = true ]
