@@ -142,10 +142,12 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
 }
 #endif
 
-/* Called once on the way out; returns when the process may end. */
+/* Called once on the way out; returns when the process may end. Not when the way out interrupted
+ * tprof's own code on this thread (a signal handler calling _exit during a heap hook): the unwinder
+ * and the tables it uses are not to be entered again; the trace then says it was not scanned. */
 void tprof_scan_at_end(int reason)
 {
-	if (!scan_wanted())
+	if (tprof_tls.guard || !scan_wanted())
 		return;
 	struct tprof_shm *shm = tprof_shm;
 	int saved = errno;
