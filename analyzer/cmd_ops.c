@@ -107,12 +107,13 @@ static void head(const char *name, const char *unit, int width)
 
 #define USAGE                                                                                         \
 	"usage: tprof ops [--json | --csv[=ops|steps]] [--sort self|total|calls|flops|gflops|name] [--top N]\n" \
-	"                 [--group-by shape] [--by range|thread] [--skip-steps N] [--wide] FILE\n"               \
+	"                 [--group-by shape] [--by range|thread|region] [--skip-steps N] [--wide] FILE\n"        \
 	"Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"        \
 	"(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"          \
 	"range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it, and under it\n" \
 	"the ops that ran inside, with their share of its kernel time. --by thread: each thread's time\n"      \
-	"in kernels, working in OpenMP regions other threads opened, outside kernels and idle. The text\n"    \
+	"in kernels, working in OpenMP regions other threads opened, outside kernels and idle. --by region:\n" \
+	"the OpenMP parallel regions each op opened: their wall time, threads' busy time and imbalance. The text\n" \
 	"table fits 120 columns; --wide shows every column (JSON and CSV always have them all)."
 
 static const struct {
@@ -159,8 +160,10 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 			o->by_range = 1;
 		else if (strcmp(v, "thread") == 0)
 			o->by_thread = 1;
+		else if (strcmp(v, "region") == 0)
+			o->by_region = 1;
 		else {
-			tprof_err("ops: --by takes 'range' or 'thread'");
+			tprof_err("ops: --by takes 'range', 'thread' or 'region'");
 			return 1;
 		}
 		return CMD_RUN;
@@ -209,6 +212,53 @@ static void print_steps(const struct ops_result *r, int mode)
 	if (d.n && flops_step > 0)
 		printf("  FLOPs per step %.4g (top-level kernel calls), %.2f GFLOP/s over the steps\n", flops_step,
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
+}
+
+/* --by region: mode 0 text, 1 JSON (the "regions" member), 2 CSV. */
+static void print_regions(const struct ops_result *r, int mode)
+{
+	if (mode == 2)
+		printf("opened_by,regions,threads,wall_ns,busy_ns,imbalance" TPROF_CSV_EOL);
+	else if (mode == 1)
+		printf("\"regions\":[");
+	uint64_t mx = 0;
+	for (size_t i = 0; i < r->nregs; i++)
+		mx = r->regs[i].busy_ns > mx ? r->regs[i].busy_ns : mx;
+	struct tprof_unit u = tprof_ns_unit(mx);
+	if (mode == 0) {
+		printf("%-30s %8s %7s", "opened by", "regions", "threads");
+		head("wall", u.name, 12), head("busy", u.name, 12), head("avg wall", u.name, 12);
+		head("imbalance", "", 9);
+		printf("\n");
+	}
+	for (size_t i = 0; i < r->nregs; i++) {
+		const struct ops_region_row *w = &r->regs[i];
+		double imb = w->mean_ns > 0 ? w->max_ns / w->mean_ns : 1;
+		if (mode == 2) {
+			tprof_csv_str(stdout, w->name);
+			printf(",%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64 ",%.4f" TPROF_CSV_EOL, w->regions, w->threads,
+			       w->wall_ns, w->busy_ns, imb);
+		} else if (mode == 1) {
+			printf("%s{\"opened_by\":", i ? "," : "");
+			tprof_json_str(stdout, w->name);
+			printf(",\"regions\":%" PRIu64 ",\"threads\":%u,\"wall_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64
+			       ",\"imbalance\":%.4f}", w->regions, w->threads, w->wall_ns, w->busy_ns, imb);
+		} else {
+			char a[32], b[32], c[32];
+			tprof_text_cut(stdout, w->name, -30);
+			printf(" %8" PRIu64 " %7u %12s %12s %12s %9.2f\n", w->regions, w->threads,
+			       tprof_fmt_in(w->wall_ns, u, a), tprof_fmt_in(w->busy_ns, u, b),
+			       tprof_fmt_in(w->regions ? w->wall_ns / w->regions : 0, u, c), imb);
+		}
+	}
+	if (mode == 1)
+		printf("]");
+	else if (mode == 0) {
+		if (!r->nregs)
+			printf("(no OpenMP parallel region in this trace)\n");
+		printf("\nwall: from the fork to the last thread's end; busy: the threads' time in the regions' bodies;\n"
+		       "imbalance: the busiest thread's time over the mean thread's, per region, summed (1 = even)\n");
+	}
 }
 
 /* A thread's time outside kernels, regions and idleness (never below 0: clocks of two threads). */
@@ -328,6 +378,23 @@ int cmd_ops(int argc, char **argv)
 	size_t n = top > 0 && top < r.nrows ? top : r.nrows;
 	double wall = r.wall_ns ? (double)r.wall_ns : 1;
 
+	if (o.by_region) {
+		if (co.csv)
+			print_regions(&r, 2);
+		else if (json) {
+			printf("{\"file\":");
+			tprof_json_str(stdout, path);
+			printf(",");
+			print_regions(&r, 1);
+			printf("}\n");
+		} else {
+			printf("tprof ops --by region: ");
+			tprof_text_str(stdout, path, 0);
+			printf("\n\n");
+			print_regions(&r, 0);
+		}
+		goto out;
+	}
 	if (o.by_thread) {
 		if (co.csv)
 			print_threads(&r, 2);

@@ -625,6 +625,70 @@ static int by_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int by_region_wall(const void *a, const void *b)
+{
+	const struct ops_region_row *x = a, *y = b;
+	if (x->wall_ns != y->wall_ns)
+		return x->wall_ns > y->wall_ns ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Each region's wall and thread times, summed by the op that opened it. */
+static void region_stats(struct state *s)
+{
+	struct tprof_trace *t = s->t;
+	struct ops_result *r = s->r;
+	if (!s->nregions)
+		return;
+	struct acc {
+		uint64_t first, last, busy, max;
+		unsigned n;
+	} *a = xcalloc(s->nregions, sizeof(*a));
+	for (size_t i = 0; i < s->nthr; i++) {
+		const struct thr *h = &s->thr[i];
+		for (size_t j = 0; j < h->nspans; j++) {
+			const struct region_span *p = &h->spans[j];
+			if (p->end == UINT64_MAX || p->begin < s->window)
+				continue;
+			struct acc *c = &a[p->region];
+			uint64_t d = span_ns(t, p->begin, p->end);
+			c->busy += d;
+			c->max = d > c->max ? d : c->max;
+			c->n++;
+			c->last = p->end > c->last ? p->end : c->last;
+		}
+	}
+	for (size_t g = 0; g < s->nregions; g++) {
+		struct omp_region *reg = &s->regions[g];
+		struct acc *c = &a[g];
+		if (!c->n || !reg->fork_tid)
+			continue;
+		region_resolve(s, reg, 0);
+		const char *name = "(program)";
+		if (reg->owner) {
+			const struct tprof_kcall *k = &t->kcalls[reg->owner->calls[reg->call]];
+			name = k->op < t->nop_names && t->op_names[k->op] ? t->op_names[k->op] : "?";
+		}
+		size_t i = 0;
+		while (i < r->nregs && strcmp(r->regs[i].name, name) != 0)
+			i++;
+		if (i == r->nregs) {
+			r->regs = xrealloc(r->regs, (r->nregs + 1) * sizeof(*r->regs));
+			r->regs[r->nregs++] = (struct ops_region_row){.name = xstrndup(name, strlen(name))};
+		}
+		struct ops_region_row *w = &r->regs[i];
+		w->regions++;
+		w->wall_ns += span_ns(t, reg->fork_tick, c->last);
+		w->busy_ns += c->busy;
+		w->max_ns += (double)c->max;
+		w->mean_ns += (double)c->busy / c->n;
+		w->threads = c->n > w->threads ? c->n : w->threads;
+	}
+	free(a);
+	if (r->nregs)
+		tprof_sort(r->regs, r->nregs, sizeof(*r->regs), by_region_wall);
+}
+
 static void state_free(struct state *s)
 {
 	free(s->ranges);
@@ -711,6 +775,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 							r->in_ops_ns - in1, idle, r->calls - calls0,
 							(uint64_t)h->tid == t->info.pid};
 	}
+	region_stats(&s);
 	if (!o->by_range) { /* the range rows were only scaffolding */
 		for (size_t i = 0; i < range_rows; i++) {
 			free(r->rows[i].name);
@@ -740,6 +805,9 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 
 void ops_free(struct ops_result *r)
 {
+	for (size_t i = 0; i < r->nregs; i++)
+		free(r->regs[i].name);
+	free(r->regs);
 	for (size_t i = 0; i < r->nthr; i++)
 		free(r->thr[i].name);
 	free(r->thr);

@@ -67,11 +67,23 @@ struct ops_thread {
 	int main;           /* the process's main thread (tid = pid) */
 };
 
+/* The OpenMP regions opened by one op (or by the program outside any call): `tprof ops --by region`. */
+struct ops_region_row {
+	char *name;         /* the op that opened them, "(program)" when no call did */
+	uint64_t regions;
+	uint64_t wall_ns;   /* from the fork to the last thread's end, summed over the regions */
+	uint64_t busy_ns;   /* the threads' time in the regions' bodies, summed */
+	double max_ns;      /* per region the busiest thread's time, summed */
+	double mean_ns;     /* per region the mean thread's time, summed: imbalance = max_ns / mean_ns */
+	unsigned threads;   /* the most threads one region ran on */
+};
+
 struct ops_options {
 	unsigned skip_steps; /* drop everything before this step boundary (warm-up) */
 	int group_shape;     /* one row per op and shape */
 	int by_range;        /* range rows instead of op rows */
 	int by_thread;       /* cmd_ops: the thread table (ops_result.thr is always filled) */
+	int by_region;       /* cmd_ops: the OpenMP region table (ops_result.regs is always filled) */
 	int wide;            /* cmd_ops: every column in the text table */
 };
 
@@ -97,6 +109,8 @@ struct ops_result {
 	uint64_t heap_peak;  /* peak of live requested heap bytes (whole run) */
 	struct ops_thread *thr; /* threads with kernel calls or OpenMP work, in order of appearance */
 	size_t nthr;
+	struct ops_region_row *regs; /* OpenMP regions by the op that opened them, most wall time first */
+	size_t nregs;
 };
 
 /* Runs the analysis. Returns 0, or -1 with a message in t->err (a corrupt heap record, or asking

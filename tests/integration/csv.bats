@@ -21,6 +21,7 @@ H_HIST="min,max,allocations,bytes"
 H_OPS="name,calls,self_ns,total_ns,flops,macs,bytes,gflops_per_s,percent_of_peak,fp_bits,intensity,bound,p50_ns,p95_ns,p99_ns,ci95_lo_ns,ci95_hi_ns"
 H_RANGES="$H_OPS,alloc_bytes,allocs,peak_live_growth"
 H_OPTHREADS="tid,name,main,wall_ns,kernel_ns,pool_ns,outside_ns,idle_ns,calls"
+H_OPREGIONS="opened_by,regions,threads,wall_ns,busy_ns,imbalance"
 H_STEPS="count,skipped,mean_ns,std_ns,p50_ns,p95_ns,ci95_lo_ns,ci95_hi_ns,flops_per_step"
 H_COMPARE="file,program,params,steps,step_mean_ns,step_ci95_lo_ns,step_ci95_hi_ns,flops_per_step,gflops_per_s,kernel_share,heap_peak_bytes"
 H_ROOF="version,cpu,cores,isa,fp32_gflops_1core,fp32_gflops_all,fp64_gflops_1core,fp64_gflops_all,stream_gbs_1core,stream_gbs_all,stream_array_mib,seconds,measured_at,busy,source,others_from,cache_path,cache_saved,ridge_fp32,ridge_fp64"
@@ -75,6 +76,7 @@ same() {
 	grep -q '^"tnn_matmul(M=16,N=16,K=32,flags=0,bias=0)",5,' out.csv # quoted: commas inside
 	same "" ops "$H_RANGES" -- ops --by range a.trace
 	same "" threads "$H_OPTHREADS" -- ops --by thread a.trace
+	same "" regions "$H_OPREGIONS" -- ops --by region a.trace
 	same steps steps "$H_STEPS" -- ops a.trace
 	grep -q '^5,0,' out.csv
 	same steps steps "$H_STEPS" -- ops --skip-steps 2 a.trace

@@ -66,7 +66,20 @@ assert d["in_ops_ns"] + d["outside_ns"] + d["idle_ns"] == d["wall_ns"], d
 assert sum(o["self_ns"] for o in d["ops"]) == d["in_ops_ns"], d
 assert (d["idle_ns"] > 0) == (n > 1), d["idle_ns"]
 PY
+		# the regions each op opened: on as many threads as the pool has, never below even
+		"$B/tprof" ops --by region --json t.trace >rg.json
+		$PY - rg.json "$n" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+rows = {r["opened_by"]: r for r in d["regions"]}
+mm = rows["tnn_matmul"]
+assert mm["regions"] > 0 and mm["threads"] == n and mm["imbalance"] >= 1, mm
+assert all(r["busy_ns"] > 0 and r["wall_ns"] > 0 and r["threads"] <= n for r in d["regions"]), d
+PY
 	done
+	run "$B/tprof" ops --by region t.trace
+	[[ "$output" == *"opened by"*"imbalance"*"tnn_matmul"* ]]
 	run "$B/tprof" ops t.trace
 	[[ "$output" == *"  idle "*"OpenMP pool threads waiting between regions"* ]]
 	[[ "$output" == *"(idle OpenMP threads)"* ]]
@@ -280,7 +293,7 @@ PY
 	TPROF_OUTPUT=mlp.trace LD_PRELOAD="$B/libtprof.so" "$B/mlp_bench" --input 32 --hidden 64,32 --classes 4 --batch 16 --steps 3 >/dev/null
 	settled gpt.trace cnn.trace mlp.trace
 	for tr in gpt.trace cnn.trace mlp.trace; do
-		for cmd in "ops" "ops --group-by shape" "ops --by range" "ops --by thread" "allocs" "diff gpt.trace" \
+		for cmd in "ops" "ops --group-by shape" "ops --by range" "ops --by thread" "ops --by region" "allocs" "diff gpt.trace" \
 			"compare gpt.trace cnn.trace mlp.trace"; do
 			"$B/tprof" $cmd $tr >out.txt 2>/dev/null
 			w=$(LC_ALL=C.UTF-8 wc -L <out.txt)
