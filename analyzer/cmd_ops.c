@@ -378,39 +378,25 @@ int cmd_ops(int argc, char **argv)
 	size_t n = top > 0 && top < r.nrows ? top : r.nrows;
 	double wall = r.wall_ns ? (double)r.wall_ns : 1;
 
-	if (o.by_region) {
-		if (co.csv)
-			print_regions(&r, 2);
-		else if (json) {
+	if (o.by_region || o.by_thread) { /* a table of their own instead of the op table */
+		void (*table)(const struct ops_result *, int) = o.by_region ? print_regions : print_threads;
+		if (co.csv) {
+			table(&r, 2);
+		} else if (json) {
 			printf("{\"file\":");
 			tprof_json_str(stdout, path);
+			if (o.by_thread)
+				printf(",\"wall_ns\":%" PRIu64 ",\"in_ops_ns\":%" PRIu64 ",\"outside_ns\":%" PRIu64
+				       ",\"idle_ns\":%" PRIu64, r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns - r.idle_ns,
+				       r.idle_ns);
 			printf(",");
-			print_regions(&r, 1);
+			table(&r, 1);
 			printf("}\n");
 		} else {
-			printf("tprof ops --by region: ");
+			printf("tprof ops --by %s: ", o.by_region ? "region" : "thread");
 			tprof_text_str(stdout, path, 0);
 			printf("\n\n");
-			print_regions(&r, 0);
-		}
-		goto out;
-	}
-	if (o.by_thread) {
-		if (co.csv)
-			print_threads(&r, 2);
-		else if (json) {
-			printf("{\"file\":");
-			tprof_json_str(stdout, path);
-			printf(",\"wall_ns\":%" PRIu64 ",\"in_ops_ns\":%" PRIu64 ",\"outside_ns\":%" PRIu64
-			       ",\"idle_ns\":%" PRIu64 ",", r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns - r.idle_ns,
-			       r.idle_ns);
-			print_threads(&r, 1);
-			printf("}\n");
-		} else {
-			printf("tprof ops --by thread: ");
-			tprof_text_str(stdout, path, 0);
-			printf("\n\n");
-			print_threads(&r, 0);
+			table(&r, 0);
 		}
 		goto out;
 	}
