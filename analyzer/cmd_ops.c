@@ -15,6 +15,7 @@
 #include "reader.h"
 #include "roofline.h"
 #include "stacks.h"
+#include "tprof_ops.h"
 #include "util.h"
 
 enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_FLOPS, SORT_NAME, SORT_GFLOPS };
@@ -322,11 +323,31 @@ static void print_threads(const struct ops_result *r, int mode)
 	       "calls (that work is the opening call's self time); idle: a pool thread between regions.\n");
 }
 
+/* Under the text table: which of its ops have a nominal FLOP count, each named once. */
+static void print_nominal(const struct ops_result *r, size_t n)
+{
+	int any = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned op = r->rows[i].op;
+		if (!op || !tprof_op_nominal(op))
+			continue;
+		size_t j = 0;
+		while (j < i && r->rows[j].op != op)
+			j++;
+		if (j < i)
+			continue;
+		printf("%s%s", any ? ", " : "nominal FLOPs (data-dependent iterations; docs/OPS.md): ", tprof_op_info(op)->name);
+		any = 1;
+	}
+	if (any)
+		printf("\n");
+}
+
 /* The op table's CSV: the JSON rows' fields, ci95_ns as ci95_lo_ns and ci95_hi_ns, null empty. */
 static void print_csv(const struct ops_result *r, size_t n, const struct tprof_roofline *rf, int by_range)
 {
 	printf("name,calls,self_ns,total_ns,flops,macs,bytes,gflops_per_s,percent_of_peak,fp_bits,intensity,bound,"
-	       "p50_ns,p95_ns,p99_ns,ci95_lo_ns,ci95_hi_ns%s" TPROF_CSV_EOL,
+	       "p50_ns,p95_ns,p99_ns,ci95_lo_ns,ci95_hi_ns,flops_nominal%s" TPROF_CSV_EOL,
 	       by_range ? ",alloc_bytes,allocs,peak_live_growth" : "");
 	for (size_t i = 0; i < n; i++) {
 		struct ops_row *w = &r->rows[i];
@@ -342,6 +363,7 @@ static void print_csv(const struct ops_result *r, size_t n, const struct tprof_r
 		       w->calls, w->self_ns, w->total_ns, w->flops, w->macs, w->bytes, gflops_of(w), pct, w->fp_bits,
 		       w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(rf, w), d.p50, d.p95, d.p99, d.ci_lo,
 		       d.ci_hi);
+		printf(",%s", w->op && tprof_op_nominal(w->op) ? "true" : "false");
 		if (by_range)
 			printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->alloc_bytes, w->allocs, w->peak_growth);
 		printf(TPROF_CSV_EOL);
@@ -432,10 +454,10 @@ int cmd_ops(int argc, char **argv)
 			printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"flops\":%" PRIu64
 			       ",\"macs\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"gflops_per_s\":%.6g,\"percent_of_peak\":%s"
 			       ",\"fp_bits\":%d,\"intensity\":%.6g,\"bound\":\"%s\",\"p50_ns\":%" PRIu64 ",\"p95_ns\":%" PRIu64
-			       ",\"p99_ns\":%" PRIu64 ",\"ci95_ns\":[%.0f,%.0f]",
+			       ",\"p99_ns\":%" PRIu64 ",\"ci95_ns\":[%.0f,%.0f],\"flops_nominal\":%s",
 			       w->calls, w->self_ns, w->total_ns, w->flops, w->macs, w->bytes, gflops_of(w), pct, w->fp_bits,
 			       w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(&rf, w), d.p50, d.p95, d.p99,
-			       d.ci_lo, d.ci_hi);
+			       d.ci_lo, d.ci_hi, w->op && tprof_op_nominal(w->op) ? "true" : "false");
 			if (o.by_range) {
 				printf(",\"alloc_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"peak_live_growth\":%" PRIu64
 				       ",\"kernel_ns\":%" PRIu64 ",\"by_op\":[",
@@ -576,6 +598,7 @@ int cmd_ops(int argc, char **argv)
 	}
 	if (n < r.nrows)
 		printf("... %zu more (--top)\n", r.nrows - n);
+	print_nominal(&r, n);
 	if (!o.by_range) {
 		printf("%-26s %7s %9s %5.1f%%\n", "(outside kernels)", "", tprof_fmt_in(outside, u_self, a),
 		       100.0 * (double)outside / wall);

@@ -67,6 +67,7 @@ struct state {
 	struct range_inst *ranges;
 	size_t nranges, cap_ranges;
 	uint64_t window; /* tick */
+	unsigned *op_of; /* the op table entry of each op id of the trace (0: not in this tprof's table) */
 };
 
 static struct thr *thread_of(struct state *s, uint32_t tid)
@@ -145,10 +146,21 @@ static void add_dur(struct ops_row *w, uint64_t ns)
 /* The op table entry of an op name in the trace, or 0 (an op this tprof does not know). */
 static unsigned table_op(const char *name)
 {
-	for (unsigned op = 1; op < TPROF_NOPS; op++)
+	for (unsigned op = 1; name && op < TPROF_NOPS; op++)
 		if (strcmp(tprof_op_info(op)->name, name) == 0)
 			return op;
 	return 0;
+}
+
+/* The op table entry of a trace op id, looked up by name once per id. */
+static unsigned op_entry(struct state *s, uint32_t id)
+{
+	if (!s->op_of) {
+		s->op_of = xmalloc((s->t->nop_names + 1) * sizeof(unsigned));
+		for (uint32_t i = 0; i < s->t->nop_names; i++)
+			s->op_of[i] = table_op(s->t->op_names[i]);
+	}
+	return id < s->t->nop_names ? s->op_of[id] : 0;
 }
 
 static uint64_t span_ns(const struct tprof_trace *t, uint64_t a, uint64_t b)
@@ -503,7 +515,7 @@ static uint64_t pool_time(struct state *s, const struct thr *h, const struct ops
 		} else {
 			char name[512];
 			row_name(t, opener, o->group_shape, name, sizeof(name));
-			unsigned op = table_op(t->op_names[opener->op]);
+			unsigned op = op_entry(s, opener->op);
 			int bits = op && tprof_op_info(op)->elem_bytes == 8 ? 64 : 32;
 			r->rows[row_for(r, name, op, bits)].self_ns += work;
 		}
@@ -596,7 +608,7 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 		}
 		char name[512];
 		row_name(t, k, o->group_shape, name, sizeof(name));
-		unsigned op = table_op(t->op_names[k->op]);
+		unsigned op = op_entry(s, k->op);
 		int bits = op && tprof_op_info(op)->elem_bytes == 8 ? 64 : 32;
 		size_t ix = row_for(r, name, op, bits);
 		struct ops_row *w = &r->rows[ix];
@@ -698,6 +710,7 @@ static void state_free(struct state *s)
 		free(s->thr[i].spans);
 	}
 	free(s->thr);
+	free(s->op_of);
 	for (size_t i = 0; i < s->nregions; i++)
 		free(s->regions[i].ranges);
 	free(s->regions);

@@ -12,6 +12,7 @@
 #ifndef TPROF_OPS_H
 #define TPROF_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* X(RK, RET, NAME, PARAMS, ARGS, SHAPE_NAMES, SHAPE_VALUES, FLOPS, BYTES, MACS)
@@ -23,6 +24,246 @@
 #define TP_OUT(in, k, stride, pad) ((stride) > 0 ? ((in) + 2 * (pad) - (k)) / (stride) + 1 : 0)
 #define TP_NZ(p) ((p) != 0)
 #define TP_NOTRANS(c) ((c) == 'N' || (c) == 'n')
+
+/* The BLAS and LAPACK families, generated per precision P (s or d) with element type T and size E, each
+ * through its CBLAS entry point (column- or row-major: FLOPs and bytes do not depend on the order) and
+ * its Fortran one (every argument by reference; gfortran's hidden string lengths are forwarded).
+ * Counts follow LAPACK Working Note 41 as the ICL BLAS++/LAPACK++ headers state it (fmuls + fadds;
+ * docs/OPS.md): Level 1 dot and nrm2 2n-1, asum and iamax n-1 (a compare is an add), axpy 2n, scal n,
+ * rot 6n, copy and swap 0; gemv, ger 2mn; symv 2n^2; trmv, trsv n^2; syr n(n+1), syr2 2n(n+1) (the
+ * triangle, as reference BLAS computes it); gemm 2mnk; symm 2m^2n (left) or 2mn^2; syrk kn(n+1);
+ * syr2k 2kn^2+n; trmm, trsm m^2n (left) or mn^2. MACs are the additions that follow a product. A
+ * workspace query (lwork = -1) computes nothing: 0 FLOPs. */
+#define TP_TRI(n) ((n) * ((n) + 1) / 2)
+#define TP_NZF(x) _Generic((x), float: tprof_f32_nonzero, double: tprof_f64_nonzero)(x)
+#define TP_CH(c, u) ((c) == (u) || (c) == (u) + 32) /* a Fortran flag character, either case */
+#define TP_FLEFT(c) TP_CH(c, 'L')
+#define TP_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TP_MAX(a, b) ((a) > (b) ? (a) : (b))
+typedef unsigned long tprof_flen; /* a Fortran hidden string length */
+
+#define TP_ASUM(X, P, T, E)                                                                                    \
+	X(R, T, cblas_##P##asum, (int n, const T *x, int incx), (n, x, incx), (n), (n), n - 1, E * n, 0)        \
+	X(R, T, P##asum_, (const int *n, const T *x, const int *incx), (n, x, incx), (n), (*n), n - 1, E * n, 0)
+#define TP_AXPY(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##axpy, (int n, T alpha, const T *x, int incx, T *y, int incy),                   \
+	  (n, alpha, x, incx, y, incy), (n), (n), 2 * n, E * 3 * n, n)                                         \
+	X(V, void, P##axpy_, (const int *n, const T *alpha, const T *x, const int *incx, T *y, const int *incy), \
+	  (n, alpha, x, incx, y, incy), (n), (*n), 2 * n, E * 3 * n, n)
+#define TP_COPY(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##copy, (int n, const T *x, int incx, T *y, int incy), (n, x, incx, y, incy), (n),  \
+	  (n), 0, E * 2 * n, 0)                                                                                \
+	X(V, void, P##copy_, (const int *n, const T *x, const int *incx, T *y, const int *incy),              \
+	  (n, x, incx, y, incy), (n), (*n), 0, E * 2 * n, 0)
+#define TP_DOT(X, P, T, E)                                                                                     \
+	X(R, T, cblas_##P##dot, (int n, const T *x, int incx, const T *y, int incy), (n, x, incx, y, incy), (n), \
+	  (n), 2 * n - 1, E * 2 * n, n - 1)                                                                    \
+	X(R, T, P##dot_, (const int *n, const T *x, const int *incx, const T *y, const int *incy),             \
+	  (n, x, incx, y, incy), (n), (*n), 2 * n - 1, E * 2 * n, n - 1)
+#define TP_NRM2(X, P, T, E)                                                                                    \
+	X(R, T, cblas_##P##nrm2, (int n, const T *x, int incx), (n, x, incx), (n), (n), 2 * n - 1, E * n, n - 1) \
+	X(R, T, P##nrm2_, (const int *n, const T *x, const int *incx), (n, x, incx), (n), (*n), 2 * n - 1,      \
+	  E * n, n - 1)
+#define TP_ROT(X, P, T, E)                                                                                     \
+	X(V, void, cblas_##P##rot, (int n, T *x, int incx, T *y, int incy, T c, T s), (n, x, incx, y, incy, c, s), \
+	  (n), (n), 6 * n, E * 4 * n, 2 * n)                                                                   \
+	X(V, void, P##rot_, (const int *n, T *x, const int *incx, T *y, const int *incy, const T *c, const T *s), \
+	  (n, x, incx, y, incy, c, s), (n), (*n), 6 * n, E * 4 * n, 2 * n)
+#define TP_SCAL(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##scal, (int n, T alpha, T *x, int incx), (n, alpha, x, incx), (n), (n), n,          \
+	  E * 2 * n, 0)                                                                                        \
+	X(V, void, P##scal_, (const int *n, const T *alpha, T *x, const int *incx), (n, alpha, x, incx), (n),   \
+	  (*n), n, E * 2 * n, 0)
+#define TP_SWAP(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##swap, (int n, T *x, int incx, T *y, int incy), (n, x, incx, y, incy), (n), (n), 0, \
+	  E * 4 * n, 0)                                                                                        \
+	X(V, void, P##swap_, (const int *n, T *x, const int *incx, T *y, const int *incy),                    \
+	  (n, x, incx, y, incy), (n), (*n), 0, E * 4 * n, 0)
+#define TP_IAMAX(X, P, T, E)                                                                                   \
+	X(R, size_t, cblas_i##P##amax, (int n, const T *x, int incx), (n, x, incx), (n), (n), n - 1, E * n, 0)  \
+	X(R, int, i##P##amax_, (const int *n, const T *x, const int *incx), (n, x, incx), (n), (*n), n - 1,     \
+	  E * n, 0)
+
+#define TP_GEMV(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##gemv,                                                                            \
+	  (int order, int trans, int m, int n, T alpha, const T *a, int lda, const T *x, int incx, T beta, T *y, \
+	   int incy),                                                                                          \
+	  (order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy), (M, N, t, beta),                        \
+	  (m, n, trans != 111, TP_NZF(beta)), 2 * M * N,                                                       \
+	  E * (M * N + M + N + beta * (t ? N : M)), M * N)                                      \
+	X(V, void, P##gemv_,                                                                                   \
+	  (const char *trans, const int *m, const int *n, const T *alpha, const T *a, const int *lda,         \
+	   const T *x, const int *incx, const T *beta, T *y, const int *incy, tprof_flen ltrans),             \
+	  (trans, m, n, alpha, a, lda, x, incx, beta, y, incy, ltrans), (M, N, t, beta),                       \
+	  (*m, *n, !TP_NOTRANS(*trans), TP_NZF(*beta)), 2 * M * N,                                             \
+	  E * (M * N + M + N + beta * (t ? N : M)), M * N)
+#define TP_SYMV(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##symv,                                                                            \
+	  (int order, int uplo, int n, T alpha, const T *a, int lda, const T *x, int incx, T beta, T *y,       \
+	   int incy),                                                                                          \
+	  (order, uplo, n, alpha, a, lda, x, incx, beta, y, incy), (N, beta), (n, TP_NZF(beta)), 2 * N * N,    \
+	  E * (TP_TRI(N) + 2 * N + beta * N), N * N)                                                           \
+	X(V, void, P##symv_,                                                                                   \
+	  (const char *uplo, const int *n, const T *alpha, const T *a, const int *lda, const T *x,            \
+	   const int *incx, const T *beta, T *y, const int *incy, tprof_flen luplo),                          \
+	  (uplo, n, alpha, a, lda, x, incx, beta, y, incy, luplo), (N, beta), (*n, TP_NZF(*beta)), 2 * N * N, \
+	  E * (TP_TRI(N) + 2 * N + beta * N), N * N)
+#define TP_GER(X, P, T, E)                                                                                     \
+	X(V, void, cblas_##P##ger,                                                                             \
+	  (int order, int m, int n, T alpha, const T *x, int incx, const T *y, int incy, T *a, int lda),      \
+	  (order, m, n, alpha, x, incx, y, incy, a, lda), (M, N), (m, n), 2 * M * N, E * (M + N + 2 * M * N),  \
+	  M * N)                                                                                               \
+	X(V, void, P##ger_,                                                                                    \
+	  (const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y,               \
+	   const int *incy, T *a, const int *lda),                                                             \
+	  (m, n, alpha, x, incx, y, incy, a, lda), (M, N), (*m, *n), 2 * M * N, E * (M + N + 2 * M * N), M * N)
+#define TP_SYR(X, P, T, E)                                                                                     \
+	X(V, void, cblas_##P##syr, (int order, int uplo, int n, T alpha, const T *x, int incx, T *a, int lda),  \
+	  (order, uplo, n, alpha, x, incx, a, lda), (N), (n), 2 * TP_TRI(N), E * (N + 2 * TP_TRI(N)),          \
+	  TP_TRI(N))                                                                                           \
+	X(V, void, P##syr_,                                                                                    \
+	  (const char *uplo, const int *n, const T *alpha, const T *x, const int *incx, T *a, const int *lda, \
+	   tprof_flen luplo),                                                                                  \
+	  (uplo, n, alpha, x, incx, a, lda, luplo), (N), (*n), 2 * TP_TRI(N), E * (N + 2 * TP_TRI(N)),         \
+	  TP_TRI(N))
+#define TP_SYR2(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##syr2,                                                                            \
+	  (int order, int uplo, int n, T alpha, const T *x, int incx, const T *y, int incy, T *a, int lda),   \
+	  (order, uplo, n, alpha, x, incx, y, incy, a, lda), (N), (n), 4 * TP_TRI(N),                          \
+	  E * (2 * N + 2 * TP_TRI(N)), 2 * TP_TRI(N))                                                          \
+	X(V, void, P##syr2_,                                                                                   \
+	  (const char *uplo, const int *n, const T *alpha, const T *x, const int *incx, const T *y,           \
+	   const int *incy, T *a, const int *lda, tprof_flen luplo),                                          \
+	  (uplo, n, alpha, x, incx, y, incy, a, lda, luplo), (N), (*n), 4 * TP_TRI(N),                         \
+	  E * (2 * N + 2 * TP_TRI(N)), 2 * TP_TRI(N))
+/* trmv and trsv share their signature and counts */
+#define TP_TRXV(X, P, T, E, OP)                                                                                \
+	X(V, void, cblas_##P##OP,                                                                              \
+	  (int order, int uplo, int trans, int diag, int n, const T *a, int lda, T *x, int incx),             \
+	  (order, uplo, trans, diag, n, a, lda, x, incx), (N), (n), N * N, E * (TP_TRI(N) + 2 * N),            \
+	  N * (N - 1) / 2)                                                                                     \
+	X(V, void, P##OP##_,                                                                                   \
+	  (const char *uplo, const char *trans, const char *diag, const int *n, const T *a, const int *lda,   \
+	   T *x, const int *incx, tprof_flen luplo, tprof_flen ltrans, tprof_flen ldiag),                     \
+	  (uplo, trans, diag, n, a, lda, x, incx, luplo, ltrans, ldiag), (N), (*n), N * N,                     \
+	  E * (TP_TRI(N) + 2 * N), N * (N - 1) / 2)
+
+#define TP_SYMM(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##symm,                                                                            \
+	  (int order, int side, int uplo, int m, int n, T alpha, const T *a, int lda, const T *b, int ldb,    \
+	   T beta, T *c, int ldc),                                                                             \
+	  (order, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc), (M, N, left, beta),                  \
+	  (m, n, side == 141, TP_NZF(beta)), 2 * M * N * (left ? M : N),                                       \
+	  E * (TP_TRI(left ? M : N) + 2 * M * N + beta * M * N), M * N * (left ? M : N))                       \
+	X(V, void, P##symm_,                                                                                   \
+	  (const char *side, const char *uplo, const int *m, const int *n, const T *alpha, const T *a,        \
+	   const int *lda, const T *b, const int *ldb, const T *beta, T *c, const int *ldc, tprof_flen lside, \
+	   tprof_flen luplo),                                                                                  \
+	  (side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, lside, luplo), (M, N, left, beta),           \
+	  (*m, *n, TP_FLEFT(*side), TP_NZF(*beta)), 2 * M * N * (left ? M : N),                                \
+	  E * (TP_TRI(left ? M : N) + 2 * M * N + beta * M * N), M * N * (left ? M : N))
+#define TP_SYRK(X, P, T, E)                                                                                    \
+	X(V, void, cblas_##P##syrk,                                                                            \
+	  (int order, int uplo, int trans, int n, int k, T alpha, const T *a, int lda, T beta, T *c, int ldc), \
+	  (order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc), (N, K, beta), (n, k, TP_NZF(beta)),         \
+	  2 * K * TP_TRI(N), E * (N * K + (1 + beta) * TP_TRI(N)), K * TP_TRI(N))                              \
+	X(V, void, P##syrk_,                                                                                   \
+	  (const char *uplo, const char *trans, const int *n, const int *k, const T *alpha, const T *a,       \
+	   const int *lda, const T *beta, T *c, const int *ldc, tprof_flen luplo, tprof_flen ltrans),         \
+	  (uplo, trans, n, k, alpha, a, lda, beta, c, ldc, luplo, ltrans), (N, K, beta),                       \
+	  (*n, *k, TP_NZF(*beta)), 2 * K * TP_TRI(N), E * (N * K + (1 + beta) * TP_TRI(N)), K * TP_TRI(N))
+#define TP_SYR2K(X, P, T, E)                                                                                   \
+	X(V, void, cblas_##P##syr2k,                                                                           \
+	  (int order, int uplo, int trans, int n, int k, T alpha, const T *a, int lda, const T *b, int ldb,   \
+	   T beta, T *c, int ldc),                                                                             \
+	  (order, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc), (N, K, beta),                       \
+	  (n, k, TP_NZF(beta)), K ? 2 * K * N * N + N : 0, E * (2 * N * K + (1 + beta) * TP_TRI(N)), K * N * N) \
+	X(V, void, P##syr2k_,                                                                                  \
+	  (const char *uplo, const char *trans, const int *n, const int *k, const T *alpha, const T *a,       \
+	   const int *lda, const T *b, const int *ldb, const T *beta, T *c, const int *ldc, tprof_flen luplo, \
+	   tprof_flen ltrans),                                                                                 \
+	  (uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, luplo, ltrans), (N, K, beta),               \
+	  (*n, *k, TP_NZF(*beta)), K ? 2 * K * N * N + N : 0, E * (2 * N * K + (1 + beta) * TP_TRI(N)),        \
+	  K * N * N)
+/* trmm and trsm share their signature and counts */
+#define TP_TRXM(X, P, T, E, OP)                                                                                \
+	X(V, void, cblas_##P##OP,                                                                              \
+	  (int order, int side, int uplo, int transa, int diag, int m, int n, T alpha, const T *a, int lda,   \
+	   T *b, int ldb),                                                                                     \
+	  (order, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb), (M, N, left), (m, n, side == 141),   \
+	  M * N * (left ? M : N), E * (TP_TRI(left ? M : N) + 2 * M * N), M * N * ((left ? M : N) - 1) / 2)   \
+	X(V, void, P##OP##_,                                                                                   \
+	  (const char *side, const char *uplo, const char *transa, const char *diag, const int *m,            \
+	   const int *n, const T *alpha, const T *a, const int *lda, T *b, const int *ldb, tprof_flen lside,  \
+	   tprof_flen luplo, tprof_flen ltransa, tprof_flen ldiag),                                            \
+	  (side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, lside, luplo, ltransa, ldiag), (M, N, left), \
+	  (*m, *n, TP_FLEFT(*side)), M * N * (left ? M : N), E * (TP_TRI(left ? M : N) + 2 * M * N),           \
+	  M * N * ((left ? M : N) - 1) / 2)
+
+/* LAPACK (Fortran entry points). getrf, getrs, gesv, potrf and geqrf: LAWN 41's exact counts of the
+ * algorithm (fmuls + fadds, in integers: each is a whole number). syevd, gesdd and gelsd iterate until
+ * convergence, so no count is exact: tprof gives Golub and Van Loan's nominal ones (Matrix
+ * Computations, 3rd ed.: the SVD and least-squares counts of chapter 5, the symmetric QR algorithm's
+ * of chapter 8; the cheaper of the Golub-Reinsch and R-SVD counts), marked nominal in the op table (tprof_op_nominal). */
+#define TP_GETRF_F(mx, mn) ((6 * (mx) * (mn) * (mn) - 2 * (mn) * (mn) * (mn) - 3 * (mn) * (mn) + 5 * (mn)) / 6)
+#define TP_GETRS_F(n, nrhs) ((nrhs) * (2 * (n) * (n) - (n)))
+#define TP_GEQRF_F(m, n)                                                                                       \
+	((m) > (n) ? (12 * (m) * (n) * (n) - 4 * (n) * (n) * (n) + 6 * (n) * (n) + 6 * (m) * (n) + 28 * (n)) / 6 \
+		   : (12 * (n) * (m) * (m) - 4 * (m) * (m) * (m) + 18 * (n) * (m) - 6 * (m) * (m) + 28 * (m)) / 6)
+#define TP_LAPACK(X, P, T, E)                                                                                  \
+	X(V, void, P##getrf_, (const int *m, const int *n, T *a, const int *lda, int *ipiv, int *info),       \
+	  (m, n, a, lda, ipiv, info), (M, N), (*m, *n), TP_GETRF_F(TP_MAX(M, N), TP_MIN(M, N)), E * 2 * M * N, 0) \
+	X(V, void, P##getrs_,                                                                                  \
+	  (const char *trans, const int *n, const int *nrhs, const T *a, const int *lda, const int *ipiv,     \
+	   T *b, const int *ldb, int *info, tprof_flen ltrans),                                                \
+	  (trans, n, nrhs, a, lda, ipiv, b, ldb, info, ltrans), (N, NRHS), (*n, *nrhs), TP_GETRS_F(N, NRHS),   \
+	  E * (N * N + 2 * N * NRHS), 0)                                                                       \
+	X(V, void, P##gesv_,                                                                                   \
+	  (const int *n, const int *nrhs, T *a, const int *lda, int *ipiv, T *b, const int *ldb, int *info),  \
+	  (n, nrhs, a, lda, ipiv, b, ldb, info), (N, NRHS), (*n, *nrhs),                                       \
+	  TP_GETRF_F(N, N) + TP_GETRS_F(N, NRHS), E * (2 * N * N + 2 * N * NRHS), 0)                           \
+	X(V, void, P##potrf_, (const char *uplo, const int *n, T *a, const int *lda, int *info, tprof_flen luplo), \
+	  (uplo, n, a, lda, info, luplo), (N), (*n), N * (N + 1) * (2 * N + 1) / 6, E * 2 * TP_TRI(N), 0)     \
+	X(V, void, P##geqrf_,                                                                                  \
+	  (const int *m, const int *n, T *a, const int *lda, T *tau, T *work, const int *lwork, int *info),   \
+	  (m, n, a, lda, tau, work, lwork, info), (M, N, query), (*m, *n, *lwork == -1),                       \
+	  query ? 0 : TP_GEQRF_F(M, N), query ? 0 : E * (2 * M * N + TP_MIN(M, N)), 0)                        \
+	X(V, void, P##syevd_,                                                                                  \
+	  (const char *jobz, const char *uplo, const int *n, T *a, const int *lda, T *w, T *work,             \
+	   const int *lwork, int *iwork, const int *liwork, int *info, tprof_flen ljobz, tprof_flen luplo),   \
+	  (jobz, uplo, n, a, lda, w, work, lwork, iwork, liwork, info, ljobz, luplo), (N, vectors, query),     \
+	  (*n, TP_CH(*jobz, 'V'), *lwork == -1 || *liwork == -1),                                             \
+	  query ? 0 : vectors ? 9 * N * N * N : 4 * N * N * N / 3,                                             \
+	  query ? 0 : E * (TP_TRI(N) + N + vectors * N * N), 0)                                                \
+	X(V, void, P##gesdd_,                                                                                  \
+	  (const char *jobz, const int *m, const int *n, T *a, const int *lda, T *s, T *u, const int *ldu,    \
+	   T *vt, const int *ldvt, T *work, const int *lwork, int *iwork, int *info, tprof_flen ljobz),       \
+	  (jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork, info, ljobz), (M, N, vectors, query),  \
+	  (*m, *n, TP_CH(*jobz, 'N') ? 0 : TP_CH(*jobz, 'A') ? 2 : 1, *lwork == -1),              \
+	  query ? 0 : TP_SVD_F(TP_MAX(M, N), TP_MIN(M, N), vectors),                                           \
+	  query ? 0 : E * (M * N + TP_MIN(M, N) + (vectors == 2 ? M * M + N * N : vectors * 2 * M * N)), 0)    \
+	X(V, void, P##gelsd_,                                                                                  \
+	  (const int *m, const int *n, const int *nrhs, T *a, const int *lda, T *b, const int *ldb, T *s,     \
+	   const T *rcond, int *rank, T *work, const int *lwork, int *iwork, int *info),                      \
+	  (m, n, nrhs, a, lda, b, ldb, s, rcond, rank, work, lwork, iwork, info), (M, N, NRHS, query),         \
+	  (*m, *n, *nrhs, *lwork == -1),                                                                       \
+	  query ? 0 : TP_MIN(4 * TP_MAX(M, N) * TP_MIN(M, N) * TP_MIN(M, N) + 8 * TP_MIN(M, N) * TP_MIN(M, N) * TP_MIN(M, N), \
+			     2 * TP_MAX(M, N) * TP_MIN(M, N) * TP_MIN(M, N) + 11 * TP_MIN(M, N) * TP_MIN(M, N) * TP_MIN(M, N)), \
+	  query ? 0 : E * (M * N + 2 * TP_MAX(M, N) * NRHS + TP_MIN(M, N)), 0)
+/* SVD of an mx x mn matrix (mx >= mn): values only, values with thin U and V, with full U and V */
+#define TP_SVD_F(mx, mn, vec)                                                                                  \
+	((vec) == 0 ? TP_MIN(4 * (mx) * (mn) * (mn) - 4 * (mn) * (mn) * (mn) / 3, 2 * (mx) * (mn) * (mn) + 2 * (mn) * (mn) * (mn)) \
+	 : (vec) == 1 ? TP_MIN(14 * (mx) * (mn) * (mn) + 8 * (mn) * (mn) * (mn), 6 * (mx) * (mn) * (mn) + 20 * (mn) * (mn) * (mn)) \
+		      : TP_MIN(4 * (mx) * (mx) * (mn) + 8 * (mx) * (mn) * (mn) + 9 * (mn) * (mn) * (mn),                     \
+			       4 * (mx) * (mx) * (mn) + 22 * (mn) * (mn) * (mn)))
+
+#define TP_BLAS(X, P, T, E)                                                                                    \
+	TP_ASUM(X, P, T, E) TP_AXPY(X, P, T, E) TP_COPY(X, P, T, E) TP_DOT(X, P, T, E) TP_NRM2(X, P, T, E)       \
+	TP_ROT(X, P, T, E) TP_SCAL(X, P, T, E) TP_SWAP(X, P, T, E) TP_IAMAX(X, P, T, E) TP_GEMV(X, P, T, E)      \
+	TP_SYMV(X, P, T, E) TP_GER(X, P, T, E) TP_SYR(X, P, T, E) TP_SYR2(X, P, T, E) TP_TRXV(X, P, T, E, trmv) \
+	TP_TRXV(X, P, T, E, trsv) TP_SYMM(X, P, T, E) TP_SYRK(X, P, T, E) TP_SYR2K(X, P, T, E)                   \
+	TP_TRXM(X, P, T, E, trmm) TP_TRXM(X, P, T, E, trsm) TP_LAPACK(X, P, T, E)
+
 
 #define TPROF_OPS(X)                                                                                           \
 	X(V, void, tnn_matmul,                                                                                 \
@@ -176,7 +417,8 @@
 	   const double *beta, double *c, const int *ldc, unsigned long la, unsigned long lb),                \
 	  (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb), (M, N, K, ta, tb, beta),     \
 	  (*m, *n, *k, !TP_NOTRANS(*transa), !TP_NOTRANS(*transb), tprof_f64_nonzero(*beta)), 2 * M * N * K,   \
-	  8 * (M * K + K * N + M * N + beta * M * N), M * N * K)
+	  8 * (M * K + K * N + M * N + beta * M * N), M * N * K)                                               \
+	TP_BLAS(X, s, float, 4) TP_BLAS(X, d, double, 8)
 
 /* Nonzero test of a float by its bits: no floating-point instruction, so no exception flag can be
  * raised in the traced program's floating-point state. */
@@ -250,13 +492,30 @@ struct tprof_op_info {
 	unsigned elem_bytes;
 };
 
+/* float64 ops: the BLAS and LAPACK d* routines, through either entry point (cblas_d..., cblas_id...,
+ * d..._, id..._); every other op works on float32. */
+#define TP_ELEM_BYTES(s)                                                                                      \
+	(((s)[0] == 'c' && (s)[5] == '_') ? (((s)[6] == 'd' || ((s)[6] == 'i' && (s)[7] == 'd')) ? 8u : 4u)       \
+					  : (((s)[0] == 'd' || ((s)[0] == 'i' && (s)[1] == 'd')) ? 8u : 4u))
+
 static inline const struct tprof_op_info *tprof_op_info(unsigned op)
 {
 #define TP_INFO(RK, RET, NAME, PARAMS, ARGS, SNAMES, SVALS, ...)                                                \
-	{#NAME, TP_NARGS SNAMES, #SNAMES, ((#NAME[0] == 'd' && #NAME[1] == 'g') || (#NAME[0] == 'c' && #NAME[6] == 'd')) ? 8u : 4u},
+	{#NAME, TP_NARGS SNAMES, #SNAMES, TP_ELEM_BYTES(#NAME)},
 	static const struct tprof_op_info info[] = {{"?", 0, "()", 4}, TPROF_OPS(TP_INFO)};
 #undef TP_INFO
 	return op < TPROF_NOPS ? &info[op] : &info[0];
+}
+
+/* Whether op's FLOPs are a nominal count (an iterative LAPACK driver: the work depends on the data). */
+static inline int tprof_op_nominal(unsigned op)
+{
+	switch (op) {
+	case TPROF_OP_ssyevd_: case TPROF_OP_dsyevd_: case TPROF_OP_sgesdd_: case TPROF_OP_dgesdd_:
+	case TPROF_OP_sgelsd_: case TPROF_OP_dgelsd_:
+		return 1;
+	}
+	return 0;
 }
 
 /* The cost of op from its shape (nshape values); zeros for an unknown op or a shape of the wrong size. */

@@ -1,6 +1,6 @@
 # The kernel-interposition test program of tests/integration/ops.bats and bench/kernels.sh: it calls
 # every op-table kernel (libtnn.so) and, through libkcall_blas.so (opened RTLD_LOCAL, linked against
-# the system BLAS), the four BLAS GEMM entry points.
+# the system BLAS and LAPACK), every wrapped BLAS and LAPACK routine.
 
 KCALL_FILES := $(BUILD)/progs/kernel_calls $(BUILD)/progs/libkcall_blas.so
 all: $(KCALL_FILES)
@@ -12,7 +12,7 @@ $(BUILD)/progs/kernel_calls: tests/kernels/kernel_calls.c include/tnn.h $(BUILD)
 
 $(BUILD)/progs/libkcall_blas.so: tests/kernels/kcall_blas.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -fPIC -shared -o $@ $< -lblas
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -fPIC -shared -o $@ $< -llapack -lblas
 
 # bench/kernels.sh's microbenchmark: a trivial tnn_add in libktrivial.so, called from kernel_bench.
 KBENCH_FILES := $(BUILD)/progs/kernel_bench $(BUILD)/progs/libktrivial.so

@@ -1,5 +1,5 @@
-/* Kernel wrappers: libtprof.so exports every kernel of the op table (include/tprof_ops.h), the tnn_*
- * kernels and the BLAS GEMM entry points. A wrapper reads the clock, calls the real function with the
+/* Kernel wrappers: libtprof.so exports every kernel of the op table (include/tprof_ops.h): the tnn_*
+ * kernels, the BLAS (CBLAS and Fortran entry points) and a few LAPACK routines. A wrapper reads the clock, calls the real function with the
  * arguments it was given, reads the clock again and records one call with its shape, FLOPs and bytes.
  * The real function's result is returned as is; recording uses integer arithmetic only and touches
  * neither errno nor the floating-point environment. Nested calls (a composite kernel calling an
@@ -112,8 +112,8 @@ void tprof_kernels_forget(void)
 
 #define TP_RECORD(NAME, SVALS)                                                                           \
 	if (rec) {                                                                                       \
-		const int64_t s[] = {TP_UNPAREN SVALS};                                                   \
-		tprof_record_kernel(TPROF_OP_##NAME, t0, t1, s, sizeof(s) / sizeof(s[0]));               \
+		const int64_t shape_[] = {TP_UNPAREN SVALS};                                              \
+		tprof_record_kernel(TPROF_OP_##NAME, t0, t1, shape_, sizeof(shape_) / sizeof(shape_[0])); \
 	}
 
 #define TP_WRAP_V(RET, NAME, PARAMS, ARGS, SVALS)                                                        \

@@ -200,6 +200,56 @@ assert len(gemm) == 1 and gemm[0]["calls"] == 1 and gemm[0]["flops"] == 33554432
 PY
 }
 
+@test "NumPy's linear algebra, unmodified: solve, cholesky, eigh, svd, lstsq and a vector dot with their textbook FLOPs" {
+	$PY -c "import numpy" 2>/dev/null || skip "python3-numpy is not installed"
+	cat >la.py <<'PY'
+import numpy as np
+n = 200
+rng = np.random.default_rng(0)
+A = rng.standard_normal((n, n))
+S = A @ A.T + n * np.eye(n)
+b = rng.standard_normal(n)
+x = np.linalg.solve(S, b)
+L = np.linalg.cholesky(S)
+w, V = np.linalg.eigh(S)
+U, s, Vt = np.linalg.svd(A[:, :120])
+z = np.linalg.lstsq(A[:, :50], b, rcond=None)[0]
+v = np.arange(1000.0)
+print(round(float(x.sum() + L.sum() + w.sum() + s.sum() + z.sum() + v @ v), 6))
+PY
+	bare=$($PY la.py)
+	run traced $PY la.py
+	[ "$status" -eq 0 ]
+	[ "$output" = "$bare" ]
+	"$B/tprof" ops --json t.trace >o.json
+	$PY - o.json <<'PY'
+import json, sys
+from fractions import Fraction as F
+rows = {o["name"]: o for o in json.load(open(sys.argv[1]))["ops"]}
+n = 200
+want = {
+    # LU with partial pivoting 2n^3/3 - n^2/2 + 5n/6, then two triangular solves 2n^2 - n (LAWN 41)
+    "dgesv_": (1, F(2 * n ** 3, 3) - F(n ** 2, 2) + F(5 * n, 6) + 2 * n ** 2 - n, False),
+    # Cholesky n^3/3 + n^2/2 + n/6
+    "dpotrf_": (1, F(n ** 3, 3) + F(n ** 2, 2) + F(n, 6), False),
+    # symmetric eigenvalues and vectors 9n^3 (Golub and Van Loan); the workspace query counts 0
+    "dsyevd_": (2, 9 * n ** 3, True),
+    # full SVD of 200 x 120, R-SVD: 4m^2n + 22n^3
+    "dgesdd_": (2, 4 * 200 ** 2 * 120 + 22 * 120 ** 3, True),
+    # least squares 200 x 50 by SVD, R-SVD: 2mn^2 + 11n^3
+    "dgelsd_": (2, 2 * 200 * 50 ** 2 + 11 * 50 ** 3, True),
+    # dot product of 1000 numbers: 1000 multiplications, 999 additions
+    "cblas_ddot": (1, 1999, False),
+}
+for name, (calls, flops, nominal) in want.items():
+    r = rows[name]
+    assert (r["calls"], r["flops"], r["flops_nominal"]) == (calls, flops, nominal), (name, r, calls, flops)
+print("ok")
+PY
+	run "$B/tprof" ops t.trace
+	[[ "$output" == *"nominal FLOPs (data-dependent iterations; docs/OPS.md): "*"dsyevd_"* ]]
+}
+
 @test "an unannotated program runs unchanged and annotations without the preload are no-ops" {
 	run "$B/transformer_bench" $GPT_SMALL
 	[ "$status" -eq 0 ]
@@ -209,7 +259,7 @@ PY
 @test "malformed KERNELS and NAMES blocks are rejected with a message" {
 	no_asan_tnn
 	traced "$B/progs/kernel_calls" >/dev/null
-	# rewrite the first call record's op id to one no NAMES block defines, fixing the CRC
+	# rewrite the first call record's op id to 0, which no NAMES block defines, fixing the CRC
 	$PY - t.trace bad.trace <<'PY'
 import sys
 data = bytearray(open(sys.argv[1], "rb").read())
@@ -236,7 +286,7 @@ while off < len(data) and not done:
         _, i = varint(data, p); count, i = varint(data, i)
         for _ in range(count):
             if data[i] == 1:
-                data[i + 1] = 0x7f # op 127
+                data[i + 1] = 0 # op 0: ids start at 1, so no NAMES block defines it
                 data[off+5:off+9] = crc32c(bytes(data[off:off+1]) + bytes(data[p:p+n])).to_bytes(4, "little")
                 done = True
                 break
@@ -248,7 +298,7 @@ open(sys.argv[2], "wb").write(data)
 PY
 	run "$B/tprof" ops bad.trace
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"names op 127, which no NAMES block defined"* ]]
+	[[ "$output" == *"names op 0, which no NAMES block defined"* ]]
 }
 
 @test "compare: parameters and FLOPs per step of two runs side by side" {

@@ -1,7 +1,10 @@
 """Checks `tprof ops --group-by shape --json` against the analytic FLOP formulas of every wrapped
-kernel, written here independently of include/tprof_ops.h from include/tnn.h and docs/OPS.md, and
-checks that the shares add up. Usage: ops_check.py OPS.json [--all] ; --all: every op must appear."""
+kernel, written here independently of include/tprof_ops.h from include/tnn.h, docs/OPS.md and, for
+BLAS and LAPACK, LAPACK Working Note 41's multiplication and addition counts (exact fractions, which
+must come out whole), and checks that the shares add up. Usage: ops_check.py OPS.json [--all] ;
+--all: every op must appear."""
 import json, re, sys
+from fractions import Fraction as F
 
 def P(T): return T * (T + 1) // 2
 def out(i, k, s, p): return (i + 2 * p - k) // s + 1
@@ -42,6 +45,69 @@ FLOPS = {
     "sgemm_": lambda M, N, K, ta, tb, beta: 2 * M * N * K,
     "dgemm_": lambda M, N, K, ta, tb, beta: 2 * M * N * K,
 }
+
+# BLAS (both precisions, both entry points) and LAPACK: fmuls + fadds as LAWN 41 gives them.
+def lawn(fmuls, fadds):
+    t = F(fmuls) + F(fadds)
+    assert t.denominator == 1, t
+    return max(int(t), 0)
+
+def getrf(M, N):
+    m, n = M, N
+    if m < n:
+        m, n = n, m
+    return lawn(F(1, 2) * m * n * n - F(n ** 3, 6) + F(1, 2) * m * n - F(1, 2) * n * n + F(2, 3) * n,
+                F(1, 2) * m * n * n - F(n ** 3, 6) - F(1, 2) * m * n + F(n, 6))
+
+def getrs(N, NRHS): return lawn(NRHS * N * N, NRHS * N * (N - 1))
+
+def geqrf(m, n):
+    if m > n:
+        return lawn(m * n * n - F(n ** 3, 3) + m * n + F(n * n, 2) + F(23 * n, 6), m * n * n - F(n ** 3, 3) + F(n * n, 2) + F(5 * n, 6))
+    return lawn(n * m * m - F(m ** 3, 3) + 2 * n * m - F(m * m, 2) + F(23 * m, 6), n * m * m - F(m ** 3, 3) + n * m - F(m * m, 2) + F(5 * m, 6))
+
+# nominal counts of the iterative drivers (Golub and Van Loan): the cheaper of Golub-Reinsch and R-SVD
+def svd(m, n, vectors):
+    big, small = max(m, n), min(m, n)
+    if vectors == 0:
+        return min(4 * big * small ** 2 - (4 * small ** 3) // 3, 2 * big * small ** 2 + 2 * small ** 3)
+    if vectors == 1:
+        return min(14 * big * small ** 2 + 8 * small ** 3, 6 * big * small ** 2 + 20 * small ** 3)
+    return min(4 * big ** 2 * small + 8 * big * small ** 2 + 9 * small ** 3, 4 * big ** 2 * small + 22 * small ** 3)
+
+BLAS = {
+    "asum": lambda n: lawn(0, n - 1), "axpy": lambda n: lawn(n, n), "copy": lambda n: 0,
+    "dot": lambda n: lawn(n, n - 1), "nrm2": lambda n: lawn(n, n - 1), "rot": lambda n: lawn(4 * n, 2 * n),
+    "scal": lambda n: lawn(n, 0), "swap": lambda n: 0, "amax": lambda n: lawn(0, n - 1),
+    "gemv": lambda M, N, t, beta: lawn(M * N, M * N), "symv": lambda N, beta: lawn(N * N, N * N),
+    "ger": lambda M, N: lawn(M * N, M * N),
+    "syr": lambda N: lawn(F(N * (N + 1), 2), F(N * (N + 1), 2)), "syr2": lambda N: lawn(N * (N + 1), N * (N + 1)),
+    "trmv": lambda N: lawn(F(N * (N + 1), 2), F(N * (N - 1), 2)), "trsv": lambda N: lawn(F(N * (N + 1), 2), F(N * (N - 1), 2)),
+    "gemm": lambda M, N, K, ta, tb, beta: lawn(M * N * K, M * N * K),
+    "symm": lambda M, N, left, beta: lawn(M * M * N, M * M * N) if left else lawn(M * N * N, M * N * N),
+    "syrk": lambda N, K, beta: lawn(F(K * N * (N + 1), 2), F(K * N * (N + 1), 2)),
+    "syr2k": lambda N, K, beta: lawn(K * N * N, K * N * N + N) if K else 0,
+    "trmm": lambda M, N, left: lawn(F(N * M * (M + 1), 2), F(N * M * (M - 1), 2)) if left else lawn(F(M * N * (N + 1), 2), F(M * N * (N - 1), 2)),
+    "trsm": lambda M, N, left: lawn(F(N * M * (M + 1), 2), F(N * M * (M - 1), 2)) if left else lawn(F(M * N * (N + 1), 2), F(M * N * (N - 1), 2)),
+}
+LAPACK = {
+    "getrf": getrf, "getrs": getrs, "gesv": lambda N, NRHS: getrf(N, N) + getrs(N, NRHS),
+    "potrf": lambda N: lawn(F(N ** 3, 6) + F(N * N, 2) + F(N, 3), F(N ** 3, 6) - F(N, 6)),
+    "geqrf": lambda M, N, query: 0 if query else geqrf(M, N),
+    "syevd": lambda N, vectors, query: 0 if query else (9 * N ** 3 if vectors else (4 * N ** 3) // 3),
+    "gesdd": lambda M, N, vectors, query: 0 if query else svd(M, N, vectors),
+    "gelsd": lambda M, N, NRHS, query: 0 if query else min(4 * max(M, N) * min(M, N) ** 2 + 8 * min(M, N) ** 3,
+                                                          2 * max(M, N) * min(M, N) ** 2 + 11 * min(M, N) ** 3),
+}
+for p in "sd":
+    for name, f in BLAS.items():
+        if name == "gemm":
+            continue  # listed above
+        base = "i" + p + name if name == "amax" else p + name
+        FLOPS["cblas_" + base] = f
+        FLOPS[base + "_"] = f
+    for name, f in LAPACK.items():
+        FLOPS[p + name + "_"] = f
 
 d = json.load(open(sys.argv[1]))
 seen, bad = set(), 0
