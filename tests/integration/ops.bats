@@ -27,6 +27,28 @@ GPT_SMALL="--vocab 64 --ctx 32 --layers 2 --heads 2 --dmodel 32 --batch 2 --step
 	[ "$status" -eq 0 ]
 }
 
+@test "the same with Netlib's reference BLAS and LAPACK, whose drivers call BLAS and LAPACK through the PLT" {
+	no_asan_tnn
+	ref=/usr/lib/x86_64-linux-gnu
+	[ -e $ref/blas/libblas.so.3 ] && [ -e $ref/lapack/liblapack.so.3 ] || skip "reference BLAS/LAPACK not installed"
+	export LD_LIBRARY_PATH=$ref/blas:$ref/lapack
+	ldd "$B/progs/libkcall_blas.so" | grep -q "$ref/lapack/liblapack.so.3"
+	bare=$("$B/progs/kernel_calls" 2>&1)
+	run traced "$B/progs/kernel_calls"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$bare" ]
+	unset LD_LIBRARY_PATH
+	"$B/tprof" ops --group-by shape --json t.trace >ops.json
+	run $PY "$CHECK" ops.json --all
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# reference dgesv_ calls dgetrs_ through the PLT: recorded as a nested call (one direct, one inside)
+	"$B/tprof" ops --json t.trace | $PY -c '
+import json, sys
+rows = {o["name"]: o for o in json.load(sys.stdin)["ops"]}
+assert rows["dgetrs_"]["calls"] == 2 and rows["dgesv_"]["calls"] == 1, rows["dgetrs_"]'
+}
+
 @test "shapes with a 64-bit value or more than four values are recorded exactly" {
 	no_asan_tnn
 	traced "$B/progs/kernel_wide"
