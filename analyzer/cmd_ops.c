@@ -108,13 +108,15 @@ static void head(const char *name, const char *unit, int width)
 
 #define USAGE                                                                                         \
 	"usage: tprof ops [--json | --csv[=ops|steps]] [--sort self|total|calls|flops|gflops|name] [--top N]\n" \
-	"                 [--group-by shape] [--by range|thread|region] [--skip-steps N] [--wide] FILE\n"        \
+	"                 [--group-by shape] [--by range|thread|region] [--thread main|TID] [--skip-steps N]\n" \
+	"                 [--wide] FILE\n"                                                                       \
 	"Per-op time shares, per-call distribution, FLOPs and GFLOP/s against this machine's roofline\n"        \
 	"(tprof roofline; TPROF_PEAK_GFLOPS=X sets the FP32 peak). --by range: one row per annotated\n"          \
 	"range (tprof_range_push), with the kernel time, FLOPs and heap bytes inside it, and under it\n" \
 	"the ops that ran inside, with their share of its kernel time. --by thread: each thread's time\n"      \
 	"in kernels, working in OpenMP regions other threads opened, outside kernels and idle. --by region:\n" \
-	"the OpenMP parallel regions each op opened: their wall time, threads' busy time and imbalance. The text\n" \
+	"the OpenMP parallel regions each op opened: their wall time, threads' busy time and imbalance.\n"    \
+	"--thread: only that thread's calls and time (main: the process's first thread). The text\n"         \
 	"table fits 120 columns; --wide shows every column (JSON and CSV always have them all)."
 
 static const struct {
@@ -132,7 +134,8 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 		o->wide = 1;
 		return CMD_RUN;
 	}
-	if (strcmp(a, "--sort") && strcmp(a, "--group-by") && strcmp(a, "--by") && strcmp(a, "--skip-steps"))
+	if (strcmp(a, "--sort") && strcmp(a, "--group-by") && strcmp(a, "--by") && strcmp(a, "--skip-steps") &&
+	    strcmp(a, "--thread"))
 		return CMD_OTHER;
 	if (!v) {
 		tprof_err("ops: %s needs a value", a);
@@ -170,6 +173,15 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 		return CMD_RUN;
 	}
 	size_t n;
+	if (!strcmp(a, "--thread")) {
+		if (strcmp(v, "main") != 0 && (stacks_parse_top(v, &n) != 0 || n == 0 || n > UINT32_MAX)) {
+			tprof_err("ops: --thread takes 'main' or a thread id");
+			return 1;
+		}
+		o->one_thread = 1;
+		o->tid = strcmp(v, "main") ? (uint32_t)n : 0;
+		return CMD_RUN;
+	}
 	if (stacks_parse_top(v, &n) != 0 || n > UINT32_MAX) {
 		tprof_err("ops: --skip-steps needs a number of steps");
 		return 1;
@@ -482,9 +494,14 @@ int cmd_ops(int argc, char **argv)
 	printf("tprof ops: ");
 	tprof_text_str(stdout, path, 0);
 	printf("\n\n");
-	printf("  traced wall time %s over %zu thread%s with kernel calls (first to last event of each%s)\n",
-	       tprof_fmt_ns(r.wall_ns, a), r.threads, r.threads == 1 ? "" : "s",
-	       o.skip_steps ? ", from the first kept step" : "");
+	if (o.one_thread && r.nthr)
+		printf("  thread %" PRIu32 "%s only (--thread): its wall time %s (first to last event%s)\n", r.thr[0].tid,
+		       r.thr[0].main ? ", the main thread," : "", tprof_fmt_ns(r.wall_ns, a),
+		       o.skip_steps ? ", from the first kept step" : "");
+	else
+		printf("  traced wall time %s over %zu thread%s with kernel calls (first to last event of each%s)\n",
+		       tprof_fmt_ns(r.wall_ns, a), r.threads, r.threads == 1 ? "" : "s",
+		       o.skip_steps ? ", from the first kept step" : "");
 	uint64_t outside = r.wall_ns - r.in_ops_ns - r.idle_ns;
 	printf("  in kernels %s (%.1f%%), outside kernels %s (%.1f%%)", tprof_fmt_ns(r.in_ops_ns, b),
 	       100.0 * (double)r.in_ops_ns / wall, tprof_fmt_ns(outside, c), 100.0 * (double)outside / wall);

@@ -54,7 +54,7 @@
  * the last one ("other ops"); the same colours in the timeline, ops and roofline pictures. */
 #define NCLASS 12
 #define MAX_LEVELS 4  /* range nesting levels drawn above a lane */
-#define MAX_STEPS 400 /* step boundaries drawn; more are thinned */
+#define STEP_PX 12     /* at most one step boundary line per 12 pixels: denser ones are thinned */
 
 struct ctx {
 	const char *file, *dir, *ext;
@@ -78,6 +78,41 @@ static uint64_t ns_of(const struct ctx *c, uint64_t tick)
 static const char *secs(uint64_t ns, char *buf)
 {
 	snprintf(buf, 32, "%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+	return buf;
+}
+
+/* The step boundaries (tprof_step) drawn on a plot area plot_px pixels wide: every one, or every n-th
+ * when there are more than one per STEP_PX pixels. Writes their seconds, one per line ("NaN" if
+ * none), and returns how many it wrote; *nsteps is how many there are, *every the n. */
+static size_t write_steps(FILE *f, const struct ctx *c, int plot_px, size_t *nsteps, size_t *every)
+{
+	const struct tprof_trace *t = c->t;
+	size_t n = 0, most = (size_t)(plot_px / STEP_PX), drawn = 0;
+	char a[32];
+	for (size_t i = 0; i < t->nannots; i++)
+		n += t->annots[i].kind == TPROF_ANNOT_STEP;
+	*nsteps = n;
+	*every = n > most ? (n + most - 1) / most : 1;
+	for (size_t i = 0, k = 0; i < t->nannots; i++)
+		if (t->annots[i].kind == TPROF_ANNOT_STEP && k++ % *every == 0) {
+			fprintf(f, "%s\n", secs(ns_of(c, t->annots[i].tick), a));
+			drawn++;
+		}
+	if (!drawn)
+		fprintf(f, "NaN\n");
+	return drawn;
+}
+
+/* The key's words for the step lines write_steps drew. */
+static const char *steps_title(char *buf, size_t n, size_t nsteps, size_t every)
+{
+	if (every > 1) {
+		size_t t = every % 100;
+		const char *suf = t / 10 == 1 ? "th" : t % 10 == 1 ? "st" : t % 10 == 2 ? "nd" : t % 10 == 3 ? "rd" : "th";
+		snprintf(buf, n, "step boundary (every %zu%s of %zu)", every, suf, nsteps);
+	}
+	else
+		snprintf(buf, n, "step boundary");
 	return buf;
 }
 
@@ -249,16 +284,8 @@ static int plot_memory(struct ctx *c)
 	dat_meta(f, c);
 	write_points(f, hp, nhp);
 	fprintf(f, "%s %" PRIu64 "\n\n\n", secs(peak_ns, a), hs.peak_bytes);
-	size_t nsteps = 0, every = 1, drawn = 0;
-	for (size_t i = 0; i < t->nannots; i++)
-		nsteps += t->annots[i].kind == TPROF_ANNOT_STEP;
-	every = nsteps > MAX_STEPS ? (nsteps + MAX_STEPS - 1) / MAX_STEPS : 1;
-	for (size_t i = 0, k = 0; i < t->nannots; i++)
-		if (t->annots[i].kind == TPROF_ANNOT_STEP && k++ % every == 0) {
-			fprintf(f, "%s\n", secs(tprof_trace_ns(t, t->annots[i].tick), a));
-			drawn++;
-		}
-	fprintf(f, "%s\n\n", drawn ? "" : "NaN\n");
+	size_t nsteps = 0, every = 1, drawn = write_steps(f, c, WIDTH - MEM_L - MEM_R, &nsteps, &every);
+	fprintf(f, "\n\n");
 	write_points(f, rp, nrp);
 	if (out_close(f, path) != 0)
 		goto out;
@@ -303,12 +330,10 @@ static int plot_memory(struct ctx *c)
 	if (nrp)
 		fprintf(f, ", \\\n     '' index 4 using ($1 * tscale):($2 / unit) with lines lc 2 lw 1.5 title \"process RSS\"");
 	if (drawn) {
-		char every_s[64] = "";
-		if (every > 1)
-			snprintf(every_s, sizeof(every_s), ", every %zu-th of %zu", every, nsteps);
+		char st[96];
 		fprintf(f, ", \\\n     '' index 3 using ($1 * tscale):(ytop) with impulses lc rgb \"#888888\" lw 1 dt 2 "
-			   "title \"step boundary (tprof_step)%s\"",
-			every_s);
+			   "title \"%s\"",
+			steps_title(st, sizeof(st), nsteps, every));
 	}
 	if (hs.peak_bytes)
 		fprintf(f, ", \\\n     '' index 2 using ($1 * tscale):($2 / unit) with points pt 7 ps 1.6 lc 3 "
@@ -566,11 +591,8 @@ static int plot_timeline(struct ctx *c)
 	fwrite(labels, 1, labels_len, f);
 	free(labels);
 	fprintf(f, "%s\n\n", nlabels ? "" : "NaN NaN NaN \"\"\n");
-	size_t nsteps = 0;
-	for (size_t i = 0; i < t->nannots; i++)
-		if (t->annots[i].kind == TPROF_ANNOT_STEP && nsteps++ < MAX_STEPS)
-			fprintf(f, "%s\n", secs(ns_of(c, t->annots[i].tick), a));
-	fprintf(f, "%s\n", nsteps ? "" : "NaN");
+	size_t nsteps = 0, every = 1, drawn = write_steps(f, c, WIDTH - TL_L - TL_R, &nsteps, &every);
+	fprintf(f, "\n");
 	if (out_close(f, path) != 0)
 		goto out;
 
@@ -600,7 +622,7 @@ static int plot_timeline(struct ctx *c)
 		   "set grid xtics noytics\n"
 		   "set tics nomirror\n"
 		   "set style fill solid 0.9 noborder\n");
-	gp_key_below(f, TIMELINE_H((int)nlanes), (int)nused + (nrbox > 0) + (nsteps > 0));
+	gp_key_below(f, TIMELINE_H((int)nlanes), (int)nused + (nrbox > 0) + (drawn > 0));
 	if (!nl)
 		fprintf(f, "set label 1 \"no kernel calls or annotated ranges in this trace\" at graph 0.5, graph 0.5 center\n");
 	fprintf(f, "plot 'timeline.dat' index 1 using (NaN):($1 + (k_top + k_bot) / 2):ytic(strcol(2)) notitle");
@@ -618,10 +640,12 @@ static int plot_timeline(struct ctx *c)
 		fprintf(f, ", \\\n     '' index %zu using ($1 * tscale):($2 + (r_top($3) + r_bot($3)) / 2):4 with labels "
 			   "font \",8\" tc rgb \"#08306b\" notitle",
 			3 + nused);
-	if (nsteps)
+	if (drawn) {
+		char st[96];
 		fprintf(f, ", \\\n     '' index %zu using ($1 * tscale):(y_last):(0):(y_first - y_last) with vectors nohead "
-			   "lc rgb \"#888888\" dt 2 title \"step boundary%s\"",
-			4 + nused, nsteps > MAX_STEPS ? " (the first ones)" : "");
+			   "lc rgb \"#888888\" dt 2 title \"%s\"",
+			4 + nused, steps_title(st, sizeof(st), nsteps, every));
+	}
 	fprintf(f, "\n");
 	if (out_close(f, path) != 0)
 		goto out;

@@ -3,6 +3,7 @@
  * and last events, the memory charged to ranges and the heap peak. */
 #include "ops.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -773,7 +774,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		int pool = 0; /* a thread without calls of its own may still run regions' bodies */
 		for (size_t j = 0; j < h->nspans && !pool; j++)
 			pool = s.regions[h->spans[j].region].fork_tid != h->tid;
-		if (!h->ncalls && !pool)
+		if ((!h->ncalls && !pool) || (o->one_thread && h->tid != (o->tid ? o->tid : t->info.pid)))
 			continue;
 		r->threads++;
 		uint64_t from = h->first > s.window ? h->first : s.window;
@@ -787,6 +788,14 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		r->thr[r->nthr++] = (struct ops_thread){h->tid, xstrndup(tn, strlen(tn)), wall, in1 - in0,
 							r->in_ops_ns - in1, idle, r->calls - calls0,
 							(uint64_t)h->tid == t->info.pid};
+	}
+	if (o->one_thread && !r->threads) {
+		snprintf(t->err, sizeof(t->err), "%s: thread %" PRIu64 " made no kernel call and ran no OpenMP region",
+			 t->path, o->tid ? (uint64_t)o->tid : (uint64_t)t->info.pid);
+		free(sb);
+		state_free(&s);
+		ops_free(r);
+		return -1;
 	}
 	region_stats(&s);
 	if (!o->by_range) { /* the range rows were only scaffolding */

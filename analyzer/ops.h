@@ -85,6 +85,8 @@ struct ops_options {
 	int by_thread;       /* cmd_ops: the thread table (ops_result.thr is always filled) */
 	int by_region;       /* cmd_ops: the OpenMP region table (ops_result.regs is always filled) */
 	int wide;            /* cmd_ops: every column in the text table */
+	int one_thread;      /* only the calls and time of thread tid (0: the main thread, tid = pid) */
+	uint32_t tid;
 };
 
 struct ops_result {

@@ -149,6 +149,49 @@ PY
 	[[ "$output" == *"  in step "*", range "*"(thread "* ]]
 }
 
+@test "--thread main: the main thread's op table; its tnn_matmul share within 2 points of the Chrome export's" {
+	no_asan_tnn
+	OMP_NUM_THREADS=2 traced "$B/transformer_bench" $GPT_SMALL --steps 100 >/dev/null
+	"$B/tprof" ops --thread main --json t.trace >m.json
+	"$B/tprof" ops --json t.trace >all.json
+	"$B/tprof" export t.trace --chrome c.json
+	# the Chrome figure as a reader of the main thread's track gets it: tnn_matmul slices' self time
+	# (duration minus the kernel slices directly inside) over the track's extent
+	$PY - m.json all.json c.json <<'PY'
+import json, sys
+m, a, c = (json.load(open(f)) for f in sys.argv[1:4])
+ev = c["traceEvents"]
+pid = next(e["pid"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name")
+track = [e for e in ev if e.get("tid") == pid and e.get("ph") in ("X", "i")]
+ks = sorted((e for e in track if e.get("cat") == "kernel"), key=lambda e: (e["ts"], -e["dur"]))
+inner, stack = [0.0] * len(ks), []
+for i, e in enumerate(ks):
+    while stack and ks[stack[-1]]["ts"] + ks[stack[-1]]["dur"] <= e["ts"]:
+        stack.pop()
+    if stack:
+        inner[stack[-1]] += e["dur"]
+    stack.append(i)
+chrome_self = sum(e["dur"] - inner[i] for i, e in enumerate(ks) if e["name"] == "tnn_matmul")  # us
+extent = max(e["ts"] + e.get("dur", 0) for e in track) - min(e["ts"] for e in track)
+row = next(o for o in m["ops"] if o["name"] == "tnn_matmul")
+share, chrome_share = 100 * row["self_ns"] / m["wall_ns"], 100 * chrome_self / extent
+print(f"tprof {share:.2f} %, Chrome {chrome_share:.2f} %")
+assert abs(row["self_ns"] / 1e3 - chrome_self) <= 0.001 * chrome_self, (row["self_ns"], chrome_self)
+assert abs(share - chrome_share) < 2, (share, chrome_share)
+# one thread: its own calls only (the pool's work for them is in the whole table's self time)
+assert m["threads"] == 1 and m["in_ops_ns"] + m["outside_ns"] + m["idle_ns"] == m["wall_ns"], m
+whole = next(o for o in a["ops"] if o["name"] == "tnn_matmul")
+assert whole["self_ns"] > row["self_ns"] and whole["calls"] > row["calls"], (whole, row)
+PY
+	run "$B/tprof" ops --thread main t.trace
+	[[ "$output" == *"the main thread, only (--thread)"* ]]
+	run "$B/tprof" ops --thread 1 t.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"thread 1 made no kernel call and ran no OpenMP region"* ]]
+	run "$B/tprof" ops --thread x t.trace
+	[ "$status" -eq 1 ]
+}
+
 @test "cnn_bench and mlp_bench: FLOPs match the formulas per shape" {
 	no_asan_tnn
 	traced "$B/cnn_bench" --image 12 --channels 8,8 --classes 4 --batch 8 --steps 3 >/dev/null
