@@ -149,6 +149,25 @@ PY
 	[ "$(dat out/timeline.dat 2 | head -1)" = '"tnn_add"' ]
 }
 
+@test "dense step boundaries thin to at most one line per 12 pixels, and the key says which" {
+	record "$B/transformer_bench" ${GPT_SMALL/--steps 6/--steps 300} --period 1000
+	"$B/tprof" plot -o out t.trace >/dev/null
+	# memory: block 3; timeline: the last block. Plot areas 1400 - 90 - 40 and 1400 - 150 - 40 pixels.
+	mem=$(dat out/memory.dat 3 | wc -l)
+	tl=$($PY -c 'import re, sys; print(len([l for l in re.split(r"\n\n\n", open(sys.argv[1]).read())[-1].split() if l]))' out/timeline.dat)
+	echo "memory $mem, timeline $tl lines"
+	[ "$mem" -le $(((1400 - 90 - 40) / 12)) ] && [ "$mem" -ge 50 ]
+	[ "$tl" -le $(((1400 - 150 - 40) / 12)) ] && [ "$tl" -ge 50 ]
+	grep -Eq 'step boundary \(every [0-9]+(st|nd|rd|th) of [0-9]{3}\)' out/memory.gp
+	grep -Eq 'step boundary \(every [0-9]+(st|nd|rd|th) of [0-9]{3}\)' out/timeline.gp
+	# few steps: every one, and the key says nothing more
+	rm -f t.trace
+	record "$B/transformer_bench" $GPT_SMALL
+	"$B/tprof" plot -o few t.trace >/dev/null
+	[ "$(dat few/memory.dat 3 | wc -l)" -eq 7 ]
+	grep -q 'title "step boundary"' few/timeline.gp
+}
+
 @test "hostile names: gnuplot only shows them, never runs them, in PNG and SVG" {
 	rm -f "$CANARY"
 	record "$B/progs/hostile_names"
