@@ -18,3 +18,16 @@ $(BUILD)/progs/hostile_names_naive: tests/kernels/hostile_names.c include/tnn.h 
 		$(BUILD)/progs/libknaive.so
 	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -D_GNU_SOURCE -Iinclude -o $@ $< -L$(BUILD)/progs -lknaive \
 		-Wl,-rpath,'$$ORIGIN' -ldl $(LDLIBS)
+
+# OpenMP tasks run at a region's closing barrier (tests/integration/ops.bats): libkomp_task.so's
+# tnn_linear_fwd, gcc -fopenmp, calling libknaive.so's tnn_add from its tasks; kernel_tasks calls it.
+KTASK_FILES := $(BUILD)/progs/libkomp_task.so $(BUILD)/progs/kernel_tasks
+all: $(KTASK_FILES)
+
+$(BUILD)/progs/libkomp_task.so: tests/kernels/komp_task.c $(BUILD)/progs/libknaive.so
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -fopenmp -fPIC -shared -o $@ $< -L$(BUILD)/progs -lknaive \
+		-Wl,-rpath,'$$ORIGIN'
+
+$(BUILD)/progs/kernel_tasks: tests/kernels/kernel_tasks.c include/tprof.h $(BUILD)/progs/libkomp_task.so
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -D_GNU_SOURCE -Iinclude -o $@ $< -L$(BUILD)/progs -lkomp_task \
+		-Wl,-rpath,'$$ORIGIN' -ldl

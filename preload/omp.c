@@ -4,8 +4,12 @@
  * range that opened the region. The thread that opens a region records a FORK annotation with the
  * region's number; every thread that runs the region's body (the opening one too) records BEGIN and
  * END around it (docs/OPS.md). The runtime is called with a small body that does that and calls the
- * real body; arguments, results and the runtime's own behaviour are untouched. */
+ * real body; arguments, results and the runtime's own behaviour are untouched. GOMP_task is wrapped
+ * too: a task that a pool thread runs after the body, at the region's closing barrier, is still the
+ * region's work, so the task records BEGIN and END of its region around itself. */
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include "preload.h"
 
@@ -30,6 +34,7 @@ enum {
 	OMP_LOOP_NONMONOTONIC_RUNTIME,
 	OMP_LOOP_MAYBE_NONMONOTONIC_RUNTIME,
 	OMP_SECTIONS,
+	OMP_TASK,
 	OMP_N
 };
 static void *_Atomic omp_real[OMP_N];
@@ -66,7 +71,10 @@ static void region_body(void *arg)
 	int rec = !tprof_tls.guard && atomic_load_explicit(&tprof_recording, memory_order_relaxed);
 	if (rec)
 		note(TPROF_ANNOT_OMP_BEGIN, r->id);
+	int64_t outer = tprof_tls.omp_region;
+	tprof_tls.omp_region = r->id;
 	r->fn(r->data);
+	tprof_tls.omp_region = outer;
 	if (rec)
 		note(TPROF_ANNOT_OMP_END, r->id);
 }
@@ -119,3 +127,68 @@ OMP_WRAP(OMP_LOOP_MAYBE_NONMONOTONIC_RUNTIME, GOMP_parallel_loop_maybe_nonmonoto
 	 LOOP_RUNTIME_ARGS)
 OMP_WRAP(OMP_SECTIONS, GOMP_parallel_sections, (unsigned num_threads, unsigned count, unsigned flags),
 	 (num_threads, count, flags))
+
+/* ---- tasks ---- */
+
+/* A task's argument block as the runtime copies it: this header, then the program's own block at
+ * off (aligned as the program asked). */
+struct omp_task {
+	void (*fn)(void *);
+	void (*cpyfn)(void *, void *);
+	void *data; /* the program's block, for cpyfn; read only while GOMP_task runs */
+	int64_t id; /* the region the task belongs to */
+	long off;
+};
+
+#define TASK_MAX_ARGS 4096 /* larger blocks (and alignments over 64) pass through unrecorded */
+
+static void task_body(void *arg)
+{
+	const struct omp_task *t = arg;
+	int rec = !tprof_tls.guard && atomic_load_explicit(&tprof_recording, memory_order_relaxed);
+	if (rec)
+		note(TPROF_ANNOT_OMP_BEGIN, t->id);
+	int64_t outer = tprof_tls.omp_region;
+	tprof_tls.omp_region = t->id;
+	t->fn((char *)arg + t->off);
+	tprof_tls.omp_region = outer;
+	if (rec)
+		note(TPROF_ANNOT_OMP_END, t->id);
+}
+
+/* The runtime's copy of a task's block when the program gave a copy function (C++ firstprivate). */
+static void task_copy(void *dst, void *src)
+{
+	const struct omp_task *t = src;
+	memcpy(dst, t, sizeof(*t));
+	t->cpyfn((char *)dst + t->off, t->data);
+}
+
+typedef void (*omp_cpyfn)(void *, void *);
+TPROF_EXPORT void GOMP_task(omp_fn fn, void *data, omp_cpyfn cpyfn, long arg_size, long arg_align, bool if_clause,
+			    unsigned flags, void **depend, int priority, void *detach);
+
+/* libgomp's task entry point (gcc 9 and later; older compilers pass fewer arguments, which the
+ * runtime reads only when flags say they are there). A task created inside a recorded region gets
+ * task_body and a block with the header in front; any other passes through. */
+TPROF_EXPORT void GOMP_task(omp_fn fn, void *data, omp_cpyfn cpyfn, long arg_size, long arg_align, bool if_clause,
+			    unsigned flags, void **depend, int priority, void *detach)
+{
+	void (*real)(omp_fn, void *, omp_cpyfn, long, long, bool, unsigned, void **, int, void *) =
+		real_of(OMP_TASK, "GOMP_task", (void *)GOMP_task, __builtin_return_address(0));
+	int64_t id = tprof_tls.omp_region;
+	if (!id || tprof_tls.guard || !atomic_load_explicit(&tprof_recording, memory_order_relaxed) || arg_size < 0 ||
+	    arg_size > TASK_MAX_ARGS || arg_align < 1 || arg_align > 64 || (arg_align & (arg_align - 1))) {
+		real(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+		return;
+	}
+	unsigned char block[64 + TASK_MAX_ARGS] __attribute__((aligned(64)));
+	long off = ((long)sizeof(struct omp_task) + arg_align - 1) / arg_align * arg_align;
+	struct omp_task t = {fn, cpyfn, data, id, off};
+	memcpy(block, &t, sizeof(t));
+	if (!cpyfn && arg_size)
+		memcpy(block + off, data, (size_t)arg_size);
+	long align = arg_align > (long)_Alignof(struct omp_task) ? arg_align : (long)_Alignof(struct omp_task);
+	real(task_body, block, cpyfn ? task_copy : NULL, off + arg_size, align, if_clause, flags, depend, priority,
+	     detach);
+}

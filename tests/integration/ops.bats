@@ -149,6 +149,28 @@ PY
 	[[ "$output" == *"  in step "*", range "*"(thread "* ]]
 }
 
+@test "OpenMP tasks that pool threads run at a region's closing barrier are the region's work (GOMP_task)" {
+	# libkomp_task.so's tnn_linear_fwd: one thread creates a task per row without waiting; the other
+	# threads run them at the region's end, after their share of the body has returned
+	bare=$("$B/progs/kernel_tasks")
+	for n in 2 4; do
+		rm -f t.trace
+		OMP_NUM_THREADS=$n run traced "$B/progs/kernel_tasks"
+		[ "$status" -eq 0 ]
+		[ "$output" = "$bare" ]
+		"$B/tprof" ops --json t.trace >o.json
+		$PY - o.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+calls = {o["name"]: o["calls"] for o in d["ops"]}
+assert calls == {"tnn_linear_fwd": 6, "tnn_add": 6 * 64}, calls
+# the tasks' tnn_add calls are nested in the call that opened the region: FLOPs once
+assert d["steps"]["flops_per_step"] == 2 * 64 * 96 * 128, d["steps"]
+assert d["in_ops_ns"] + d["outside_ns"] + d["idle_ns"] == d["wall_ns"], d
+PY
+	done
+}
+
 @test "--thread main: the main thread's op table; its tnn_matmul share within 2 points of the Chrome export's" {
 	no_asan_tnn
 	OMP_NUM_THREADS=2 traced "$B/transformer_bench" $GPT_SMALL --steps 100 >/dev/null
