@@ -182,8 +182,11 @@ TPROF_EXPORT void GOMP_task(omp_fn fn, void *data, omp_cpyfn cpyfn, long arg_siz
 		real(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
 		return;
 	}
-	unsigned char block[64 + TASK_MAX_ARGS] __attribute__((aligned(64)));
+	/* on the stack, sized to the block: an undeferred task runs inside this call, and recursive task
+	 * code nests such calls */
 	long off = ((long)sizeof(struct omp_task) + arg_align - 1) / arg_align * arg_align;
+	unsigned char raw[off + arg_size + 64];
+	unsigned char *block = (unsigned char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
 	struct omp_task t = {fn, cpyfn, data, id, off};
 	memcpy(block, &t, sizeof(t));
 	if (!cpyfn && arg_size)
