@@ -18,6 +18,7 @@ int cmd_ops(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_allocs(int argc, char **argv);
+int cmd_summary(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_diff(int argc, char **argv);

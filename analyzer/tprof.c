@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
 	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...          run PROGRAM under libtprof.so"},
 	{"report", cmd_report, "report [--json|--csv] FILE                   heap totals, peak, leaks"},
+	{"summary", cmd_summary, "summary [--json|--csv] [--top N] FILE        report, allocs, peak and leaks' sites in one pass"},
 	{"dump", cmd_dump, "dump FILE                                    every event, one per line"},
 	{"roofline", cmd_roofline, "roofline [--json|--csv] [--remeasure]        this machine's FLOP/s and bandwidth roofs"},
 	{"leaks", cmd_leaks, "leaks [--json|--csv] [--top N] FILE          blocks in use at exit, by stack"},

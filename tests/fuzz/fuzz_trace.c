@@ -1,6 +1,6 @@
 /* libFuzzer target over everything that reads a trace: the bytes become a file, and every command
- * that takes a trace reads it as a user would run it (report, leaks, peak, allocs, ops, dump, diff,
- * export), with their output thrown away. Half the mutations are followed by recomputing the block
+ * that takes a trace reads it as a user would run it (report, leaks, peak, allocs, summary, ops,
+ * dump, diff, export), with their output thrown away. Half the mutations are followed by recomputing the block
  * checksums, so that the fuzzer gets past them into the blocks' contents; the other half fuzz the
  * checksums too. `make fuzz` builds it with ASan and UBSan (build/fuzz/fuzz_trace); its corpus is
  * tests/fuzz/corpus, and `make test` runs 6000 inputs of it. */
@@ -71,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(cmd_leaks, "leaks", "--json", path, NULL);
 	run(cmd_peak, "peak", path, NULL, NULL);
 	run(cmd_allocs, "allocs", "--csv", path, NULL);
+	run(cmd_summary, "summary", "--json", path, NULL);
 	run(cmd_ops, "ops", path, NULL, NULL);
 	run(cmd_ops, "ops", "--by", "range", path);
 	run(cmd_dump, "dump", path, NULL, NULL);

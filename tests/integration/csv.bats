@@ -18,6 +18,9 @@ H_LEAKS="kind,bytes,blocks,indirect_bytes,truncated,$STACK"
 H_PEAK="bytes,blocks,truncated,$STACK"
 H_SITES="allocations,bytes,temporary,truncated,$STACK"
 H_HIST="min,max,allocations,bytes"
+H_SCALLS="calls,bytes,temporary,truncated,$STACK"
+H_SPEAK="bytes,blocks,truncated,$STACK"
+H_STEMP="temporary,calls,bytes,truncated,$STACK"
 H_OPS="name,calls,self_ns,total_ns,flops,macs,bytes,gflops_per_s,percent_of_peak,fp_bits,intensity,bound,p50_ns,p95_ns,p99_ns,ci95_lo_ns,ci95_hi_ns,flops_nominal"
 H_RANGES="$H_OPS,alloc_bytes,allocs,peak_live_growth"
 H_OPTHREADS="tid,name,main,wall_ns,kernel_ns,pool_ns,outside_ns,idle_ns,calls"
@@ -49,7 +52,7 @@ same() {
 	$PY "$CHECK" out.csv out.json "$rows" "$header"
 }
 
-@test "report, leaks, peak and allocs: every table as CSV equals the JSON" {
+@test "report, leaks, peak, allocs and summary: every table as CSV equals the JSON" {
 	traced "$B/progs/stacks_leak"
 	same "" . "$H_REPORT" -- report t.trace
 	same threads thread_list "$H_THREADS" -- report t.trace
@@ -61,6 +64,10 @@ same() {
 	same by_allocations by_allocations "$H_SITES" -- allocs t.trace
 	same by_bytes by_bytes "$H_SITES" -- allocs --top 3 t.trace
 	same histogram histogram "$H_HIST" -- allocs t.trace
+	same "" by_calls "$H_SCALLS" -- summary t.trace
+	same peak_consumers peak_consumers "$H_SPEAK" -- summary --top 0 t.trace
+	same by_temporary by_temporary "$H_STEMP" -- summary t.trace
+	same in_use_at_exit in_use_at_exit "$H_SPEAK" -- summary --top 3 t.trace
 	# a known row: plant_calloc leaks 77 bytes in 1 block from its marked line
 	line=$(grep -n 'LEAK:plant_calloc\b' "$TPROF_ROOT/tests/progs/stacks_leak.c" | cut -d: -f1)
 	"$B/tprof" leaks --csv t.trace >l.csv

@@ -1,0 +1,64 @@
+#!/usr/bin/env bats
+# tprof summary: in one pass, the figures of report, allocs, peak and leaks on the same trace, exactly
+# (summary_check.py compares every total and every site), on programs with leaks of every kind, a
+# peak that later frees, threads and a two-thread storm; its text; bad input.
+
+load helpers
+
+CHECK="$TPROF_ROOT/tests/integration/summary_check.py"
+
+# compare: summary --top 0 --json against the four commands that each answer a part of it
+compare() {
+	"$B/tprof" summary --top 0 --json t.trace >summary.json
+	"$B/tprof" report --json t.trace >report.json
+	"$B/tprof" allocs --top 0 --json t.trace >allocs.json
+	"$B/tprof" peak --top 0 --json t.trace >peak.json
+	"$B/tprof" leaks --kinds all --no-default-suppressions --top 0 --json t.trace >leaks.json
+	run $PY "$CHECK" .
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "summary equals report, allocs, peak and leaks: leaks of every kind" {
+	traced "$B/progs/leak_kinds"
+	compare
+	[ "$(jget summary.json leaks_classified)" = true ]
+	[ "$(jget summary.json definitely_lost_bytes)" -gt 0 ]
+}
+
+@test "summary equals them on a peak that is freed later, a stack-leak program and thread churn" {
+	for p in stacks_peak stacks_leak thread_churn; do
+		rm -f t.trace
+		traced "$B/progs/$p" >/dev/null
+		compare
+	done
+	[ "$(jget peak.json peak_bytes)" -gt 0 ]
+}
+
+@test "summary equals them on a two-thread storm with temporary allocations" {
+	traced "$B/progs/storm" 2 30000 >/dev/null
+	compare
+	[ "$(jget summary.json temporary)" -gt 0 ]
+	[ "$(jget summary.json allocations)" -ge 60000 ]
+}
+
+@test "summary text: totals, the four tables with their stacks, --top" {
+	traced "$B/progs/stacks_leak"
+	run "$B/tprof" summary --top 2 t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"calls to allocation functions"*"temporary allocations"*"peak heap:"*"in use at exit:"*"definitely lost"* ]]
+	[[ "$output" == *"most calls to allocation functions (the top 2 of"* ]]
+	[[ "$output" == *"largest consumers at the peak"*"most temporary allocations"*"in use at exit (the top 2 of"* ]]
+	[[ "$output" == *"at not_leaking (stacks_leak.c:"* ]]
+}
+
+@test "summary: bad input exits 2 with a message, bad options 1" {
+	printf 'not a trace' >bad.trace
+	run "$B/tprof" summary bad.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bad.trace"* ]]
+	run "$B/tprof" summary --top x bad.trace
+	[ "$status" -eq 1 ]
+	run "$B/tprof" summary --csv=nothing bad.trace
+	[ "$status" -eq 1 ]
+}
