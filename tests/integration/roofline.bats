@@ -53,9 +53,10 @@ assert d["version"] == 1 and d["cpu"] and d["cores"] >= 1
 for k in ("fp32_gflops_1core", "fp32_gflops_all", "fp64_gflops_1core", "fp64_gflops_all",
           "stream_gbs_1core", "stream_gbs_all", "ridge_fp32", "ridge_fp64", "stream_array_mib"):
     assert d[k] > 0, k
-# all cores do at least (nearly) what one does; 0.8 leaves room for a noisy machine
+# all cores do at least (nearly) what one does; 0.8 leaves room for a noisy machine, and a
+# measurement that saw other work running ("busy") may be below it
 for k in ("fp32_gflops", "fp64_gflops", "stream_gbs"):
-    assert d[k + "_all"] >= 0.8 * d[k + "_1core"], k
+    assert d["busy"] or d[k + "_all"] >= 0.8 * d[k + "_1core"], k
 # the roofs are those of the ISA named, which is one of those measured
 isas = {o["isa"]: o for o in d["by_isa"]}
 assert d["isa"] in isas, d["isa"]
