@@ -3,7 +3,8 @@
 # Debian builds its packages) on 1 and 2 threads, bare, under tprof (call stacks on, default depth)
 # and under heaptrack, side by side in one run. Prints the extra time per malloc/free pair of each,
 # the ratio tprof/heaptrack, the trace sizes, the time to analyze each trace (tprof report vs
-# heaptrack_print) and the analyzer's peak memory on a trace 10x longer than another. Runs alternate
+# heaptrack_print, and tprof summary, heaptrack_print's default answers in one pass, vs the four
+# commands that give them one by one) and the analyzer's peak memory on a trace 10x longer. Runs alternate
 # between the tools so that a noisy neighbour hits all alike; each time is the best of its runs.
 # Run it on an idle machine.
 set -u
@@ -68,8 +69,12 @@ done
 echo
 cpu_ms() { awk '{printf "%d", ($1 + $2) * 1000}' "$1"; }
 for threads in 1 2; do
-	tr=999999 t1=999999 hr=999999 trc=0 t1c=0 hrc=0
+	tr=999999 t1=999999 hr=999999 ts=999999 t4=999999 trc=0 t1c=0 hrc=0
 	for r in $(seq 9); do
+		x=$(ms_of "$B/tprof" summary "t$threads.trace")
+		[ "$x" -lt "$ts" ] && ts=$x
+		x=$(ms_of sh -c "for c in report allocs peak leaks; do \"$B/tprof\" \$c t$threads.trace; done")
+		[ "$x" -lt "$t4" ] && t4=$x
 		x=$(ms_of /usr/bin/time -f '%U %S' -o cpu.txt "$B/tprof" report "t$threads.trace")
 		[ "$x" -lt "$tr" ] && tr=$x && trc=$(cpu_ms cpu.txt)
 		x=$(ms_of env TPROF_DECODE_THREAD=0 /usr/bin/time -f '%U %S' -o cpu.txt "$B/tprof" report "t$threads.trace")
@@ -82,6 +87,14 @@ for threads in 1 2; do
 	line="analysis, $threads thread(s): tprof report $tr ms (cpu $trc ms; one thread: $t1 ms, cpu $t1c ms)"
 	if [ $have_heaptrack = 1 ]; then
 		echo "$line, heaptrack_print $hr ms (cpu $hrc ms): tprof $(awk -v a="$tr" -v b="$hr" 'BEGIN{printf "%.1f", b/(a>0?a:1)}')x faster ($(awk -v a="$t1" -v b="$hr" 'BEGIN{printf "%.1f", b/(a>0?a:1)}')x on one thread)"
+	else
+		echo "$line"
+	fi
+	# heaptrack_print's default output (peak consumers, most calls, most temporary, leaks) is what
+	# tprof summary prints in one pass, and report, allocs, peak and leaks in four
+	line="summary, $threads thread(s): tprof summary $ts ms (report + allocs + peak + leaks: $t4 ms)"
+	if [ $have_heaptrack = 1 ]; then
+		echo "$line, heaptrack_print $hr ms: summary $(awk -v a="$ts" -v b="$hr" 'BEGIN{printf "%.1f", b/(a>0?a:1)}')x faster"
 	else
 		echo "$line"
 	fi
