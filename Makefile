@@ -1,6 +1,7 @@
 # Top-level build for tprof. `make` builds the preload library, the analyzer, the bundled workloads and
 # the test programs into $(BUILD) (default build/). Knobs: SAN=1 builds with ASan+UBSan into $(BUILD)/san,
-# DEBUG=1 builds -O0 -Werror. Targets: all, test, bench, demo, deps, clean, fuzz.
+# DEBUG=1 builds -O0 -Werror. Targets: all, test, bench, demo, deps, clean, fuzz, install, uninstall
+# (PREFIX, default /usr/local, and DESTDIR).
 
 CC      ?= gcc
 BUILD   ?= build
@@ -15,6 +16,7 @@ ifeq ($(DEBUG),1)
 OPT     := -O0 -Werror
 endif
 CFLAGS_COMMON := -std=gnu11 -g $(OPT) $(WARN) -Iinclude -D_GNU_SOURCE -pthread
+VERSION := $(shell cat VERSION)
 
 # The analyzer, tests and tools: ordinary executables, sanitized under SAN=1.
 SANFLAGS :=
@@ -49,7 +51,7 @@ BENCH_SRC    := $(wildcard bench/*.c)
 BENCH_BINS   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h recorder/*.h)
 
-.PHONY: all test bench demo deps clean fuzz
+.PHONY: all test bench demo deps clean fuzz install uninstall
 all: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof $(PROG_BINS) $(BENCH_BINS) $(TEST_BINS)
 
 $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
@@ -58,6 +60,10 @@ $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
 
 $(BUILD)/libtprof.so: $(PRELOAD_OBJ)
 	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -lunwind -ldl -lpthread
+
+# the release, for tprof --version
+$(BUILD)/obj/analyzer/tprof.o: CFLAGS += -DTPROF_RELEASE='"$(VERSION)"'
+$(BUILD)/obj/analyzer/tprof.o: VERSION
 
 $(BUILD)/obj/recorder/%.o: recorder/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -126,3 +132,29 @@ deps:
 
 clean:
 	rm -rf build
+
+# make install: PREFIX/bin/tprof finds PREFIX/lib/tprof/libtprof.so, which starts tprof-recorder
+# beside itself; the header and its pkg-config file for annotated programs; tprof(1), made from what
+# the built tprof says of itself (scripts/mkman.sh); bash completion; the documentation.
+PREFIX  ?= /usr/local
+INSTALL_FILES := bin/tprof lib/tprof/libtprof.so lib/tprof/tprof-recorder include/tprof.h \
+                 lib/pkgconfig/tprof.pc share/man/man1/tprof.1 share/bash-completion/completions/tprof \
+                 share/doc/tprof/README.md $(addprefix share/doc/tprof/,$(notdir $(wildcard docs/*.md)))
+install: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/tprof $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/doc/tprof
+	install -m 755 $(BUILD)/tprof $(DESTDIR)$(PREFIX)/bin/tprof
+	install -m 644 $(BUILD)/libtprof.so $(DESTDIR)$(PREFIX)/lib/tprof/libtprof.so
+	install -m 755 $(BUILD)/tprof-recorder $(DESTDIR)$(PREFIX)/lib/tprof/tprof-recorder
+	install -m 644 include/tprof.h $(DESTDIR)$(PREFIX)/include/tprof.h
+	printf 'prefix=%s\nincludedir=$${prefix}/include\n\nName: tprof\nDescription: %s\nVersion: %s\nCflags: -I$${includedir}\nLibs: -ldl\n' \
+		'$(PREFIX)' "tprof's annotation API (steps, ranges, marks; no-ops without the preload)" \
+		'$(VERSION)' >$(DESTDIR)$(PREFIX)/lib/pkgconfig/tprof.pc
+	bash scripts/mkman.sh $(BUILD)/tprof README.md >$(DESTDIR)$(PREFIX)/share/man/man1/tprof.1
+	install -m 644 scripts/tprof.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tprof
+	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tprof/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALL_FILES))
+	-rmdir $(DESTDIR)$(PREFIX)/lib/tprof $(DESTDIR)$(PREFIX)/share/doc/tprof 2>/dev/null

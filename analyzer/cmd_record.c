@@ -46,7 +46,11 @@ static int find_library(char *out, size_t cap)
 	char *slash = strrchr(self, '/');
 	if (slash)
 		*slash = 0;
-	snprintf(out, cap, "%s/libtprof.so", self);
+	/* an installed tprof: PREFIX/bin/tprof and PREFIX/lib/tprof/libtprof.so (make install) */
+	snprintf(out, cap, "%s/../lib/tprof/libtprof.so", self);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(out, cap, "%s/libtprof.so", self); /* the build tree: build/tprof, build/libtprof.so */
 	return access(out, R_OK);
 }
 
@@ -118,7 +122,12 @@ int cmd_record(int argc, char **argv)
 			       "            when the program has ended with an exit call, exit with N if its\n"
 			       "            trace shows leaks of the kinds --kinds names (default: lost, that is\n"
 			       "            definite,indirect,possible), after the default suppressions; a line\n"
-			       "            on stderr sums them up (tprof leaks TRACE lists them).\n");
+			       "            on stderr sums them up (tprof leaks TRACE lists them).\n"
+			       "libtprof.so is taken from TPROF_LIB, else ../lib/tprof beside this tprof (installed),\n"
+			       "else beside it (the build tree). The program's environment may set TPROF_OUTPUT,\n"
+			       "TPROF_DEPTH, TPROF_LOSSY, TPROF_QUIET, TPROF_TIMESTAMPS, TPROF_RING_ENTRIES,\n"
+			       "TPROF_COMPRESS, TPROF_CLOCK, TPROF_FREERES, TPROF_LEAKSCAN, TPROF_RSS_INTERVAL_MS\n"
+			       "and TPROF_DEBUG (README.md, its table of variables).\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			tprof_err("record: unknown option '%s'", argv[i]);

@@ -1,10 +1,15 @@
 /* The tprof command: dispatches "tprof <verb> ..." to the cmd_<verb>() functions. */
+#include <elfutils/libdwfl.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h> /* its version macros only: libtprof.so links it, not tprof */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "cmds.h"
+#include "tprof_trace.h"
 
 static const struct {
 	const char *name;
@@ -31,6 +36,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tprof <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %s\n", commands[i].help);
+	fprintf(f, "  help [COMMAND]                               this list, or a command's options\n"
+		   "  version                                      the version, trace formats and libraries (--version)\n");
 	fprintf(f, "\nRun 'tprof <command> --help' for its options; --csv=TABLE picks another table of\n"
 		   "those that print several. Exit status: 0 ok, 1 usage, 2 invalid trace, 3 plot could not\n"
 		   "draw (gnuplot missing or failing).\n");
@@ -47,6 +54,25 @@ static void on_sigbus(int sig)
 	_exit(2);
 }
 
+#ifndef TPROF_RELEASE
+#define TPROF_RELEASE "unknown"
+#endif
+#define TPROF_STR_(x) #x
+#define TPROF_STR(x) TPROF_STR_(x)
+
+/* tprof --version: this build, the trace versions it reads, the libraries it uses. */
+static int version(void)
+{
+	printf("tprof %s\n", TPROF_RELEASE);
+	printf("trace format: reads versions %d to %d; libtprof.so writes version %d (docs/FORMAT.md)\n",
+	       TPROF_VERSION_OLDEST, TPROF_VERSION, TPROF_VERSION);
+	printf("built with gcc %s; libdw (elfutils) %s, libzstd %s at run time; libunwind %d.%d.%d in "
+	       "libtprof.so; uthash\n",
+	       __VERSION__, dwfl_version(NULL), ZSTD_versionString(), UNW_VERSION_MAJOR, UNW_VERSION_MINOR,
+	       UNW_VERSION_EXTRA);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
@@ -54,9 +80,21 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_sigbus;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    (strcmp(argv[1], "help") == 0 && argc == 2)) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 1 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
+		return version();
+	if (strcmp(argv[1], "help") == 0) { /* help COMMAND: its --help */
+		char *sub[] = {argv[2], "--help", NULL};
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (strcmp(argv[2], commands[i].name) == 0)
+				return commands[i].fn(2, sub);
+		fprintf(stderr, "tprof: unknown command '%s'\n", argv[2]);
+		usage(stderr);
+		return 1;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
