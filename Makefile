@@ -1,7 +1,7 @@
 # Top-level build for tprof. `make` builds the preload library, the analyzer, the bundled workloads and
 # the test programs into $(BUILD) (default build/). Knobs: SAN=1 builds with ASan+UBSan into $(BUILD)/san,
 # DEBUG=1 builds -O0 -Werror. Targets: all, test, bench, demo, deps, clean, fuzz, install, uninstall
-# (PREFIX, default /usr/local, and DESTDIR).
+# (PREFIX, default /usr/local, and DESTDIR), deb (the Debian package, into $(BUILD)/deb).
 
 CC      ?= gcc
 BUILD   ?= build
@@ -51,7 +51,7 @@ BENCH_SRC    := $(wildcard bench/*.c)
 BENCH_BINS   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h recorder/*.h)
 
-.PHONY: all test bench demo deps clean fuzz install uninstall
+.PHONY: all test bench demo deps clean fuzz install uninstall deb
 all: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof $(PROG_BINS) $(BENCH_BINS) $(TEST_BINS)
 
 $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
@@ -138,11 +138,11 @@ clean:
 # the built tprof says of itself (scripts/mkman.sh); bash completion; the documentation.
 PREFIX  ?= /usr/local
 INSTALL_FILES := bin/tprof lib/tprof/libtprof.so lib/tprof/tprof-recorder include/tprof.h \
-                 lib/pkgconfig/tprof.pc share/man/man1/tprof.1 share/bash-completion/completions/tprof \
+                 share/pkgconfig/tprof.pc share/man/man1/tprof.1 share/bash-completion/completions/tprof \
                  share/doc/tprof/README.md $(addprefix share/doc/tprof/,$(notdir $(wildcard docs/*.md)))
 install: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/tprof $(DESTDIR)$(PREFIX)/include \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/doc/tprof
 	install -m 755 $(BUILD)/tprof $(DESTDIR)$(PREFIX)/bin/tprof
 	install -m 644 $(BUILD)/libtprof.so $(DESTDIR)$(PREFIX)/lib/tprof/libtprof.so
@@ -150,7 +150,7 @@ install: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof
 	install -m 644 include/tprof.h $(DESTDIR)$(PREFIX)/include/tprof.h
 	printf 'prefix=%s\nincludedir=$${prefix}/include\n\nName: tprof\nDescription: %s\nVersion: %s\nCflags: -I$${includedir}\nLibs: -ldl\n' \
 		'$(PREFIX)' "tprof's annotation API (steps, ranges, marks; no-ops without the preload)" \
-		'$(VERSION)' >$(DESTDIR)$(PREFIX)/lib/pkgconfig/tprof.pc
+		'$(VERSION)' >$(DESTDIR)$(PREFIX)/share/pkgconfig/tprof.pc
 	bash scripts/mkman.sh $(BUILD)/tprof README.md >$(DESTDIR)$(PREFIX)/share/man/man1/tprof.1
 	install -m 644 scripts/tprof.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tprof
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tprof/
@@ -158,3 +158,13 @@ install: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALL_FILES))
 	-rmdir $(DESTDIR)$(PREFIX)/lib/tprof $(DESTDIR)$(PREFIX)/share/doc/tprof 2>/dev/null
+
+# make deb: dpkg-buildpackage (debian/) on a copy of the sources, so that its clean step leaves this
+# build alone; the package, its .changes and .buildinfo land in $(BUILD)/deb.
+deb:
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/tprof-$(VERSION)
+	tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C $(BUILD)/deb/tprof-$(VERSION)
+	cd $(BUILD)/deb/tprof-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL dpkg-buildpackage -us -uc -b \
+		>../build.log 2>&1 || \
+		{ tail -30 ../build.log; exit 1; }
+	rm -rf $(BUILD)/deb/tprof-$(VERSION)

@@ -16,7 +16,7 @@ teardown_file() {
 }
 
 @test "the installed tprof records a program and reads its trace; the tree can be moved" {
-	for f in bin/tprof lib/tprof/libtprof.so lib/tprof/tprof-recorder include/tprof.h lib/pkgconfig/tprof.pc \
+	for f in bin/tprof lib/tprof/libtprof.so lib/tprof/tprof-recorder include/tprof.h share/pkgconfig/tprof.pc \
 		share/man/man1/tprof.1 share/bash-completion/completions/tprof share/doc/tprof/README.md; do
 		[ -f "$DEST/usr/$f" ] || { echo "missing $f"; false; }
 	done
@@ -57,9 +57,9 @@ teardown_file() {
 	[ "$output" = summary ]
 	run bash -c "source '$DEST/usr/share/bash-completion/completions/tprof'; COMP_WORDS=('$DEST/usr/bin/tprof' leaks --k); COMP_CWORD=2; _tprof; echo \${COMPREPLY[@]}"
 	[ "$output" = --kinds ]
-	run env PKG_CONFIG_PATH="$DEST/usr/lib/pkgconfig" pkg-config --libs tprof
+	run env PKG_CONFIG_PATH="$DEST/usr/share/pkgconfig" pkg-config --libs tprof
 	[ "$(echo $output)" = "-ldl" ] # pkg-config ends it with a space
-	run env PKG_CONFIG_PATH="$DEST/usr/lib/pkgconfig" pkg-config --variable=includedir tprof
+	run env PKG_CONFIG_PATH="$DEST/usr/share/pkgconfig" pkg-config --variable=includedir tprof
 	[ "$output" = /usr/include ]
 	run "$DEST/usr/bin/tprof" --version
 	[ "$status" -eq 0 ]
