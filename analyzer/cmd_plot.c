@@ -27,7 +27,7 @@
 #include "util.h"
 
 #define USAGE                                                                                            \
-	"usage: tprof plot [-o DIR] [--format png|svg] FILE\n"                                           \
+	"usage: tprof plot [-o|--output DIR] [--format png|svg] FILE\n"                                  \
 	"Draws memory, timeline, ops and roofline pictures of the trace with gnuplot into DIR (default: .),\n" \
 	"each beside the .gp script and .dat data that make it. Exit status 3: gnuplot missing or failed."
 
