@@ -100,6 +100,8 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 		return 1;
 	}
 	o->file = o->nfiles ? o->files[0] : NULL;
+	if (o->json || o->csv) /* output for tools: no progress line beside it */
+		tprof_progress = 0;
 	return CMD_RUN;
 }
 

@@ -131,6 +131,9 @@ struct sid_entry {
 struct tprof_reader_priv {
 	const uint8_t *map;
 	size_t size;
+	/* the progress line on a terminal (progress_step): when it was last drawn, 0 = never */
+	int progress;
+	uint64_t progress_t0, progress_shown;
 	struct cursor *cur;
 	size_t ncur, cap_cur;
 	struct tid_entry *tids; /* by tid */
@@ -175,6 +178,9 @@ struct tprof_reader_priv {
 	double ns_per_tick;
 	uint64_t tick0;
 };
+
+static int progress_wanted(size_t size);
+static void progress_end(struct tprof_reader_priv *p);
 
 static void set_err(char *err, size_t errlen, const char *path, uint64_t off, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
@@ -872,6 +878,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 	struct tprof_reader_priv *p = t->priv;
 	p->map = map;
 	p->size = size;
+	p->progress = progress_wanted(size);
 	*out = t;
 
 	if (size < TPROF_MAGIC_LEN || memcmp(map, TPROF_MAGIC, TPROF_MAGIC_LEN) != 0) {
@@ -1149,6 +1156,7 @@ void tprof_trace_close(struct tprof_trace *t)
 		return;
 	struct tprof_reader_priv *p = t->priv;
 	if (p) {
+		progress_end(p);
 		stop_decoder(p); /* before the unmapping: it reads the map */
 		munmap((void *)p->map, p->size);
 		for (size_t j = 0; j < p->njobs; j++)
@@ -1705,6 +1713,53 @@ static void stop_decoder(struct tprof_reader_priv *p)
 
 /* Moves the cursor to its next decoded events: 1 when c->next..c->end holds some, 0 at the end of
  * the thread's events, -1 on a corrupt block (t->err; every event before the fault was delivered). */
+/* ---- progress: one line on stderr, when it is a terminal and the trace is large ---- */
+
+int tprof_progress = 1;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether a trace of size bytes gets a progress line: TPROF_PROGRESS=0 never, =1 whatever its
+ * size; by default from 100 MB on. Only on a terminal, and only for commands that allow it. */
+static int progress_wanted(size_t size)
+{
+	const char *env = getenv("TPROF_PROGRESS");
+	if (!tprof_progress || (env && strcmp(env, "0") == 0) || !isatty(2))
+		return 0;
+	return (env && strcmp(env, "1") == 0) || size >= 100000000u;
+}
+
+/* The reading has come to byte at: redraws the line at most 5 times a second. */
+static void progress_step(struct tprof_trace *t, uint64_t at)
+{
+	struct tprof_reader_priv *p = t->priv;
+	uint64_t now = mono_ns();
+	if (!p->progress_t0)
+		p->progress_t0 = now;
+	if (p->progress_shown && now - p->progress_shown < 200000000u)
+		return;
+	p->progress_shown = now;
+	double secs = (double)(now - p->progress_t0) / 1e9;
+	fprintf(stderr, "\rtprof: reading %s: %.0f of %.0f MB (%.0f%%), %.0f MB/s\033[K", t->path, (double)at / 1e6,
+		(double)p->size / 1e6, 100.0 * (double)at / (double)p->size, secs > 0 ? (double)at / 1e6 / secs : 0.0);
+	fflush(stderr);
+}
+
+/* The end of the reading (or of the trace): the line is erased, so that the output starts clean. */
+static void progress_end(struct tprof_reader_priv *p)
+{
+	if (p->progress && p->progress_shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	p->progress = 0;
+}
+
 static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 {
 	struct tprof_reader_priv *p = t->priv;
@@ -1728,6 +1783,8 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			c->own.status = -1;
 		}
 		drop_consumed(p, b->off);
+		if (p->progress)
+			progress_step(t, b->off);
 	}
 	if (c->d.blk) /* a block of its own, being decoded */
 		decode_chunk(t, &c->d, &c->own, CHUNK);
@@ -1851,12 +1908,16 @@ int tprof_trace_next_ref(struct tprof_trace *t, const struct tprof_event **out)
 				second = q;
 			}
 		}
-		if (best == UINT64_MAX)
+		if (best == UINT64_MAX) {
+			progress_end(p);
 			return 0;
+		}
 		p->run_bound = second;
 	} else {
-		if (p->nheap == 0)
+		if (p->nheap == 0) {
+			progress_end(p);
 			return 0;
+		}
 		ci = p->heap[0];
 	}
 	if (p->cur[ci].next == p->cur[ci].end) /* an earlier call stopped at this cursor's corrupt block */

@@ -151,6 +151,11 @@ struct tprof_trace {
 	struct tprof_reader_priv *priv;
 };
 
+/* Reading a large trace (100 MB and more; TPROF_PROGRESS=1: any, =0: none) draws a progress line on
+ * stderr when it is a terminal, erased when the reading ends; 0 here turns it off (--json, --csv,
+ * and commands whose output comes while they read). */
+extern int tprof_progress;
+
 /* Opens and validates path. On success returns 0 and *out; on failure returns -1 and copies a
  * message ("FILE: byte N: what") into err. The caller frees *out with tprof_trace_close. A file cut
  * inside its last block opens (t->cut) as long as its INFO block is whole; a block that is there

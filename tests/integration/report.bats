@@ -184,3 +184,23 @@ assert r["calls"]["realloc"] > 0, r["calls"]
 assert (r["leaked_bytes"], r["leaked_blocks"]) == (l["leaked_bytes"], l["leaked_blocks"]), (r, l)
 PY
 }
+
+@test "a progress line on a terminal for a large trace (TPROF_PROGRESS=1: any), erased before the output; none in a pipe, with --json or --csv" {
+	traced "$B/progs/storm" 1 20000 >/dev/null
+	run script -qec "TPROF_PROGRESS=1 '$B/tprof' report t.trace" /dev/null
+	[ "$status" -eq 0 ]
+	[[ "$output" == *$'\rtprof: reading t.trace: '*' MB ('*'%), '*$'\r\033[K''tprof report: t.trace'* ]]
+	# erased: nothing of it after the output starts
+	[[ "${output#*tprof report: }" != *"tprof: reading"* ]]
+	# below 100 MB by default, and never with --json or --csv, in a pipe, or with TPROF_PROGRESS=0
+	run script -qec "'$B/tprof' report t.trace" /dev/null
+	[[ "$output" != *"tprof: reading"* ]]
+	run script -qec "TPROF_PROGRESS=1 '$B/tprof' report --json t.trace" /dev/null
+	[[ "$output" != *"tprof: reading"* ]]
+	run script -qec "TPROF_PROGRESS=1 '$B/tprof' allocs --csv t.trace" /dev/null
+	[[ "$output" != *"tprof: reading"* ]]
+	run script -qec "TPROF_PROGRESS=0 '$B/tprof' report t.trace" /dev/null
+	[[ "$output" != *"tprof: reading"* ]]
+	TPROF_PROGRESS=1 "$B/tprof" report t.trace 2>err.txt >/dev/null
+	[ ! -s err.txt ]
+}
