@@ -135,15 +135,17 @@ clean:
 
 # make install: PREFIX/bin/tprof finds PREFIX/lib/tprof/libtprof.so, which starts tprof-recorder
 # beside itself; the header and its pkg-config file for annotated programs; tprof(1), made from what
-# the built tprof says of itself (scripts/mkman.sh); bash completion; the documentation.
+# the built tprof says of itself (scripts/mkman.sh); bash and zsh completion; the documentation.
 PREFIX  ?= /usr/local
 INSTALL_FILES := bin/tprof lib/tprof/libtprof.so lib/tprof/tprof-recorder include/tprof.h \
                  share/pkgconfig/tprof.pc share/man/man1/tprof.1 share/bash-completion/completions/tprof \
+                 share/zsh/vendor-completions/_tprof \
                  share/doc/tprof/README.md $(addprefix share/doc/tprof/,$(notdir $(wildcard docs/*.md)))
 install: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/tprof $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/share/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/doc/tprof
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions \
+		$(DESTDIR)$(PREFIX)/share/doc/tprof
 	install -m 755 $(BUILD)/tprof $(DESTDIR)$(PREFIX)/bin/tprof
 	install -m 644 $(BUILD)/libtprof.so $(DESTDIR)$(PREFIX)/lib/tprof/libtprof.so
 	install -m 755 $(BUILD)/tprof-recorder $(DESTDIR)$(PREFIX)/lib/tprof/tprof-recorder
@@ -153,6 +155,7 @@ install: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof
 		'$(VERSION)' >$(DESTDIR)$(PREFIX)/share/pkgconfig/tprof.pc
 	bash scripts/mkman.sh $(BUILD)/tprof README.md >$(DESTDIR)$(PREFIX)/share/man/man1/tprof.1
 	install -m 644 scripts/tprof.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tprof
+	install -m 644 scripts/tprof.zsh-completion $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_tprof
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tprof/
 
 uninstall:

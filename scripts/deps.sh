@@ -12,7 +12,7 @@ pkgs=(
 	curl cmake perl git make xz-utils openssl util-linux   # more real programs the tests trace (flock: util-linux)
 	libopenblas-dev libgomp1        # workloads (optional BLAS, OpenMP)
 	clang libclang-rt-14-dev        # the fuzz target (libFuzzer, ASan, UBSan)
-	debhelper lintian man-db groff-base   # make deb and its check; the man page's check
+	debhelper lintian man-db groff-base zsh   # make deb and its check; the man page's and completions' checks
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -17,7 +17,8 @@ teardown_file() {
 
 @test "the installed tprof records a program and reads its trace; the tree can be moved" {
 	for f in bin/tprof lib/tprof/libtprof.so lib/tprof/tprof-recorder include/tprof.h share/pkgconfig/tprof.pc \
-		share/man/man1/tprof.1 share/bash-completion/completions/tprof share/doc/tprof/README.md; do
+		share/man/man1/tprof.1 share/bash-completion/completions/tprof share/zsh/vendor-completions/_tprof \
+		share/doc/tprof/README.md; do
 		[ -f "$DEST/usr/$f" ] || { echo "missing $f"; false; }
 	done
 	run "$DEST/usr/bin/tprof" record -o x.trace -- "$B/progs/heap_known"
@@ -50,7 +51,7 @@ teardown_file() {
 	[[ "$text" == *ENVIRONMENT*TPROF_DEPTH=N*TPROF_LIB=PATH* ]]
 }
 
-@test "bash completion: commands and a command's options; pkg-config; --version; help" {
+@test "bash and zsh completion: commands and a command's options; pkg-config; --version; help" {
 	run bash -c "source '$DEST/usr/share/bash-completion/completions/tprof'; complete -p tprof"
 	[[ "$output" == *"-F _tprof tprof"* ]]
 	run bash -c "source '$DEST/usr/share/bash-completion/completions/tprof'; COMP_WORDS=('$DEST/usr/bin/tprof' su); COMP_CWORD=1; _tprof; echo \${COMPREPLY[@]}"
@@ -61,6 +62,15 @@ teardown_file() {
 	[ "$(echo $output)" = "-ldl" ] # pkg-config ends it with a space
 	run env PKG_CONFIG_PATH="$DEST/usr/share/pkgconfig" pkg-config --variable=includedir tprof
 	[ "$output" = /usr/include ]
+	# zsh: compinit finds it; with its builtins stubbed, it offers commands, options, files
+	if command -v zsh >/dev/null; then
+		run zsh -fc "fpath=('$DEST/usr/share/zsh/vendor-completions' \$fpath); autoload -U compinit; compinit -u -D; print \$_comps[tprof]"
+		[ "$output" = _tprof ]
+		zc() { zsh -fc "compadd() { [[ \$1 == -a ]] && print -l -- \${(P)2} }; _files() { print FILES }; words=($1); CURRENT=$2; PREFIX=$3; source '$DEST/usr/share/zsh/vendor-completions/_tprof'"; }
+		[[ " $(zc "'$DEST/usr/bin/tprof' su" 2 su | tr '\n' ' ') " == *" summary "* ]]
+		[[ " $(zc "'$DEST/usr/bin/tprof' leaks --k" 3 --k | tr '\n' ' ') " == *" --kinds "* ]]
+		[ "$(zc "'$DEST/usr/bin/tprof' leaks x" 3 x)" = FILES ]
+	fi
 	run "$DEST/usr/bin/tprof" --version
 	[ "$status" -eq 0 ]
 	[[ "$output" == "tprof $(cat "$TPROF_ROOT/VERSION")"*"reads versions 2 to 5"*libdw*libzstd*libunwind* ]]
