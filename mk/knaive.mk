@@ -31,3 +31,6 @@ $(BUILD)/progs/libkomp_task.so: tests/kernels/komp_task.c $(BUILD)/progs/libknai
 $(BUILD)/progs/kernel_tasks: tests/kernels/kernel_tasks.c include/tprof.h $(BUILD)/progs/libkomp_task.so
 	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -D_GNU_SOURCE -Iinclude -o $@ $< -L$(BUILD)/progs -lkomp_task \
 		-Wl,-rpath,'$$ORIGIN' -ldl
+all: $(BUILD)/progs/komp_detach
+$(BUILD)/progs/komp_detach: tests/kernels/komp_detach.c
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -fopenmp -o $@ $<

@@ -141,6 +141,7 @@ struct omp_task {
 };
 
 #define TASK_MAX_ARGS 4096 /* larger blocks (and alignments over 64) pass through unrecorded */
+#define TASK_FLAG_DETACH (1u << 13) /* libgomp's GOMP_TASK_FLAG_DETACH (gomp-constants.h) */
 
 static void task_body(void *arg)
 {
@@ -177,8 +178,11 @@ TPROF_EXPORT void GOMP_task(omp_fn fn, void *data, omp_cpyfn cpyfn, long arg_siz
 	void (*real)(omp_fn, void *, omp_cpyfn, long, long, bool, unsigned, void **, int, void *) =
 		real_of(OMP_TASK, "GOMP_task", (void *)GOMP_task, __builtin_return_address(0));
 	int64_t id = tprof_tls.omp_region;
-	if (!id || tprof_tls.guard || !atomic_load_explicit(&tprof_recording, memory_order_relaxed) || arg_size < 0 ||
-	    arg_size > TASK_MAX_ARGS || arg_align < 1 || arg_align > 64 || (arg_align & (arg_align - 1))) {
+	/* a detached task's event handle is written by the runtime into the first word of data, which
+	 * must then be the program's own block: such tasks pass through */
+	if (!id || (flags & TASK_FLAG_DETACH) || tprof_tls.guard ||
+	    !atomic_load_explicit(&tprof_recording, memory_order_relaxed) || arg_size < 0 || arg_size > TASK_MAX_ARGS ||
+	    arg_align < 1 || arg_align > 64 || (arg_align & (arg_align - 1))) {
 		real(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
 		return;
 	}

@@ -171,6 +171,14 @@ PY
 	done
 }
 
+@test "OpenMP tasks with a detach clause run as bare: the runtime writes into their argument block" {
+	bare=$("$B/progs/komp_detach")
+	[ "$bare" = "detached tasks: 21210" ]
+	run traced "$B/progs/komp_detach"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$bare" ]
+}
+
 @test "--thread main: the main thread's op table; its tnn_matmul share within 2 points of the Chrome export's" {
 	no_asan_tnn
 	OMP_NUM_THREADS=2 traced "$B/transformer_bench" $GPT_SMALL --steps 100 >/dev/null
