@@ -702,7 +702,7 @@ static int plot_ops(struct ctx *c)
 	const char *why = "";
 	struct tprof_trace *t1 = NULL; /* its heap events not yet read, which c->t's are */
 	if (ft && !(t1 = cmd_open_trace(c->file)))
-		return 2;
+		return PLOT_FAILED; /* read once already: it changed or went away since */
 	if (ft) {
 		struct ops_options oo = {.one_thread = 1, .tid = ft};
 		if (ops_analyze(t1, &oo, &one) == 0) {

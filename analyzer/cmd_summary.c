@@ -297,6 +297,10 @@ static void totals_text(const struct tprof_trace *t, const struct summary *m, co
 		printf(" (not classified: %s)", lc->why);
 	}
 	printf("\n");
+	if (s->reused_live) /* a block dropped that way is in no site's figures: they may not add up */
+		printf("  %s allocations returned an address still live (events were lost): the per-site live\n"
+		       "  figures count the blocks that address had before as still live\n",
+		       tprof_commas(s->reused_live, a));
 }
 
 static void totals_json(const struct tprof_trace *t, const struct summary *m, const struct leak_class *lc,
@@ -310,10 +314,12 @@ static void totals_json(const struct tprof_trace *t, const struct summary *m, co
 	printf(",\"pid\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"allocations\":%" PRIu64
 	       ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"sites\":%zu"
 	       ",\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
-	       ",\"in_use_bytes\":%" PRIu64 ",\"in_use_blocks\":%" PRIu64 ",\"leaks_classified\":%s",
+	       ",\"in_use_bytes\":%" PRIu64 ",\"in_use_blocks\":%" PRIu64 ",\"reused_live_addresses\":%" PRIu64
+	       ",\"leaks_classified\":%s",
 	       t->info.pid, cmd_trace_duration_ns(t), s->allocations + s->failed, s->allocations, s->frees,
 	       s->bytes_allocated, m->temporary, nsites, s->peak_bytes, s->peak_blocks,
-	       tprof_trace_ns(t, s->peak_tick), s->live_bytes, s->live_blocks, lc->classified ? "true" : "false");
+	       tprof_trace_ns(t, s->peak_tick), s->live_bytes, s->live_blocks, s->reused_live,
+	       lc->classified ? "true" : "false");
 	uint64_t kb[LEAK_KINDS + 1] = {0}, kn[LEAK_KINDS + 1] = {0};
 	if (lc->classified)
 		leak_class_totals(lc, s, kb, kn);

@@ -1796,6 +1796,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 		return 1;
 corrupt:
 	snprintf(t->err, sizeof(t->err), "%s", s->err);
+	progress_end(p); /* the message that follows starts on a line of its own */
 	return -1;
 }
 

@@ -87,6 +87,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
 		return version();
+	if (strcmp(argv[1], "help") == 0 && (strcmp(argv[2], "help") == 0 || strcmp(argv[2], "version") == 0)) {
+		usage(stdout);
+		return 0;
+	}
 	if (strcmp(argv[1], "help") == 0) { /* help COMMAND: its --help */
 		char *sub[] = {argv[2], "--help", NULL};
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
