@@ -64,19 +64,26 @@ static void note(int kind, int64_t id)
 	errno = saved;
 }
 
+/* Runs fn(arg), the work of region id, between that region's begin and end on this thread; tasks
+ * the work creates belong to the region too. */
+static void run_in_region(int64_t id, void (*fn)(void *), void *arg)
+{
+	int rec = !tprof_tls.guard && atomic_load_explicit(&tprof_recording, memory_order_relaxed);
+	if (rec)
+		note(TPROF_ANNOT_OMP_BEGIN, id);
+	int64_t outer = tprof_tls.omp_region;
+	tprof_tls.omp_region = id;
+	fn(arg);
+	tprof_tls.omp_region = outer;
+	if (rec)
+		note(TPROF_ANNOT_OMP_END, id);
+}
+
 /* What the runtime runs on each thread in place of the region's body. */
 static void region_body(void *arg)
 {
 	const struct omp_region *r = arg;
-	int rec = !tprof_tls.guard && atomic_load_explicit(&tprof_recording, memory_order_relaxed);
-	if (rec)
-		note(TPROF_ANNOT_OMP_BEGIN, r->id);
-	int64_t outer = tprof_tls.omp_region;
-	tprof_tls.omp_region = r->id;
-	r->fn(r->data);
-	tprof_tls.omp_region = outer;
-	if (rec)
-		note(TPROF_ANNOT_OMP_END, r->id);
+	run_in_region(r->id, r->fn, r->data);
 }
 
 /* Prepares the region and records its fork; 0 when it is not recorded (the caller then passes the
@@ -143,18 +150,11 @@ struct omp_task {
 #define TASK_MAX_ARGS 4096 /* larger blocks (and alignments over 64) pass through unrecorded */
 #define TASK_FLAG_DETACH (1u << 13) /* libgomp's GOMP_TASK_FLAG_DETACH (gomp-constants.h) */
 
+/* What the runtime runs in place of a task created inside a recorded region. */
 static void task_body(void *arg)
 {
 	const struct omp_task *t = arg;
-	int rec = !tprof_tls.guard && atomic_load_explicit(&tprof_recording, memory_order_relaxed);
-	if (rec)
-		note(TPROF_ANNOT_OMP_BEGIN, t->id);
-	int64_t outer = tprof_tls.omp_region;
-	tprof_tls.omp_region = t->id;
-	t->fn((char *)arg + t->off);
-	tprof_tls.omp_region = outer;
-	if (rec)
-		note(TPROF_ANNOT_OMP_END, t->id);
+	run_in_region(t->id, t->fn, (char *)arg + t->off);
 }
 
 /* The runtime's copy of a task's block when the program gave a copy function (C++ firstprivate). */
