@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
 #include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
@@ -45,30 +44,21 @@ static uint64_t bucket_max(unsigned b)
 	return b == 0 ? 0 : b == 64 ? UINT64_MAX : (1ull << b) - 1;
 }
 
-/* The replay: per thread, the block of its latest allocation (last: tid -> ptr) and the reverse
- * (owner: ptr -> tid), so a free can tell whether it gives back the latest allocation of the
- * thread that frees, and a reused address never keeps a stale claim. Both hold one entry per thread. */
+/* The replay: every allocation counted by stack and by size, and the temporary ones. */
 static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals *tot)
 {
 	struct heap_stats s;
-	struct addrmap last, owner;
+	struct temporaries tp;
 	heap_init(&s, 1);
-	addrmap_init(&last);
-	addrmap_init(&owner);
+	temporaries_init(&tp);
 	const struct tprof_event *e;
 	struct heap_change c;
 	int r;
 	while ((r = tprof_trace_next_ref(t, &e)) > 0) {
 		heap_step(&s, e, &c);
-		if (c.freed_ptr) {
-			uint64_t tid;
-			if (addrmap_del(&owner, c.freed_ptr, &tid)) {
-				addrmap_del(&last, tid, NULL);
-				if (tid == e->tid) {
-					stack_cost_of(tab, c.freed_stack)->temporary++;
-					tot->temporary++;
-				}
-			}
+		if (temporaries_step(&tp, e, &c)) {
+			stack_cost_of(tab, c.freed_stack)->temporary++;
+			tot->temporary++;
 		}
 		if (c.taken_ptr) {
 			struct stack_cost *sc = stack_cost_of(tab, e->stack);
@@ -78,19 +68,12 @@ static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals 
 			unsigned b = bucket_of(e->size);
 			tot->hist_allocs[b]++;
 			tot->hist_bytes[b] += e->size;
-			uint64_t prev, prev_owner;
-			if (addrmap_put(&last, e->tid, e->ptr, &prev) && prev != e->ptr)
-				addrmap_del(&owner, prev, NULL);
-			/* a gap in the trace (lost events) let another thread's latest block be reused */
-			if (addrmap_put(&owner, e->ptr, e->tid, &prev_owner) && prev_owner != e->tid)
-				addrmap_del(&last, prev_owner, NULL);
 		}
 	}
 	tot->allocations = s.allocations;
 	tot->bytes = s.bytes_allocated;
 	heap_release(&s);
-	addrmap_free(&last);
-	addrmap_free(&owner);
+	temporaries_free(&tp);
 	if (r < 0)
 		tprof_err("%s", t->err);
 	return r;

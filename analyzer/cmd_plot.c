@@ -54,7 +54,7 @@
  * the last one ("other ops"); the same colours in the timeline, ops and roofline pictures. */
 #define NCLASS 12
 #define MAX_LEVELS 4  /* range nesting levels drawn above a lane */
-#define STEP_PX 12     /* at most one step boundary line per 12 pixels: denser ones are thinned */
+#define STEP_PX 12    /* at most one step boundary line per 12 pixels: denser ones are thinned */
 
 struct ctx {
 	const char *file, *dir, *ext;
@@ -110,9 +110,9 @@ static const char *steps_title(char *buf, size_t n, size_t nsteps, size_t every)
 		size_t t = every % 100;
 		const char *suf = t / 10 == 1 ? "th" : t % 10 == 1 ? "st" : t % 10 == 2 ? "nd" : t % 10 == 3 ? "rd" : "th";
 		snprintf(buf, n, "step boundary (every %zu%s of %zu)", every, suf, nsteps);
-	}
-	else
+	} else {
 		snprintf(buf, n, "step boundary");
+	}
 	return buf;
 }
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
 #include "cmdline.h"
 #include "cmds.h"
 #include "heap.h"
@@ -71,13 +70,11 @@ static void at_peak(struct summary *m)
 	m->ndirty = 0;
 }
 
-/* The one pass. Per thread the block of its latest allocation (last: tid -> ptr) and the reverse
- * (owner: ptr -> tid) tell a temporary allocation, as in tprof allocs. */
+/* The one pass. */
 static int replay(struct tprof_trace *t, struct summary *m)
 {
-	struct addrmap last, owner;
-	addrmap_init(&last);
-	addrmap_init(&owner);
+	struct temporaries tp;
+	temporaries_init(&tp);
 	heap_init(&m->hs, 1);
 	const struct tprof_event *e;
 	struct heap_change c;
@@ -90,14 +87,10 @@ static int replay(struct tprof_trace *t, struct summary *m)
 			st->live_bytes -= c.freed_size;
 			st->live_blocks--;
 			touch(m, st);
-			uint64_t tid;
-			if (addrmap_del(&owner, c.freed_ptr, &tid)) {
-				addrmap_del(&last, tid, NULL);
-				if (tid == e->tid) {
-					st->temporary++;
-					m->temporary++;
-				}
-			}
+		}
+		if (temporaries_step(&tp, e, &c)) {
+			site_of(m, c.freed_stack)->temporary++;
+			m->temporary++;
 		}
 		if (c.taken_ptr) {
 			struct site *st = site_of(m, e->stack);
@@ -107,17 +100,11 @@ static int replay(struct tprof_trace *t, struct summary *m)
 			st->live_blocks++;
 			st->seq = e->seq;
 			touch(m, st);
-			uint64_t prev, prev_owner;
-			if (addrmap_put(&last, e->tid, e->ptr, &prev) && prev != e->ptr)
-				addrmap_del(&owner, prev, NULL);
-			if (addrmap_put(&owner, e->ptr, e->tid, &prev_owner) && prev_owner != e->tid)
-				addrmap_del(&last, prev_owner, NULL);
 		}
 		if (m->hs.peak_bytes != peak)
 			at_peak(m);
 	}
-	addrmap_free(&last);
-	addrmap_free(&owner);
+	temporaries_free(&tp);
 	return r;
 }
 

@@ -131,7 +131,8 @@ struct sid_entry {
 struct tprof_reader_priv {
 	const uint8_t *map;
 	size_t size;
-	/* the progress line on a terminal (progress_step): when it was last drawn, 0 = never */
+	/* the progress line on a terminal (progress_step): wanted, when the reading began, when the
+	 * line was last drawn (0: never) */
 	int progress;
 	uint64_t progress_t0, progress_shown;
 	struct cursor *cur;
@@ -1711,8 +1712,6 @@ static void stop_decoder(struct tprof_reader_priv *p)
 	p->threaded = 0;
 }
 
-/* Moves the cursor to its next decoded events: 1 when c->next..c->end holds some, 0 at the end of
- * the thread's events, -1 on a corrupt block (t->err; every event before the fault was delivered). */
 /* ---- progress: one line on stderr, when it is a terminal and the trace is large ---- */
 
 int tprof_progress = 1;
@@ -1760,6 +1759,8 @@ static void progress_end(struct tprof_reader_priv *p)
 	p->progress = 0;
 }
 
+/* Moves the cursor to its next decoded events: 1 when c->next..c->end holds some, 0 at the end of
+ * the thread's events, -1 on a corrupt block (t->err; every event before the fault was delivered). */
 static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 {
 	struct tprof_reader_priv *p = t->priv;

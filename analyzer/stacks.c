@@ -132,6 +132,37 @@ int stacks_find_peak(const char *path, struct heap_stats *peak)
 	return r < 0 ? 2 : 0;
 }
 
+void temporaries_init(struct temporaries *tp)
+{
+	addrmap_init(&tp->last);
+	addrmap_init(&tp->owner);
+}
+
+void temporaries_free(struct temporaries *tp)
+{
+	addrmap_free(&tp->last);
+	addrmap_free(&tp->owner);
+}
+
+int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const struct heap_change *c)
+{
+	int temporary = 0;
+	uint64_t tid;
+	if (c->freed_ptr && addrmap_del(&tp->owner, c->freed_ptr, &tid)) {
+		addrmap_del(&tp->last, tid, NULL);
+		temporary = tid == e->tid;
+	}
+	if (c->taken_ptr) {
+		uint64_t prev, prev_owner;
+		if (addrmap_put(&tp->last, e->tid, e->ptr, &prev) && prev != e->ptr)
+			addrmap_del(&tp->owner, prev, NULL);
+		/* a gap in the trace (lost events) let another thread's latest block be reused */
+		if (addrmap_put(&tp->owner, e->ptr, e->tid, &prev_owner) && prev_owner != e->tid)
+			addrmap_del(&tp->last, prev_owner, NULL);
+	}
+	return temporary;
+}
+
 int stacks_parse_top(const char *arg, size_t *top)
 {
 	if (!arg || !*arg || strspn(arg, "0123456789") != strlen(arg) || strlen(arg) > 12)

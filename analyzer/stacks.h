@@ -74,6 +74,19 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
  * the trace could not be read. */
 int stacks_find_peak(const char *path, struct heap_stats *peak);
 
+/* Temporary allocations, as heaptrack defines them: an allocation freed before the next allocation of
+ * the same thread, i.e. the thread's most recent allocation, freed by that thread. Per thread the
+ * block of its latest allocation (last: tid -> ptr) and the reverse (owner: ptr -> tid), so a free
+ * can tell whether it gives back the latest allocation of the thread that frees, and a reused
+ * address never keeps a stale claim; both hold one entry per thread. */
+struct temporaries {
+	struct addrmap last, owner;
+};
+void temporaries_init(struct temporaries *tp);
+void temporaries_free(struct temporaries *tp);
+/* After heap_step(e) changed c: 1 when what c gave back was a temporary allocation. */
+int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const struct heap_change *c);
+
 /* The N of the stack commands' --top N: digits only, 0 meaning all. 0 on success, -1 when arg is
  * NULL or not such a number. */
 int stacks_parse_top(const char *arg, size_t *top);

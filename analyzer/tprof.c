@@ -57,8 +57,6 @@ static void on_sigbus(int sig)
 #ifndef TPROF_RELEASE
 #define TPROF_RELEASE "unknown"
 #endif
-#define TPROF_STR_(x) #x
-#define TPROF_STR(x) TPROF_STR_(x)
 
 /* tprof --version: this build, the trace versions it reads, the libraries it uses. */
 static int version(void)

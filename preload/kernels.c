@@ -1,10 +1,10 @@
 /* Kernel wrappers: libtprof.so exports every kernel of the op table (include/tprof_ops.h): the tnn_*
- * kernels, the BLAS (CBLAS and Fortran entry points) and a few LAPACK routines. A wrapper reads the clock, calls the real function with the
- * arguments it was given, reads the clock again and records one call with its shape, FLOPs and bytes.
- * The real function's result is returned as is; recording uses integer arithmetic only and touches
- * neither errno nor the floating-point environment. Nested calls (a composite kernel calling an
- * elementary one through its exported symbol) are recorded too: the analyzer derives self time from
- * the nesting of the intervals. */
+ * kernels, the BLAS (CBLAS and Fortran entry points) and a few LAPACK routines. A wrapper reads the
+ * clock, calls the real function with the arguments it was given, reads the clock again and records
+ * one call with its shape, FLOPs and bytes. The real function's result is returned as is; recording
+ * uses integer arithmetic only and touches neither errno nor the floating-point environment. Nested
+ * calls (a composite kernel calling an elementary one through its exported symbol) are recorded too:
+ * the analyzer derives self time from the nesting of the intervals. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>

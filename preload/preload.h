@@ -71,7 +71,7 @@ struct tprof_tls {
 	uint32_t epoch_stamps;       /* clock reads in that epoch: the first TPROF_STAMP_FIRST all read it */
 	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
 	int unwound;                 /* tprof_stacks_warm has set up libunwind's caches for this thread */
-	int64_t omp_region;          /* the OpenMP region whose body or task this thread runs (omp.c), 0 */
+	int64_t omp_region;          /* the OpenMP region whose body or task this thread runs (omp.c); 0: none */
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
 

@@ -62,7 +62,8 @@ teardown_file() {
 	[ "$(echo $output)" = "-ldl" ] # pkg-config ends it with a space
 	run env PKG_CONFIG_PATH="$DEST/usr/share/pkgconfig" pkg-config --variable=includedir tprof
 	[ "$output" = /usr/include ]
-	# zsh: compinit finds it; with its builtins stubbed, it offers commands, options, files
+	# zsh: compinit finds it; run with compadd and _files replaced by functions that print what they
+	# are given, it offers commands, options, files
 	if command -v zsh >/dev/null; then
 		run zsh -fc "fpath=('$DEST/usr/share/zsh/vendor-completions' \$fpath); autoload -U compinit; compinit -u -D; print \$_comps[tprof]"
 		[ "$output" = _tprof ]
