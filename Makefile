@@ -37,8 +37,13 @@ endif
 
 PRELOAD_SRC  := $(wildcard preload/*.c)
 PRELOAD_OBJ  := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
-ANALYZER_SRC := $(wildcard analyzer/*.c)
-ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
+# The analyzer in layers (docs/ARCHITECTURE.md): base/, trace/, analysis/ and out/ make a static
+# library that the commands (cmd/), the unit tests and the fuzz target link.
+ANALYZER_LIB_SRC := $(wildcard analyzer/base/*.c analyzer/trace/*.c analyzer/analysis/*.c analyzer/out/*.c)
+ANALYZER_LIB_OBJ := $(ANALYZER_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+ANALYZER_SRC := $(ANALYZER_LIB_SRC) $(wildcard analyzer/cmd/*.c)
+CMD_OBJ      := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard analyzer/cmd/*.c))
+ANALYZER_A   := $(BUILD)/libtprof-analyzer.a
 # The recorder: tprof-recorder (started by libtprof.so), and tprof record, which serves itself.
 RECORDER_SRC := recorder/server.c recorder/writer.c recorder/leakscan.c
 RECORDER_OBJ := $(RECORDER_SRC:%.c=$(BUILD)/obj/%.o)
@@ -49,7 +54,9 @@ PROG_BINS    := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%) \
                 $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(wildcard tests/progs/*.cpp))
 BENCH_SRC    := $(wildcard bench/*.c)
 BENCH_BINS   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-HEADERS      := $(wildcard include/*.h preload/*.h analyzer/*.h recorder/*.h)
+# Objects depend on the headers they include (-MMD); the preload and recorder on all of theirs.
+DEPFLAGS     := -MMD -MP
+HEADERS      := $(wildcard include/*.h preload/*.h recorder/*.h)
 
 .PHONY: all test bench demo deps clean fuzz install uninstall deb
 all: $(BUILD)/libtprof.so $(BUILD)/tprof-recorder $(BUILD)/tprof $(PROG_BINS) $(BENCH_BINS) $(TEST_BINS)
@@ -62,8 +69,8 @@ $(BUILD)/libtprof.so: $(PRELOAD_OBJ)
 	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -lunwind -ldl -lpthread
 
 # the release, for tprof --version
-$(BUILD)/obj/analyzer/tprof.o: CFLAGS += -DTPROF_RELEASE='"$(VERSION)"'
-$(BUILD)/obj/analyzer/tprof.o: VERSION
+$(BUILD)/obj/analyzer/cmd/tprof.o: CFLAGS += -DTPROF_RELEASE='"$(VERSION)"'
+$(BUILD)/obj/analyzer/cmd/tprof.o: VERSION
 
 $(BUILD)/obj/recorder/%.o: recorder/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -72,17 +79,22 @@ $(BUILD)/obj/recorder/%.o: recorder/%.c $(HEADERS)
 $(BUILD)/tprof-recorder: $(BUILD)/obj/recorder/main.o $(RECORDER_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -lzstd $(LDLIBS)
 
-$(BUILD)/obj/analyzer/%.o: analyzer/%.c $(HEADERS)
+$(BUILD)/obj/analyzer/%.o: analyzer/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Irecorder -Ipreload -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Ianalyzer -Irecorder -Ipreload -c $< -o $@
 
-$(BUILD)/tprof: $(ANALYZER_OBJ) $(RECORDER_OBJ)
+$(ANALYZER_A): $(ANALYZER_LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/tprof: $(CMD_OBJ) $(RECORDER_OBJ) $(ANALYZER_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(ANALYZER_LIBS) $(LDLIBS)
 
-# Unit tests include the sources they test (to reach static functions), so they depend on all of them.
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(ANALYZER_SRC) $(RECORDER_SRC)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ipreload -Ianalyzer -o $@ $< $(ANALYZER_LIBS) -lunwind $(LDLIBS)
+# Unit tests link the analyzer's library; the recorder's and the preload's tests include the
+# sources they test (to reach static functions), so they depend on those.
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(RECORDER_SRC) $(ANALYZER_A)
+	@mkdir -p $(dir $@) $(BUILD)/obj/tests
+	$(CC) $(CFLAGS) $(DEPFLAGS) -MF $(BUILD)/obj/tests/$*.d -Ipreload -Ianalyzer -Irecorder -o $@ $< $(ANALYZER_A) $(ANALYZER_LIBS) -lunwind $(LDLIBS)
 
 # Test programs with known heap behaviour: unoptimized so every call really happens.
 $(BUILD)/progs/%: tests/progs/%.c
@@ -108,12 +120,13 @@ $(BUILD)/bench/storm_nofp: tests/progs/storm.c
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=gnu11 -g -O1 -Iinclude -Ipreload -Irecorder -Ianalyzer -D_GNU_SOURCE -pthread \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_SRC   := $(filter-out analyzer/tprof.c,$(ANALYZER_SRC)) $(RECORDER_SRC)
+FUZZ_SRC   := $(filter-out analyzer/cmd/tprof.c,$(ANALYZER_SRC)) $(RECORDER_SRC)
 fuzz: build/fuzz/fuzz_trace
-build/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(FUZZ_SRC) $(HEADERS)
+build/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(FUZZ_SRC) $(HEADERS) $(wildcard analyzer/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_trace.c $(FUZZ_SRC) $(ANALYZER_LIBS) $(LDLIBS)
 
+-include $(shell find $(BUILD)/obj/analyzer $(BUILD)/obj/tests -name '*.d' 2>/dev/null)
 -include workloads/workloads.mk
 # Further build rules that belong to one part (test fixtures and the like).
 -include $(wildcard mk/*.mk)

@@ -1,7 +1,7 @@
 /* The recorder: the process that drains traced processes' shared memory (preload/shm.h) into trace
  * files. server.c takes registrations on a unix socket and starts one writer thread (writer.c) per
  * process image; main.c is tprof-recorder, which libtprof.so starts when no recorder is reachable,
- * and tprof record (analyzer/cmd_record.c) runs the same server in a process of its own. */
+ * and tprof record (analyzer/cmd/cmd_record.c) runs the same server in a process of its own. */
 #ifndef TPROF_RECORDER_H
 #define TPROF_RECORDER_H
 

@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cmds.h"
+#include "cmd/cmds.h"
 #include "tprof_trace.h"
 
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);

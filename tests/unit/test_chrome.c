@@ -1,14 +1,18 @@
-/* Unit tests of the Chrome trace-event export (analyzer/chrome.c) on inputs no real program gives
+/* Unit tests of the Chrome trace-event export (analysis/timeline.c, out/chrome.c) on inputs no real program gives
  * on demand: the counter thinning (bounded, the exact peak and its time kept), ranges that cross
  * kernel calls (random nestings: after snapping nothing needs clipping), and a hand-made trace with
  * RSS samples, hostile thread names, a range pushed inside a call and one never popped, steps and
  * parameters, written out and checked piece by piece. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/timeline.h"
+#include "out/chrome.h"
+#include "analysis/heap.h"
+#include "trace/reader.h"
+#include "trace/reader_int.h" /* a fake trace's private part */
+#include "base/util.h"
 #include "../unittest.h"
-#include "../../analyzer/addrmap.c"
-#include "../../analyzer/chrome.c"
-#include "../../analyzer/heap.c"
-#include "../../analyzer/reader.c"
-#include "../../analyzer/util.c"
 
 static uint64_t rng = 88172645463325252ull;
 

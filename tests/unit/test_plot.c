@@ -1,12 +1,15 @@
-/* Unit tests of analyzer/plot.c: trace strings made safe for gnuplot's data files (exact forms, and
+/* Unit tests of analyzer/analysis/plot.c: trace strings made safe for gnuplot's data files (exact forms, and
  * random bytes that must always come out as one well-formed field), the min/max downsampler (the
  * maximum and every bucket's extremes kept, in time order), the flattening of nested kernel calls to
  * the innermost one, and the merging of boxes narrower than a pixel. */
 #include <stdlib.h>
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/plot.h"
+#include "base/util.h"
 #include "../unittest.h"
-#include "../../analyzer/plot.c"
-#include "../../analyzer/util.c"
 
 static const char *text(const char *s)
 {
@@ -60,7 +63,7 @@ static char *gnuplot_reads(const char *s, char *out)
 			continue;
 		}
 		int len;
-		if (utf8_next(p, &len) < 0)
+		if (tprof_utf8_next(p, &len) < 0)
 			return NULL;
 		memcpy(out + o, p, (size_t)len);
 		o += (size_t)len, p += len;

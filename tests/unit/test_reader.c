@@ -1,15 +1,19 @@
 /* Unit tests of the reader's handling of what version 4 added and of files cut short
- * (analyzer/reader.c): traces built here block by block, plain and zstd-compressed EVENTS blocks
+ * (analyzer/trace/): traces built here block by block, plain and zstd-compressed EVENTS blocks
  * among them, are written to a temporary file and opened. INFO's malloc owner (and its absence
  * before version 4), END flags and reasons by version, and every prefix of a trace: an error while
  * INFO is not whole, else the blocks before the cut read, with the right offset and counts, and the
  * same events as the whole file up to there. */
 #include <stdlib.h>
+#include <zstd.h>
 #include <unistd.h>
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/reader.h"
+#include "base/util.h"
 #include "../unittest.h"
-#include "../../analyzer/reader.c"
-#include "../../analyzer/util.c"
 
 #define TID 77
 

@@ -1,10 +1,13 @@
-/* Unit tests of the leak suppressions in analyzer/suppress.c: LeakSanitizer's pattern rules
+/* Unit tests of the leak suppressions in analyzer/analysis/suppress.c: LeakSanitizer's pattern rules
  * (substring, '*', '^', '$'), parsing (comments, blanks, errors with file:line), which frames
  * leak: and leak_site: look at, and that the built-in list matches loader and C-library sites but
  * no site in a program's own code. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/suppress.h"
+#include "base/util.h"
 #include "../unittest.h"
-#include "../../analyzer/suppress.c"
-#include "../../analyzer/util.c"
 
 static void test_patterns(void)
 {

@@ -1,4 +1,4 @@
-/* Unit tests of the symbolizer in analyzer/symbolize.c, on this very process: its modules come from
+/* Unit tests of the symbolizer in analyzer/trace/symbolize.c, on this very process: its modules come from
  * dl_iterate_phdr (build-ids from PT_NOTE), and return addresses are taken at lines known through
  * __LINE__. Checks function, file and line; an inlined frame (this file is built -O2 -g); C++
  * names (fixtures of mk/symbolize.mk) demangled from DWARF linkage names, from the symbol table for
@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/symbolize.h"
+#include "base/util.h"
 #include "../unittest.h"
-#include "../../analyzer/symbolize.c"
-#include "../../analyzer/util.c"
 
 /* ---- return addresses at known lines */
 
@@ -131,7 +134,7 @@ static const struct tprof_module *mod_of(uintptr_t addr)
 
 static const char *base_of(const char *path)
 {
-	return path ? base_name(path) : NULL;
+	return path ? tprof_base_name(path) : NULL;
 }
 
 /* ---- sym_problems collection */
@@ -178,7 +181,7 @@ static void test_known_line(void)
 	CHECK_STR(f[0].function, "caller_known");
 	CHECK_STR(base_of(f[0].file), "test_symbolize.c");
 	CHECK_EQ(f[0].line, line);
-	CHECK_STR(f[0].module, base_name(exe));
+	CHECK_STR(f[0].module, tprof_base_name(exe));
 	CHECK(m && f[0].offset == ra - m->base);
 	CHECK_EQ(f[0].inlined, 0);
 	struct problems ps = {0};
@@ -313,7 +316,7 @@ static void test_build_id_mismatch(void)
 	struct tprof_symbolizer *s = sym_new(&m, 1, exe);
 	CHECK_EQ(sym_resolve(s, ra, 1, f, 4), 1);
 	CHECK(f[0].function == NULL && f[0].file == NULL && f[0].line == 0);
-	CHECK_STR(f[0].module, base_name(exe));
+	CHECK_STR(f[0].module, tprof_base_name(exe));
 	CHECK(f[0].offset == ra - m.base);
 	struct problems ps = {0};
 	sym_problems(s, on_problem, &ps);
@@ -415,7 +418,7 @@ static void test_bad_files(void)
 			struct tprof_sym_frame f[8];
 			size_t n = sym_resolve(s, ra, 1, f, 8);
 			CHECK(n >= 1 && n <= 8);
-			CHECK_STR(f[n - 1].module, base_name(path));
+			CHECK_STR(f[n - 1].module, tprof_base_name(path));
 			CHECK(f[n - 1].offset == ra - m.base);
 			struct problems ps = {0};
 			sym_problems(s, on_problem, &ps);
@@ -485,7 +488,7 @@ static void test_odd_input(void)
 		CHECK(f[0].module == NULL && f[0].function == NULL && f[0].offset == outside[i]);
 	}
 	CHECK_EQ(sym_resolve(s, UINT64_MAX - 0x10, 0, f, 4), 1);
-	CHECK_STR(f[0].module, base_name(exe));
+	CHECK_STR(f[0].module, tprof_base_name(exe));
 	CHECK(f[0].offset == 0xff0);
 	CHECK_EQ(sym_resolve(s, ra, 0, f, 4), 1);
 	CHECK_STR(f[0].function, "caller_known");
@@ -502,9 +505,9 @@ static void test_cache(void)
 	struct tprof_symbolizer *s = sym_new(self_mods.m, self_mods.n, exe);
 	struct tprof_sym_frame f[8], g[8];
 	size_t n = sym_resolve(s, ra, 0, f, 8);
-	size_t before = s->lookups;
+	size_t before = sym_lookups(s);
 	CHECK_EQ(sym_resolve(s, ra, 0, g, 8), n);
-	CHECK_EQ(s->lookups, before);
+	CHECK_EQ(sym_lookups(s), before);
 	CHECK(f[0].function == g[0].function && f[0].file == g[0].file && f[0].module == g[0].module);
 
 	enum { N = 5000 };
@@ -515,7 +518,7 @@ static void test_cache(void)
 		counts[i] = sym_resolve(s, m->start + 1 + i * step, 0, f, 8);
 		names[i] = f[counts[i] - 1].function;
 	}
-	size_t after = s->lookups;
+	size_t after = sym_lookups(s);
 	CHECK(after >= before + N / 2);
 	int same = 1;
 	for (size_t i = 0; i < N; i++) {
@@ -523,7 +526,7 @@ static void test_cache(void)
 		same &= k == counts[i] && f[k - 1].function == names[i];
 	}
 	CHECK(same);
-	CHECK_EQ(s->lookups, after);
+	CHECK_EQ(sym_lookups(s), after);
 	sym_free(s);
 }
 

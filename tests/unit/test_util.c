@@ -1,10 +1,13 @@
-/* Unit tests of the output writers in analyzer/util.c that every command's names go through: CSV
+/* Unit tests of the output writers in analyzer/base/util.c that every command's names go through: CSV
  * fields (RFC 4180 quoting, exact bytes) and names in text tables (escaped so that no byte can break
  * a line or a column, padded by characters, not bytes). */
 #include <stdlib.h>
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
 #include "../unittest.h"
-#include "../../analyzer/util.c"
 
 /* What the writers write for s (and width), in a buffer the caller frees; *ret receives
  * tprof_text_str's result. */

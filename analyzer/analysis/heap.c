@@ -1,0 +1,172 @@
+/* Implementation of analysis/heap.h. */
+#include "analysis/heap.h"
+
+#include <string.h>
+
+static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
+{
+	uint64_t old;
+	if (e->paired && !s->index_all) {
+		/* a later free of this thread gives it back (reader.h): no need to index it */
+	} else if (addrmap_put(&s->live, e->ptr, e->size, &old)) {
+		/* the recorder orders a free before any reuse of its address, so this is a gap in
+		 * the trace (lost events); count it and treat the old block as gone */
+		s->reused_live++;
+		s->live_bytes -= old;
+		s->live_blocks--;
+	}
+	if (s->with_stacks && (!e->paired || s->index_all))
+		addrmap_put(&s->live_stack, e->ptr, e->stack, NULL);
+	c->taken_ptr = e->ptr;
+	s->allocations++;
+	s->bytes_allocated += e->size;
+	s->live_bytes += e->size;
+	s->live_blocks++;
+	if (s->live_bytes > s->peak_bytes) {
+		s->peak_bytes = s->live_bytes;
+		s->peak_blocks = s->live_blocks;
+		s->peak_seq = e->seq;
+		s->peak_tick = e->tick;
+		s->peak_tid = e->tid;
+	}
+}
+
+static void give_back(struct heap_stats *s, uint64_t ptr, struct heap_change *c)
+{
+	uint64_t size, stack = 0;
+	if (!ptr)
+		return;
+	if (addrmap_del(&s->live, ptr, &size)) {
+		if (s->with_stacks)
+			addrmap_del(&s->live_stack, ptr, &stack);
+		c->freed_ptr = ptr;
+		c->freed_size = size;
+		c->freed_stack = (uint32_t)stack;
+		s->frees++;
+		s->live_bytes -= size;
+		s->live_blocks--;
+	} else {
+		s->unmatched_frees++;
+	}
+}
+
+void heap_init(struct heap_stats *s, int with_stacks)
+{
+	memset(s, 0, sizeof(*s));
+	addrmap_init(&s->live);
+	s->with_stacks = with_stacks;
+	if (with_stacks)
+		addrmap_init(&s->live_stack);
+}
+
+void heap_release(struct heap_stats *s)
+{
+	addrmap_free(&s->live);
+	if (s->with_stacks)
+		addrmap_free(&s->live_stack);
+}
+
+void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
+{
+	struct heap_change ignored;
+	if (!c)
+		c = &ignored;
+	memset(c, 0, sizeof(*c));
+	s->events++;
+	switch (e->kind) {
+	case TPROF_EV_FREE:
+		s->calls[e->kind]++;
+		if (e->paired && !s->index_all) {
+			c->freed_ptr = e->ptr;
+			c->freed_size = e->freed_size;
+			c->freed_stack = e->freed_stack;
+			s->frees++;
+			s->live_bytes -= e->freed_size;
+			s->live_blocks--;
+		} else {
+			give_back(s, e->ptr, c);
+		}
+		break;
+	case TPROF_EV_REALLOC:
+	case TPROF_EV_REALLOCARRAY:
+		if (e->phase == 0) {
+			s->calls[e->kind]++;
+			/* success, or glibc's realloc(p, 0), which frees p and returns NULL */
+			if (e->ptr || (e->size == 0 && e->old_ptr))
+				give_back(s, e->old_ptr, c);
+			else
+				s->failed++;
+		} else if (e->ptr) {
+			take(s, e, c);
+		}
+		break;
+	default:
+		s->calls[e->kind]++;
+		if (e->ptr)
+			take(s, e, c);
+		else
+			s->failed++;
+		break;
+	}
+}
+
+/* heap_step over a run of events, with the common cases (a plain allocation, its paired free) on
+ * counters kept in registers: the stats and the events are both made of uint64_t, so through s the
+ * compiler would have to store and reload every counter for every event. */
+static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t n)
+{
+	uint64_t live = s->live_bytes, blocks = s->live_blocks, peak = s->peak_bytes;
+	uint64_t nmalloc = 0, nfree = 0, bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct tprof_event *e = &ev[i];
+		if (e->paired && e->kind == TPROF_EV_FREE) {
+			nfree++;
+			live -= e->freed_size;
+			blocks--;
+			continue;
+		}
+		if (e->paired && e->kind == TPROF_EV_MALLOC) {
+			nmalloc++;
+			bytes += e->size;
+			live += e->size;
+			blocks++;
+			if (live > peak) {
+				peak = live;
+				s->peak_blocks = blocks;
+				s->peak_seq = e->seq;
+				s->peak_tick = e->tick;
+				s->peak_tid = e->tid;
+			}
+			continue;
+		}
+		/* anything else takes the general path, on the stats as they stand */
+		s->live_bytes = live;
+		s->live_blocks = blocks;
+		s->peak_bytes = peak;
+		heap_step(s, e, NULL);
+		s->events--; /* counted below with the rest */
+		live = s->live_bytes;
+		blocks = s->live_blocks;
+		peak = s->peak_bytes;
+	}
+	s->live_bytes = live;
+	s->live_blocks = blocks;
+	s->peak_bytes = peak;
+	s->events += n;
+	s->allocations += nmalloc;
+	s->bytes_allocated += bytes;
+	s->frees += nfree;
+	s->calls[TPROF_EV_FREE] += nfree;
+	s->calls[TPROF_EV_MALLOC] += nmalloc;
+}
+
+int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
+{
+	heap_init(s, 0);
+	const struct tprof_event *e;
+	size_t n;
+	int r;
+	while ((r = tprof_trace_next_run(t, &e, &n)) > 0)
+		heap_run(s, e, n);
+	return r;
+}

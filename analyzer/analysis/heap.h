@@ -1,0 +1,52 @@
+/* The heap analysis: replays the merged event stream of a trace and counts what valgrind memcheck's
+ * HEAP SUMMARY counts (allocations, frees, bytes allocated, in use at exit), plus the exact peak of
+ * live requested bytes and when it happened. The counting conventions are in docs/FORMAT.md. */
+#ifndef TPROF_HEAP_H
+#define TPROF_HEAP_H
+
+#include <stdint.h>
+
+#include "analysis/addrmap.h"
+#include "trace/reader.h"
+
+struct heap_stats {
+	uint64_t calls[TPROF_EV_KIND_MAX + 1]; /* every call, failed ones and free(NULL) included */
+	uint64_t events;
+	uint64_t allocations;     /* blocks obtained (realloc: the new block) */
+	uint64_t frees;           /* blocks given back that were obtained inside the trace */
+	uint64_t bytes_allocated; /* requested bytes of all allocations */
+	uint64_t failed;          /* allocation calls that returned NULL/an error */
+	uint64_t unmatched_frees; /* frees of addresses never allocated in the trace */
+	uint64_t reused_live;     /* allocations returning an address still live (never in order) */
+	uint64_t live_bytes, live_blocks;
+	uint64_t peak_bytes, peak_blocks, peak_seq, peak_tick;
+	uint32_t peak_tid;        /* the thread whose allocation reached the peak */
+	struct addrmap live; /* address -> size of live blocks (see index_all; at the end: the leaks) */
+	struct addrmap live_stack; /* address -> stack id of live blocks; only with heap_init(s, 1) */
+	int with_stacks;
+	/* Index every live block. By default a block the reader paired with its free (reader.h) is
+	 * counted but not indexed, so live holds every live block only at the end of the trace;
+	 * set this after heap_init to stop a replay early and look at live (e.g. at the peak). */
+	int index_all;
+};
+
+/* What one event did to the live set, for analyses that follow the replay step by step. */
+struct heap_change {
+	uint64_t freed_ptr;   /* 0: no block was given back */
+	uint64_t freed_size;
+	uint32_t freed_stack; /* the freed block's stack id (with stacks only) */
+	uint64_t taken_ptr;   /* 0: no block was obtained */
+};
+
+/* Replays t from its current position to the end. 0 on success; -1 on a corrupt record (t->err).
+ * The caller releases s->live with addrmap_free (or heap_release). */
+int heap_analyze(struct tprof_trace *t, struct heap_stats *s);
+
+/* The same replay one event at a time: heap_init, heap_step per event in trace order, heap_release.
+ * with_stacks also remembers each live block's stack id (one more map entry per live block). */
+void heap_init(struct heap_stats *s, int with_stacks);
+/* Applies e exactly as heap_analyze counts it; c (may be NULL) receives what changed. */
+void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c);
+void heap_release(struct heap_stats *s);
+
+#endif

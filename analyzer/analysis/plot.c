@@ -1,0 +1,266 @@
+/* Implementation of analysis/plot.h: gnuplot-safe strings, the min/max downsampler and the Gantt
+ * lanes behind `tprof plot`. */
+#include "analysis/plot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+/* ---- strings ---- */
+
+
+/* Appends the form of one character of the input: at most 7 bytes. */
+static size_t put_char(char *o, const unsigned char *s, long cp, int len)
+{
+	if (cp < 0 || (cp >= 0x80 && cp < 0xa0) || cp == 0xfffe || cp == 0xffff) {
+		memcpy(o, "\xef\xbf\xbd", 3); /* U+FFFD */
+		return 3;
+	}
+	if (cp == '"')
+		return (size_t)sprintf(o, "\\042");
+	if (cp == '\\')
+		return (size_t)sprintf(o, "\\134");
+	/* Control characters are shown, not obeyed: a backslash (escaped for gnuplot) and a letter. */
+	if (cp == '\n')
+		return (size_t)sprintf(o, "\\134n");
+	if (cp == '\r')
+		return (size_t)sprintf(o, "\\134r");
+	if (cp == '\t')
+		return (size_t)sprintf(o, "\\134t");
+	if (cp < 0x20 || cp == 0x7f)
+		return (size_t)sprintf(o, "\\134x%02x", (unsigned)cp);
+	memcpy(o, s, (size_t)len);
+	return (size_t)len;
+}
+
+const char *plot_gp_text(char *buf, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	size_t chars = 0;
+	int len;
+	for (const unsigned char *p = s; *p; p += len)
+		tprof_utf8_next(p, &len), chars++;
+	size_t limit = chars > PLOT_TEXT_CHARS ? PLOT_TEXT_CHARS - 3 : chars, o = 0;
+	for (size_t i = 0; i < limit; i++) {
+		long cp = tprof_utf8_next(s, &len);
+		o += put_char(buf + o, s, cp, len);
+		s += len;
+	}
+	if (limit < chars)
+		o += (size_t)sprintf(buf + o, "...");
+	buf[o] = 0;
+	return buf;
+}
+
+void plot_gp_field(FILE *f, const char *s)
+{
+	char buf[PLOT_TEXT_SIZE];
+	fprintf(f, "\"%s\"", plot_gp_text(buf, s));
+}
+
+/* ---- time series ---- */
+
+struct plot_kept {
+	uint64_t t, v, n; /* n: which value of the series (order of addition) */
+};
+
+struct plot_bucket {
+	int used;
+	struct plot_kept first, min, max, last;
+};
+
+void plot_series_init(struct plot_series *s, uint64_t span, size_t nbuckets)
+{
+	memset(s, 0, sizeof(*s));
+	s->span = span;
+	s->nbuckets = nbuckets ? nbuckets : 1;
+	s->b = xcalloc(s->nbuckets, sizeof(*s->b));
+}
+
+void plot_series_add(struct plot_series *s, uint64_t t, uint64_t v)
+{
+	if (s->count && t < s->last_t)
+		t = s->last_t; /* clocks of concurrent threads: keep the curve going forwards */
+	s->last_t = t;
+	size_t i = 0;
+	if (s->span && t >= s->span)
+		i = s->nbuckets - 1;
+	else if (s->span)
+		i = (size_t)((double)t / (double)s->span * (double)s->nbuckets);
+	if (i >= s->nbuckets)
+		i = s->nbuckets - 1;
+	struct plot_bucket *b = &s->b[i];
+	struct plot_kept k = {t, v, s->count++};
+	if (!b->used) {
+		b->used = 1;
+		b->first = b->min = b->max = k;
+	}
+	if (v < b->min.v)
+		b->min = k;
+	if (v > b->max.v) /* strictly: the first time a maximum is reached is the one kept */
+		b->max = k;
+	b->last = k;
+	if (k.n == 0 || v > s->max_v)
+		s->max_v = v, s->max_t = t;
+}
+
+static int kept_cmp(const void *a, const void *b)
+{
+	const struct plot_kept *x = a, *y = b;
+	return x->n < y->n ? -1 : x->n > y->n;
+}
+
+size_t plot_series_points(const struct plot_series *s, struct plot_point **out)
+{
+	size_t n = 0;
+	*out = NULL;
+	for (size_t i = 0; i < s->nbuckets; i++)
+		n += s->b[i].used ? 4 : 0;
+	if (!n)
+		return 0;
+	struct plot_point *p = xmalloc(n * sizeof(*p));
+	size_t o = 0;
+	uint64_t last_n = UINT64_MAX;
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		const struct plot_bucket *b = &s->b[i];
+		if (!b->used)
+			continue;
+		struct plot_kept k[4] = {b->first, b->min, b->max, b->last};
+		tprof_sort(k, 4, sizeof(k[0]), kept_cmp); /* values are added in time order */
+		for (int j = 0; j < 4; j++) {
+			if (k[j].n == last_n)
+				continue;
+			last_n = k[j].n;
+			p[o++] = (struct plot_point){k[j].t, k[j].v};
+		}
+	}
+	*out = p;
+	return o;
+}
+
+void plot_series_free(struct plot_series *s)
+{
+	free(s->b);
+	s->b = NULL;
+}
+
+/* ---- Gantt lanes ---- */
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct plot_span *x = a, *y = b;
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	if (x->t1 != y->t1)
+		return x->t1 > y->t1 ? -1 : 1; /* the caller before the calls it makes */
+	return 0;
+}
+
+struct flat {
+	struct plot_box *o;
+	size_t n;
+	uint64_t cur; /* everything before it has been emitted */
+};
+
+static void emit(struct flat *f, uint32_t key, uint64_t end)
+{
+	if (end <= f->cur)
+		return;
+	struct plot_box *last = f->n ? &f->o[f->n - 1] : NULL;
+	if (last && last->key == key && last->t1 == f->cur)
+		last->t1 = end; /* a caller resumed after a call that took no time */
+	else
+		f->o[f->n++] = (struct plot_box){f->cur, end, key, 0};
+	f->cur = end;
+}
+
+size_t plot_flatten(const struct plot_span *calls, size_t n, struct plot_box **out)
+{
+	struct plot_span *c = xmalloc((n + 1) * sizeof(*c));
+	if (n)
+		memcpy(c, calls, n * sizeof(*c));
+	tprof_sort(c, n, sizeof(*c), span_cmp);
+	size_t *st = xmalloc((n + 1) * sizeof(size_t)), depth = 0;
+	/* Every call's start and end can begin a box: at most 2n of them. */
+	struct flat f = {xmalloc((2 * n + 1) * sizeof(struct plot_box)), 0, 0};
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t at = i < n ? c[i].t0 : UINT64_MAX;
+		while (depth && c[st[depth - 1]].t1 <= at) {
+			const struct plot_span *top = &c[st[--depth]];
+			emit(&f, top->key, top->t1);
+		}
+		if (i == n)
+			break;
+		if (depth)
+			emit(&f, c[st[depth - 1]].key, at); /* the caller ran until this call began */
+		if (at > f.cur)
+			f.cur = at;
+		st[depth++] = i;
+	}
+	free(st);
+	free(c);
+	*out = f.o;
+	return f.n;
+}
+
+/* The run of boxes being merged, and how much of it each key covers (the first 8 keys seen). */
+struct run {
+	struct plot_box box;
+	uint32_t keys[8];
+	uint64_t ns[8];
+	unsigned nkeys;
+};
+
+static void run_add(struct run *r, const struct plot_box *x)
+{
+	unsigned i;
+	for (i = 0; i < r->nkeys; i++)
+		if (r->keys[i] == x->key)
+			break;
+	if (i == r->nkeys && r->nkeys < 8)
+		r->keys[r->nkeys++] = x->key;
+	if (i < r->nkeys)
+		r->ns[i] += x->t1 - x->t0;
+	else
+		r->box.mixed = 1;
+	if (x->mixed || r->keys[0] != x->key)
+		r->box.mixed = 1;
+	r->box.t1 = x->t1;
+}
+
+size_t plot_merge(struct plot_box *b, size_t n, uint64_t min_ns)
+{
+	if (!min_ns)
+		return n;
+	size_t w = 0;
+	struct run r;
+	int open = 0;
+	for (size_t i = 0; i <= n; i++) {
+		struct plot_box x = i < n ? b[i] : (struct plot_box){0};
+		int wide = i < n && x.t1 - x.t0 >= min_ns;
+		uint64_t gap = open && x.t0 > r.box.t1 ? x.t0 - r.box.t1 : 0;
+		if (open && (i == n || wide || gap >= min_ns / 2 || r.box.t1 - r.box.t0 >= min_ns)) {
+			unsigned best = 0;
+			for (unsigned k = 1; k < r.nkeys; k++)
+				if (r.ns[k] > r.ns[best])
+					best = k;
+			r.box.key = r.keys[best];
+			b[w++] = r.box; /* w is at most the index of the run's first box */
+			open = 0;
+		}
+		if (i == n)
+			break;
+		if (wide) {
+			b[w++] = x;
+			continue;
+		}
+		if (!open) {
+			memset(&r, 0, sizeof(r));
+			r.box = (struct plot_box){x.t0, x.t1, x.key, 0};
+			open = 1;
+		}
+		run_add(&r, &x);
+	}
+	return w;
+}

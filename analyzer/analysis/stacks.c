@@ -1,0 +1,262 @@
+/* Implementation of analysis/stacks.h. */
+#include "analysis/stacks.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmdline.h"
+#include "base/util.h"
+
+/* At most this many frames per return address: inlining deeper than that keeps the innermost ones
+ * and the real function (sym_resolve's rule). */
+#define MAX_INLINE 64
+
+/* ---- grouping */
+
+void stack_table_init(struct stack_table *tab, const struct tprof_trace *t)
+{
+	tab->n = t->nstacks ? t->nstacks : 1;
+	tab->cost = xcalloc(tab->n, sizeof(*tab->cost));
+}
+
+void stack_table_free(struct stack_table *tab)
+{
+	free(tab->cost);
+	tab->cost = NULL;
+	tab->n = 0;
+}
+
+void stack_table_set_live(struct stack_table *tab, const struct heap_stats *s)
+{
+	for (uint32_t id = 0; id < tab->n; id++)
+		tab->cost[id].bytes = tab->cost[id].blocks = 0;
+	const struct addrmap *live = &s->live;
+	for (size_t i = 0; i < live->cap; i++) {
+		if (!live->keys[i])
+			continue;
+		uint64_t stack = 0;
+		if (s->with_stacks)
+			addrmap_get(&s->live_stack, live->keys[i], &stack);
+		struct stack_cost *c = stack_cost_of(tab, (uint32_t)stack);
+		c->bytes += live->vals[i];
+		c->blocks++;
+	}
+}
+
+static int cmp_cost(const void *a, const void *b, void *ctx)
+{
+	const struct stack_table *tab = ((const void **)ctx)[0];
+	enum stack_order order = *(const enum stack_order *)((const void **)ctx)[1];
+	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+	const struct stack_cost *x = &tab->cost[ia], *y = &tab->cost[ib];
+	uint64_t x1 = order == STACK_BY_BYTES ? x->bytes : x->blocks;
+	uint64_t y1 = order == STACK_BY_BYTES ? y->bytes : y->blocks;
+	uint64_t x2 = order == STACK_BY_BYTES ? x->blocks : x->bytes;
+	uint64_t y2 = order == STACK_BY_BYTES ? y->blocks : y->bytes;
+	if (x1 != y1)
+		return x1 > y1 ? -1 : 1;
+	if (x2 != y2)
+		return x2 > y2 ? -1 : 1;
+	return ia < ib ? -1 : ia > ib;
+}
+
+uint32_t *stack_table_sorted(const struct stack_table *tab, enum stack_order order, size_t *n)
+{
+	size_t k = 0;
+	for (uint32_t id = 0; id < tab->n; id++)
+		if (tab->cost[id].blocks)
+			k++;
+	uint32_t *ids = xmalloc(k * sizeof(*ids));
+	k = 0;
+	for (uint32_t id = 0; id < tab->n; id++)
+		if (tab->cost[id].blocks)
+			ids[k++] = id;
+	const void *ctx[2] = {tab, &order};
+	qsort_r(ids, k, sizeof(*ids), cmp_cost, ctx);
+	*n = k;
+	return ids;
+}
+
+int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s, struct stack_table *tab)
+{
+	heap_init(s, 1);
+	s->index_all = stop_seq != UINT64_MAX; /* the live set is read where the replay stops */
+	const struct tprof_event *e;
+	struct heap_change c;
+	int r;
+	while ((r = tprof_trace_next_ref(t, &e)) > 0) {
+		heap_step(s, e, &c);
+		if (c.taken_ptr) {
+			struct stack_cost *sc = stack_cost_of(tab, e->stack);
+			sc->blocks++;
+			sc->bytes += e->size;
+			sc->seq = e->seq;
+		}
+		if (e->seq == stop_seq)
+			return 0;
+	}
+	return r;
+}
+
+int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, struct heap_stats *s,
+			  struct stack_table *tab)
+{
+	if (!peak->peak_bytes) {
+		heap_init(s, 1); /* nothing was ever live: an empty table, no replay */
+		return 0;
+	}
+	if (stacks_replay(t, peak->peak_seq, s, tab) < 0)
+		return -1;
+	if (s->live_bytes != peak->peak_bytes || s->live_blocks != peak->peak_blocks) {
+		snprintf(t->err, sizeof(t->err),
+			 "%s: the second pass does not reach the peak of the first (%" PRIu64 " != %" PRIu64
+			 " bytes); was the file changed?",
+			 t->path, s->live_bytes, peak->peak_bytes);
+		return -1;
+	}
+	stack_table_set_live(tab, s);
+	return 0;
+}
+
+int stacks_find_peak(const char *path, struct heap_stats *peak)
+{
+	struct tprof_trace *t = cmd_open_trace(path);
+	if (!t)
+		return 2;
+	int r = heap_analyze(t, peak);
+	if (r < 0)
+		tprof_err("%s", t->err);
+	heap_release(peak);
+	tprof_trace_close(t);
+	return r < 0 ? 2 : 0;
+}
+
+void temporaries_init(struct temporaries *tp)
+{
+	addrmap_init(&tp->last);
+	addrmap_init(&tp->owner);
+}
+
+void temporaries_free(struct temporaries *tp)
+{
+	addrmap_free(&tp->last);
+	addrmap_free(&tp->owner);
+}
+
+int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const struct heap_change *c)
+{
+	int temporary = 0;
+	uint64_t tid;
+	if (c->freed_ptr && addrmap_del(&tp->owner, c->freed_ptr, &tid)) {
+		addrmap_del(&tp->last, tid, NULL);
+		temporary = tid == e->tid;
+	}
+	if (c->taken_ptr) {
+		uint64_t prev, prev_owner;
+		if (addrmap_put(&tp->last, e->tid, e->ptr, &prev) && prev != e->ptr)
+			addrmap_del(&tp->owner, prev, NULL);
+		/* a gap in the trace (lost events) let another thread's latest block be reused */
+		if (addrmap_put(&tp->owner, e->ptr, e->tid, &prev_owner) && prev_owner != e->tid)
+			addrmap_del(&tp->last, prev_owner, NULL);
+	}
+	return temporary;
+}
+
+int stacks_parse_top(const char *arg, size_t *top)
+{
+	if (!arg || !*arg || strspn(arg, "0123456789") != strlen(arg) || strlen(arg) > 12)
+		return -1;
+	*top = (size_t)strtoull(arg, NULL, 10);
+	return 0;
+}
+
+/* ---- symbolized frames */
+
+struct stack_sym {
+	const struct tprof_trace *t;
+	struct tprof_symbolizer *sym;
+	struct stack_frame *frames;
+	size_t cap;
+};
+
+struct stack_sym *stack_sym_new(const struct tprof_trace *t)
+{
+	struct stack_sym *ss = xcalloc(1, sizeof(*ss));
+	ss->t = t;
+	ss->sym = sym_new(t->modules, t->nmodules, t->info.exe);
+	return ss;
+}
+
+void stack_sym_free(struct stack_sym *ss)
+{
+	if (!ss)
+		return;
+	sym_free(ss->sym);
+	free(ss->frames);
+	free(ss);
+}
+
+static int same_path(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Resolves the addresses of stack id into ss->frames; with site_only, stops at the first address
+ * outside the module of the innermost one. */
+static const struct stack_frame *resolve(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
+					 int *truncated, int site_only)
+{
+	uint32_t depth = 0;
+	int trunc = 0;
+	const uint64_t *addrs = id ? tprof_trace_stack(ss->t, id, &depth, &trunc) : NULL;
+	if (truncated)
+		*truncated = addrs ? trunc : 0;
+	*n = 0;
+	if (!addrs)
+		return ss->frames;
+	struct tprof_sym_frame buf[MAX_INLINE];
+	const char *site = NULL;
+	for (uint32_t k = 0; k < depth; k++) {
+		const char *path = sym_module_path(ss->sym, addrs[k], seq);
+		if (k == 0)
+			site = path;
+		else if (site_only && !same_path(path, site))
+			break;
+		size_t got = sym_resolve(ss->sym, addrs[k], seq, buf, MAX_INLINE);
+		if (*n + got > ss->cap) {
+			ss->cap = (*n + got) * 2;
+			ss->frames = xrealloc(ss->frames, ss->cap * sizeof(*ss->frames));
+		}
+		for (size_t j = 0; j < got; j++)
+			ss->frames[(*n)++] = (struct stack_frame){buf[j], addrs[k], path};
+	}
+	return ss->frames;
+}
+
+const struct stack_frame *stack_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
+				       int *truncated)
+{
+	return resolve(ss, id, seq, n, truncated, 0);
+}
+
+const struct stack_frame *stack_site_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n)
+{
+	return resolve(ss, id, seq, n, NULL, 1);
+}
+
+static void warn_one(void *ctx, const char *path, enum tprof_sym_status st)
+{
+	(void)ctx;
+	const char *why = "has neither symbols nor debug information";
+	if (st == TPROF_SYM_MISSING)
+		why = "cannot be opened";
+	else if (st == TPROF_SYM_MISMATCH)
+		why = "is not the file that was traced (build-id differs)";
+	tprof_err("warning: %s %s; its frames are shown as module+offset", path, why);
+}
+
+void stack_sym_warn(struct stack_sym *ss)
+{
+	sym_problems(ss->sym, warn_one, NULL);
+}

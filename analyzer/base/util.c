@@ -1,0 +1,292 @@
+/* Implementation of base/util.h: checked allocation, messages, formatting, and names written as
+ * JSON strings, CSV fields and escaped text. */
+#include "base/util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(size_t n, const char *file, int line)
+{
+	fprintf(stderr, "tprof: out of memory allocating %zu bytes (%s:%d)\n", n, file, line);
+	exit(3);
+}
+
+void *tprof_xmalloc(size_t n, const char *file, int line)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n, file, line);
+	return p;
+}
+
+void *tprof_xcalloc(size_t n, size_t size, const char *file, int line)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom(n * size, file, line);
+	return p;
+}
+
+void *tprof_xrealloc(void *p, size_t n, const char *file, int line)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom(n, file, line);
+	return q;
+}
+
+char *tprof_xstrndup(const char *s, size_t n, const char *file, int line)
+{
+	char *d = tprof_xmalloc(n + 1, file, line);
+	memcpy(d, s, n);
+	d[n] = 0;
+	return d;
+}
+
+void tprof_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("tprof: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+long tprof_utf8_next(const unsigned char *s, int *len)
+{
+	*len = 1;
+	if (s[0] < 0x80)
+		return s[0];
+	int n;
+	long cp;
+	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2, cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3, cp = s[0] & 0x0f;
+		if (s[0] == 0xe0)
+			lo = 0xa0; /* overlong */
+		if (s[0] == 0xed)
+			hi = 0x9f; /* surrogates */
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4, cp = s[0] & 0x07;
+		if (s[0] == 0xf0)
+			lo = 0x90; /* overlong */
+		if (s[0] == 0xf4)
+			hi = 0x8f; /* above U+10FFFF */
+	} else {
+		return -1;
+	}
+	if (s[1] < lo || s[1] > hi)
+		return -1;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return -1;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	*len = n;
+	return cp;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not valid. */
+static int utf8_len(const unsigned char *s)
+{
+	int n;
+	return tprof_utf8_next(s, &n) < 0 ? 0 : n;
+}
+
+void tprof_json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	fputc('"', f);
+	while (*s) {
+		if (*s == '"' || *s == '\\') {
+			fputc('\\', f);
+			fputc(*s++, f);
+		} else if (*s < 0x20 || *s == 0x7f) {
+			fprintf(f, "\\u%04x", *s++);
+		} else {
+			int n = utf8_len(s);
+			if (n == 0) {
+				fputs("\\ufffd", f);
+				s++;
+			} else {
+				fwrite(s, 1, (size_t)n, f);
+				s += n;
+			}
+		}
+	}
+	fputc('"', f);
+}
+
+void tprof_csv_str(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	if (!s[strcspn(s, ",\"\r\n")]) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Writes (f non-NULL) or only measures the escaped form of s, at most max columns of it (a whole
+ * character or escape, never half of one); returns its columns. C1 controls (U+0080..U+009F) are
+ * escaped too: some terminals act on them. */
+static int text_escape_max(FILE *f, const unsigned char *s, int max)
+{
+	int cols = 0;
+	while (*s) {
+		char esc[8];
+		int n = *s < 0x20 || *s == 0x7f || *s == '\\' ? 0 : utf8_len(s);
+		if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+			n = 0;
+		if (n > 0) {
+			if (cols + 1 > max)
+				break;
+			if (f)
+				fwrite(s, 1, (size_t)n, f);
+			s += n;
+			cols++;
+			continue;
+		}
+		if (*s == '\\')
+			snprintf(esc, sizeof(esc), "\\\\");
+		else if (*s == '\n')
+			snprintf(esc, sizeof(esc), "\\n");
+		else if (*s == '\r')
+			snprintf(esc, sizeof(esc), "\\r");
+		else if (*s == '\t')
+			snprintf(esc, sizeof(esc), "\\t");
+		else
+			snprintf(esc, sizeof(esc), "\\x%02x", *s);
+		if (cols + (int)strlen(esc) > max)
+			break;
+		if (f)
+			fputs(esc, f);
+		cols += (int)strlen(esc);
+		s++;
+	}
+	return cols;
+}
+
+static int text_escape(FILE *f, const unsigned char *s)
+{
+	return text_escape_max(f, s, INT32_MAX);
+}
+
+int tprof_text_cut(FILE *f, const char *str, int width)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	int want = width < 0 ? -width : width;
+	if (want < 2 || text_escape(NULL, s) <= want)
+		return tprof_text_str(f, str, width);
+	int lead = width > 0 ? want - 1 - text_escape_max(NULL, s, want - 1) : 0;
+	for (int i = 0; i < lead; i++)
+		fputc(' ', f);
+	int cols = text_escape_max(f, s, want - 1);
+	fputs("\u2026", f); /* one column: the name goes on */
+	for (int i = cols + 1 + lead; i < want; i++)
+		fputc(' ', f);
+	return want;
+}
+
+int tprof_text_str(FILE *f, const char *str, int width)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	int len = text_escape(NULL, s), want = width < 0 ? -width : width;
+	int pad = want > len ? want - len : 0;
+	for (int i = 0; width > 0 && i < pad; i++)
+		fputc(' ', f);
+	text_escape(f, s);
+	for (int i = 0; width < 0 && i < pad; i++)
+		fputc(' ', f);
+	return len + pad;
+}
+
+const char *tprof_commas(uint64_t v, char *buf)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), o = 0;
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+const char *tprof_fmt_ns(uint64_t ns, char *buf)
+{
+	if (ns < 10000)
+		snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
+	else if (ns < 10000000)
+		snprintf(buf, 32, "%.2f us", ns / 1e3);
+	else if (ns < 10000000000ull)
+		snprintf(buf, 32, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, 32, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+const char *tprof_fmt_bytes(uint64_t b, char *buf)
+{
+	if (b < 1024)
+		snprintf(buf, 32, "%llu B", (unsigned long long)b);
+	else if (b < (1ull << 20))
+		snprintf(buf, 32, "%.1f KiB", b / 1024.0);
+	else if (b < (1ull << 30))
+		snprintf(buf, 32, "%.1f MiB", b / 1048576.0);
+	else
+		snprintf(buf, 32, "%.2f GiB", b / 1073741824.0);
+	return buf;
+}
+
+void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+struct tprof_unit tprof_ns_unit(uint64_t max_ns)
+{
+	if (max_ns < 10000)
+		return (struct tprof_unit){"ns", 1, 0};
+	if (max_ns < 10000000)
+		return (struct tprof_unit){"us", 1e3, 1};
+	if (max_ns < 10000000000ull)
+		return (struct tprof_unit){"ms", 1e6, 2};
+	return (struct tprof_unit){"s", 1e9, 3};
+}
+
+struct tprof_unit tprof_bytes_unit(uint64_t max_bytes)
+{
+	if (max_bytes < 10240)
+		return (struct tprof_unit){"B", 1, 0};
+	if (max_bytes < 10485760)
+		return (struct tprof_unit){"KiB", 1024, 1};
+	if (max_bytes < 10737418240ull)
+		return (struct tprof_unit){"MiB", 1048576, 1};
+	return (struct tprof_unit){"GiB", 1073741824, 2};
+}
+
+const char *tprof_fmt_in(uint64_t v, struct tprof_unit u, char *buf)
+{
+	snprintf(buf, 32, "%.*f", u.decimals, (double)v / u.div);
+	return buf;
+}
+
+const char *tprof_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}

@@ -1,0 +1,79 @@
+/* Small helpers shared by the analyzer's commands: checked allocation (aborts with file:line on
+ * failure), error messages, number formatting, and the one way each output format writes a name:
+ * JSON string escaping, CSV fields, and escaped names in text tables. */
+#ifndef TPROF_UTIL_H
+#define TPROF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define xmalloc(n) tprof_xmalloc((n), __FILE__, __LINE__)
+#define xcalloc(n, s) tprof_xcalloc((n), (s), __FILE__, __LINE__)
+#define xrealloc(p, n) tprof_xrealloc((p), (n), __FILE__, __LINE__)
+#define xstrndup(s, n) tprof_xstrndup((s), (n), __FILE__, __LINE__)
+
+void *tprof_xmalloc(size_t n, const char *file, int line);
+
+/* qsort for any count: qsort's base must not be NULL, which an empty table's may be. */
+void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
+void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
+char *tprof_xstrndup(const char *s, size_t n, const char *file, int line);
+
+/* Prints "tprof: " + message to stderr. */
+void tprof_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The code point of the UTF-8 sequence at s and its length in *len, or -1 (with *len 1) when the
+ * bytes there are not the shortest encoding of a scalar value (overlong forms, surrogates and code
+ * points above U+10FFFF are invalid). The one UTF-8 decoder of the analyzer. */
+long tprof_utf8_next(const unsigned char *s, int *len);
+
+/* Writes s as a JSON string literal (quotes included): every control character, quote and
+ * backslash escaped, invalid UTF-8 bytes replaced by U+FFFD, so the output is always valid JSON. */
+void tprof_json_str(FILE *f, const char *s);
+
+/* Writes s as one CSV field (RFC 4180): as it is, or between double quotes with every quote doubled
+ * when it contains a comma, a quote, CR or LF. The bytes are kept exactly (no UTF-8 check); NULL
+ * is an empty field. Records end with TPROF_CSV_EOL. */
+void tprof_csv_str(FILE *f, const char *s);
+
+/* The end of a CSV record: RFC 4180's CRLF. */
+#define TPROF_CSV_EOL "\r\n"
+
+/* Writes s for a text table, so that no name can break a line or a column: valid UTF-8 other than
+ * control characters as it is; a backslash as \\; newline, carriage return and tab as \n, \r, \t;
+ * any other control byte (DEL included) and any byte of invalid UTF-8 as \xNN. Then pads with spaces
+ * to |width| columns (one column per character written): width < 0 left-aligns like printf's
+ * "%-*s", width > 0 right-aligns, 0 does not pad. NULL is written as "". Returns the columns
+ * written, padding included. */
+int tprof_text_str(FILE *f, const char *s, int width);
+/* The same, cut to |width| columns when longer: as much of it as fits in |width| - 1 columns, then
+ * an ellipsis (…). Returns |width|, or what tprof_text_str returns when s fits. */
+int tprof_text_cut(FILE *f, const char *s, int width);
+
+/* A unit for a column of durations or byte counts, chosen from its largest value so that the whole
+ * column is in one unit. */
+struct tprof_unit {
+	const char *name; /* "ns", "us", "ms", "s"; "B", "KiB", "MiB", "GiB" */
+	double div;
+	int decimals;
+};
+struct tprof_unit tprof_ns_unit(uint64_t max_ns);
+struct tprof_unit tprof_bytes_unit(uint64_t max_bytes);
+/* v in unit u, as a number only ("12.34"), into buf (at least 32 bytes); returns buf. */
+const char *tprof_fmt_in(uint64_t v, struct tprof_unit u, char *buf);
+
+/* "1,234,567" into buf (at least 32 bytes); returns buf. */
+const char *tprof_commas(uint64_t v, char *buf);
+
+/* Human-readable duration ("12.3 ms") into buf (at least 32 bytes); returns buf. */
+const char *tprof_fmt_ns(uint64_t ns, char *buf);
+
+/* Human-readable byte count ("1.5 MiB", exact below 1 KiB) into buf (>= 32 bytes); returns buf. */
+const char *tprof_fmt_bytes(uint64_t b, char *buf);
+
+/* The last component of a path: what follows its last slash (all of it when it has none). */
+const char *tprof_base_name(const char *path);
+
+#endif

@@ -1,0 +1,69 @@
+/* tprof dump: every event of a trace in global order, one line each (sequence number, time, thread,
+ * call, size, addresses, stack id), then the modules, the raw stacks and the RSS samples ("# rss
+ * TIME_NS BYTES"), for debugging a trace or feeding another tool. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmdline.h"
+#include "cmd/cmds.h"
+#include "trace/reader.h"
+#include "base/util.h"
+
+int cmd_dump(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
+			"usage: tprof dump FILE\n");
+		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 1;
+	}
+	tprof_progress = 0; /* it prints while it reads */
+	struct tprof_trace *t = cmd_open_trace(argv[1]);
+	if (!t)
+		return 2;
+	printf("# seq time_ns tid call size ptr [old_ptr] stack=ID\n");
+	struct tprof_event e;
+	int r;
+	while ((r = tprof_trace_next(t, &e)) > 0) {
+		int realloc_kind = e.kind == TPROF_EV_REALLOC || e.kind == TPROF_EV_REALLOCARRAY;
+		printf("%" PRIu64 " %" PRIu64 " %u %s%s %" PRIu64 " 0x%" PRIx64, e.seq, tprof_trace_ns(t, e.tick),
+		       e.tid, tprof_event_name(e.kind), realloc_kind ? (e.phase ? "/new" : "/old") : "",
+		       e.size, e.ptr);
+		if (realloc_kind)
+			printf(" 0x%" PRIx64, e.old_ptr);
+		if (e.stack)
+			printf(" stack=%u", e.stack);
+		putchar('\n');
+	}
+	if (r < 0)
+		tprof_err("%s", t->err);
+	for (size_t i = 0; i < t->nmodules; i++) {
+		const struct tprof_module *m = &t->modules[i];
+		printf("# module %zu 0x%" PRIx64 "-0x%" PRIx64 " base 0x%" PRIx64 " seq %" PRIu64 "..", i, m->start,
+		       m->end, m->base, m->load_seq);
+		if (m->unload_seq != UINT64_MAX)
+			printf("%" PRIu64, m->unload_seq);
+		printf(" build-id ");
+		for (size_t k = 0; k < m->build_id_len; k++)
+			printf("%02x", m->build_id[k]);
+		putchar(' ');
+		tprof_text_str(stdout, m->path[0] ? m->path : "(main program)", 0); /* one line per module */
+		putchar('\n');
+	}
+	for (uint32_t id = 1; id < t->nstacks; id++) {
+		uint32_t depth;
+		int trunc;
+		const uint64_t *f = tprof_trace_stack(t, id, &depth, &trunc);
+		if (!f)
+			continue;
+		printf("# stack %u%s:", id, trunc ? " (truncated)" : "");
+		for (uint32_t k = 0; k < depth; k++)
+			printf(" 0x%" PRIx64, f[k]);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < t->nrss; i++)
+		printf("# rss %" PRIu64 " %" PRIu64 "\n", tprof_trace_ns(t, t->rss[i].tick), t->rss[i].rss_bytes);
+	printf("# complete: %s, lost: %" PRIu64 "\n", t->complete ? "yes" : "no", t->lost_events);
+	tprof_trace_close(t);
+	return r < 0 ? 2 : 0;
+}

@@ -1,0 +1,285 @@
+/* tprof export: a trace in the formats other tools read.
+ *
+ * --folded: its heap costs as folded stacks, the input of flamegraph.pl and speedscope: one line per
+ * distinct symbolized stack, "outer;...;inner VALUE", outermost frame first, named by function
+ * (inlined functions are frames of their own, module+0xOFFSET where the function is unknown). Stacks
+ * cut at the recorder's depth limit start with "[truncated]", allocations without a stack are
+ * "[no stack]". Stacks that symbolize the same are merged. The metrics:
+ *   leaked  bytes still in use at exit (no suppressions applied: all of tprof report's leaked_bytes)
+ *   peak    bytes live at the peak
+ *   allocs  number of allocations
+ *   bytes   bytes allocated (the default)
+ *
+ * --chrome: its timeline as Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing
+ * (analyzer/chrome.c, docs/EXPORT.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmdline.h"
+#include "out/chrome.h"
+#include "cmd/cmds.h"
+#include "analysis/heap.h"
+#include "trace/reader.h"
+#include "analysis/stacks.h"
+#include "out/frames.h"
+#include "base/util.h"
+
+#define USAGE                                                                                              \
+	"usage: tprof export FILE --folded OUT [--metric leaked|peak|allocs|bytes]\n"                     \
+	"       tprof export FILE --chrome OUT.json [--min-dur NS] [--steps A-B|A|A-]\n"                  \
+	"OUT '-': standard output. --steps: steps A to B (0-based, both included), step A, or A to the end"
+
+enum metric { M_LEAKED, M_PEAK, M_ALLOCS, M_BYTES };
+
+struct line {
+	char *stack;
+	uint64_t value;
+};
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->stack, ((const struct line *)b)->stack);
+}
+
+/* Appends frame name to out (length *len, capacity *cap) after a ';' unless it is the first; a ';'
+ * inside the name, which would split the frame, becomes ':'. */
+static char *append_frame(char *out, size_t *len, size_t *cap, const char *name)
+{
+	size_t k = strlen(name);
+	if (*len + k + 2 > *cap) {
+		*cap = (*len + k + 2) * 2;
+		out = xrealloc(out, *cap);
+	}
+	if (*len)
+		out[(*len)++] = ';';
+	for (size_t i = 0; i < k; i++)
+		out[(*len)++] = name[i] == ';' ? ':' : name[i];
+	out[*len] = 0;
+	return out;
+}
+
+/* The folded form of a stack: frames outermost first, joined by ';'. Caller frees. */
+static char *fold(const struct stack_frame *fr, size_t n, int truncated)
+{
+	size_t len = 0, cap = 256;
+	char *out = xmalloc(cap);
+	out[0] = 0;
+	char buf[64];
+	if (n == 0 || truncated)
+		out = append_frame(out, &len, &cap, n == 0 ? "[no stack]" : "[truncated]");
+	for (size_t i = n; i-- > 0;)
+		out = append_frame(out, &len, &cap, stack_frame_name(&fr[i], buf, sizeof(buf)));
+	return out;
+}
+
+static void write_folded(FILE *f, struct stack_table *tab, struct stack_sym *ss, enum metric m)
+{
+	size_t nids;
+	uint32_t *ids = stack_table_sorted(tab, STACK_BY_BYTES, &nids);
+	struct line *lines = xcalloc(nids ? nids : 1, sizeof(*lines));
+	size_t nl = 0;
+	for (size_t i = 0; i < nids; i++) {
+		const struct stack_cost *c = &tab->cost[ids[i]];
+		uint64_t v = m == M_ALLOCS ? c->blocks : c->bytes;
+		if (!v)
+			continue;
+		size_t n;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], c->seq, &n, &trunc);
+		lines[nl++] = (struct line){fold(fr, n, trunc), v};
+	}
+	tprof_sort(lines, nl, sizeof(*lines), cmp_line);
+	for (size_t i = 0; i < nl; i++) {
+		uint64_t v = lines[i].value;
+		while (i + 1 < nl && strcmp(lines[i].stack, lines[i + 1].stack) == 0) {
+			free(lines[i].stack);
+			v += lines[++i].value;
+		}
+		fprintf(f, "%s %" PRIu64 "\n", lines[i].stack, v);
+		free(lines[i].stack);
+	}
+	free(lines);
+	free(ids);
+}
+
+struct export_opts {
+	const char *out;   /* NULL until --folded or --chrome */
+	int chrome;        /* --chrome rather than --folded */
+	int metric_given, chrome_only_given;
+	enum metric m;
+	struct chrome_options c;
+};
+
+/* A number of nanoseconds: digits only. */
+static int parse_ns(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || errno)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* export's own options, for cmd_parse. */
+static int parse_export_opt(void *ctx, int argc, char **argv, int *i)
+{
+	struct export_opts *e = ctx;
+	const char *a = argv[*i];
+	if (strcmp(a, "--folded") == 0 || strcmp(a, "--chrome") == 0) {
+		int chrome = a[2] == 'c';
+		if (*i + 1 >= argc) {
+			tprof_err("export: %s needs a file name ('-': standard output)", a);
+			return 1;
+		}
+		if (e->out && e->chrome != chrome) {
+			tprof_err("export: one of --folded or --chrome at a time");
+			return 1;
+		}
+		e->out = argv[++*i];
+		e->chrome = chrome;
+	} else if (strcmp(a, "--metric") == 0) {
+		const char *v = *i + 1 < argc ? argv[++*i] : "";
+		e->metric_given = 1;
+		if (strcmp(v, "leaked") == 0)
+			e->m = M_LEAKED;
+		else if (strcmp(v, "peak") == 0)
+			e->m = M_PEAK;
+		else if (strcmp(v, "allocs") == 0)
+			e->m = M_ALLOCS;
+		else if (strcmp(v, "bytes") == 0)
+			e->m = M_BYTES;
+		else {
+			tprof_err("export: --metric is one of leaked, peak, allocs, bytes");
+			return 1;
+		}
+	} else if (strcmp(a, "--min-dur") == 0) {
+		e->chrome_only_given = 1;
+		if (parse_ns(*i + 1 < argc ? argv[++*i] : NULL, &e->c.min_dur_ns) != 0) {
+			tprof_err("export: --min-dur needs a number of nanoseconds");
+			return 1;
+		}
+	} else if (strcmp(a, "--steps") == 0) {
+		e->chrome_only_given = 1;
+		if (chrome_parse_steps(*i + 1 < argc ? argv[++*i] : NULL, &e->c) != 0) {
+			tprof_err("export: --steps takes A-B (steps A to B, both included, from 0), A, or A- (to the end)");
+			return 1;
+		}
+	} else {
+		return CMD_OTHER;
+	}
+	return CMD_RUN;
+}
+
+/* Closes f (flushes standard output); 0, or 1 after saying why the output could not be written. */
+static int finish_output(FILE *f, const char *out)
+{
+	int bad = ferror(f);
+	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)
+		bad = 1;
+	if (bad) {
+		tprof_err("export: %s: %s", out, errno ? strerror(errno) : "write error");
+		return 1;
+	}
+	return 0;
+}
+
+static FILE *open_output(const char *out)
+{
+	FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+	if (!f)
+		tprof_err("export: %s: %s", out, strerror(errno));
+	return f;
+}
+
+static int export_chrome(const char *file, const char *out, const struct chrome_options *c)
+{
+	struct tprof_trace *t = cmd_open_trace(file);
+	if (!t)
+		return 2;
+	struct chrome_doc *d;
+	int rc = chrome_build(t, c, &d);
+	if (rc != 0) {
+		tprof_err("export: %s", t->err);
+		tprof_trace_close(t);
+		return rc == -1 ? 1 : 2;
+	}
+	FILE *f = open_output(out);
+	if (f) {
+		errno = 0;
+		chrome_write(d, f);
+		rc = finish_output(f, out);
+	} else {
+		rc = 1;
+	}
+	chrome_free(d);
+	tprof_trace_close(t);
+	return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_opts e = { .out = NULL, .m = M_BYTES };
+	struct cmd_opts o = { .name = "export", .usage = USAGE, .extra = parse_export_opt, .ctx = &e };
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	if (!e.out) {
+		tprof_err("%s", USAGE);
+		return 1;
+	}
+	if (e.chrome ? e.metric_given : e.chrome_only_given) {
+		tprof_err("export: %s", e.chrome ? "--metric is for --folded" : "--min-dur and --steps are for --chrome");
+		return 1;
+	}
+	if (e.chrome)
+		return export_chrome(o.file, e.out, &e.c);
+	const char *file = o.file, *out = e.out;
+	enum metric m = e.m;
+	struct heap_stats peak;
+	memset(&peak, 0, sizeof(peak));
+	if (m == M_PEAK) {
+		rc = stacks_find_peak(file, &peak);
+		if (rc)
+			return rc;
+	}
+	struct tprof_trace *t = cmd_open_trace(file);
+	if (!t)
+		return 2;
+	struct heap_stats s;
+	struct stack_table tab;
+	stack_table_init(&tab, t);
+	struct stack_sym *ss = NULL;
+	FILE *f = NULL;
+	rc = 0;
+	if (m == M_PEAK ? stacks_replay_to_peak(t, &peak, &s, &tab) < 0
+			: stacks_replay(t, UINT64_MAX, &s, &tab) < 0) {
+		tprof_err("%s", t->err);
+		rc = 2;
+		goto out;
+	}
+	if (m == M_LEAKED)
+		stack_table_set_live(&tab, &s);
+	f = open_output(out);
+	if (!f) {
+		rc = 1;
+		goto out;
+	}
+	ss = stack_sym_new(t);
+	errno = 0;
+	write_folded(f, &tab, ss, m);
+	stack_sym_warn(ss);
+	rc = finish_output(f, out);
+out:
+	stack_sym_free(ss);
+	heap_release(&s);
+	stack_table_free(&tab);
+	tprof_trace_close(t);
+	return rc;
+}

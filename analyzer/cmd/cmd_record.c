@@ -1,0 +1,272 @@
+/* tprof record: runs a program with libtprof.so preloaded, and the recorder of it and of every
+ * traced process it starts (recorder/server.c, in a child process of its own): the program and its
+ * descendants register at the socket named in TPROF_RECORDER. Being the program's parent, it keeps
+ * the program's zombie until its trace is written, so that the trace knows how the program ended,
+ * and ends the same way (the same exit status, or the same signal). SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT sent to tprof record itself are passed on to the program (a terminal's ^C reaches the
+ * program directly, as the whole foreground group gets it). The library is looked up beside the
+ * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
+ * there, so that it also sees programs whose allocator is itself preloaded. With --error-exitcode N
+ * it then checks the program's trace for leaks (cmd_leaks.c, leaks_check) and ends with N when
+ * there are, as valgrind's option of that name does. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmds.h"
+#include "analysis/leakclass.h"
+#include "recorder.h"
+#include "shm.h"
+#include "base/util.h"
+
+static int find_library(char *out, size_t cap)
+{
+	const char *env = getenv("TPROF_LIB");
+	if (env && *env) {
+		snprintf(out, cap, "%s", env);
+		return access(out, R_OK);
+	}
+	char self[PATH_MAX - 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	/* an installed tprof: PREFIX/bin/tprof and PREFIX/lib/tprof/libtprof.so (make install) */
+	snprintf(out, cap, "%s/../lib/tprof/libtprof.so", self);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(out, cap, "%s/libtprof.so", self); /* the build tree: build/tprof, build/libtprof.so */
+	return access(out, R_OK);
+}
+
+static volatile sig_atomic_t child_pid;
+
+/* Passes on a signal someone sent to tprof record (kill, a service manager); one that the terminal
+ * sent to the whole foreground group has reached the program already. */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
+		kill(child_pid, sig);
+}
+
+static int listen_socket(char *name, size_t cap)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, cap, "tprof.record.%d.%ld", (int)getpid(), (long)ts.tv_nsec);
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	size_t len = strlen(name);
+	memcpy(a.sun_path + 1, name, len); /* abstract */
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) != 0 ||
+	    listen(fd, 64) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	const char *output = NULL;
+	int error_exitcode = 0, kinds = 1 << TPROF_LEAK_DEFINITE | 1 << TPROF_LEAK_INDIRECT | 1 << TPROF_LEAK_POSSIBLE;
+	int i = 1;
+	for (; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
+			break;
+		} else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+			output = argv[++i];
+		} else if (strcmp(argv[i], "--error-exitcode") == 0) {
+			char *end = NULL;
+			long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+			if (i + 1 >= argc || !end || *end || end == argv[i + 1] || n < 1 || n > 255) {
+				tprof_err("record: --error-exitcode takes a status from 1 to 255");
+				return 1;
+			}
+			error_exitcode = (int)n;
+			i++;
+		} else if (strcmp(argv[i], "--kinds") == 0) {
+			if (i + 1 >= argc || (kinds = leak_kinds_parse(argv[++i])) < 0) {
+				tprof_err("record: --kinds takes a list of definite, indirect, possible, reachable "
+					  "(or all, or lost)");
+				return 1;
+			}
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: tprof record [-o FILE] [--error-exitcode N [--kinds LIST]] -- PROGRAM ARGS...\n"
+			       "  -o FILE   write the trace to FILE (%%p expands to the pid; an existing FILE\n"
+			       "            gets a suffix .1, .2, ...); default tprof.<program>.<pid>.trace\n"
+			       "            in the working directory. Every traced process says where its\n"
+			       "            trace went, on stderr (TPROF_QUIET=1: nothing).\n"
+			       "  --error-exitcode N\n"
+			       "            when the program has ended with an exit call, exit with N if its\n"
+			       "            trace shows leaks of the kinds --kinds names (default: lost, that is\n"
+			       "            definite,indirect,possible), after the default suppressions; a line\n"
+			       "            on stderr sums them up (tprof leaks TRACE lists them).\n"
+			       "libtprof.so is taken from TPROF_LIB, else ../lib/tprof beside this tprof (installed),\n"
+			       "else beside it (the build tree). The program's environment may set TPROF_OUTPUT,\n"
+			       "TPROF_DEPTH, TPROF_LOSSY, TPROF_QUIET, TPROF_TIMESTAMPS, TPROF_RING_ENTRIES,\n"
+			       "TPROF_COMPRESS, TPROF_CLOCK, TPROF_FREERES, TPROF_LEAKSCAN, TPROF_RSS_INTERVAL_MS\n"
+			       "and TPROF_DEBUG (README.md, its table of variables).\n");
+			return 0;
+		} else if (argv[i][0] == '-') {
+			tprof_err("record: unknown option '%s'", argv[i]);
+			return 1;
+		} else {
+			break;
+		}
+	}
+	if (i >= argc) {
+		tprof_err("usage: tprof record [-o FILE] [--error-exitcode N [--kinds LIST]] -- PROGRAM ARGS...");
+		return 1;
+	}
+	char lib[PATH_MAX];
+	if (find_library(lib, sizeof(lib)) != 0) {
+		tprof_err("record: cannot find libtprof.so (looked at %s; set TPROF_LIB)", lib);
+		return 1;
+	}
+	char name[96];
+	int lfd = listen_socket(name, sizeof(name));
+	if (lfd < 0) {
+		tprof_err("record: cannot create the recorder's socket: %s", strerror(errno));
+		return 1;
+	}
+	const char *old = getenv("LD_PRELOAD");
+	size_t len = strlen(lib) + (old ? strlen(old) : 0) + 2;
+	char *preload = xmalloc(len);
+	snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+
+	/* Signals are set up before the fork so that none is missed; the child puts them back. */
+	struct sigaction sa, old_sa[4];
+	static const int fwd[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (int k = 0; k < 4; k++)
+		sigaction(fwd[k], &sa, &old_sa[k]);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		tprof_err("record: fork: %s", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		for (int k = 0; k < 4; k++)
+			sigaction(fwd[k], &old_sa[k], NULL);
+		setenv("LD_PRELOAD", preload, 1);
+		setenv(TPROF_RECORDER_ENV, name, 1);
+		if (output)
+			setenv("TPROF_OUTPUT", output, 1);
+		execvp(argv[i], argv + i);
+		fprintf(stderr, "tprof: record: cannot run %s: %s\n", argv[i], strerror(errno));
+		_exit(127);
+	}
+	child_pid = pid;
+	free(preload);
+	signal(SIGPIPE, SIG_IGN);
+	/* The recorder runs in a process of its own, in a session of its own (a terminal's ^C is the
+	 * program's business): it may go on writing the traces of processes the program left behind
+	 * after tprof record has ended. It closes the notification pipe once the program is gone and
+	 * the traces of every traced process that is gone are written; the program stays a zombie till
+	 * then, so that its writer reads how it ended. */
+	int note[2];
+	if (pipe2(note, O_CLOEXEC) != 0) {
+		tprof_err("record: pipe: %s", strerror(errno));
+		return 1;
+	}
+	pid_t rec = fork();
+	if (rec < 0) {
+		tprof_err("record: fork: %s", strerror(errno));
+		return 1;
+	}
+	if (rec == 0) {
+		close(note[0]);
+		for (int k = 0; k < 4; k++)
+			signal(fwd[k], SIG_DFL);
+		signal(SIGBUS, SIG_DFL); /* tprof's own handler speaks of reading traces */
+		setsid();
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			close(nul);
+		}
+		tprof_recorder_setup();
+		struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), 200, 1, note[1]};
+		if (o.root_pidfd < 0) {
+			tprof_err("record: pidfd_open: %s", strerror(errno));
+			_exit(1);
+		}
+		_exit(tprof_server_run(&o));
+	}
+	close(note[1]);
+	close(lfd);
+	/* the server writes the path of the program's trace, then closes the pipe */
+	char trace[4096];
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = read(note[0], trace + got, sizeof(trace) - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof(trace) - 1)
+			break;
+	}
+	trace[got] = 0;
+	close(note[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			tprof_err("record: waitpid: %s", strerror(errno));
+			return 1;
+		}
+	}
+	child_pid = 0;
+	if (WIFSIGNALED(status)) { /* end the same way */
+		int sig = WTERMSIG(status);
+		fflush(stdout);
+		fflush(stderr);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	if (error_exitcode) {
+		fflush(stdout);
+		if (!trace[0]) {
+			tprof_err("record: the program's trace is not known: no leak check");
+			return error_exitcode;
+		}
+		int rc = leaks_check(trace, kinds, error_exitcode);
+		if (rc)
+			return rc;
+	}
+	return WEXITSTATUS(status);
+}

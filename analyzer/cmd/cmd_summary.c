@@ -1,0 +1,376 @@
+/* tprof summary: what heaptrack_print answers by default, in one pass over the trace: the heap totals,
+ * the allocation sites with the most calls, the largest consumers at the peak, the sites with the
+ * most temporary allocations, and what is in use at exit by site, with its leak kinds when the trace's
+ * reachability scan classifies them. The per-site figures are those of tprof allocs, peak and leaks,
+ * which each read the trace on their own (peak twice); here the peak's consumers are kept on the way:
+ * when the live heap reaches a new peak, the sites whose live bytes changed since the last peak copy
+ * them to their at-peak figures, so the work follows the events, never sites times peaks.
+ * Temporary is tprof allocs' (heaptrack's) definition. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmdline.h"
+#include "cmd/cmds.h"
+#include "analysis/heap.h"
+#include "analysis/leakclass.h"
+#include "trace/reader.h"
+#include "analysis/stacks.h"
+#include "out/frames.h"
+#include "base/util.h"
+
+#define USAGE                                                                                              \
+	"usage: tprof summary [--json | --csv[=by_calls|peak_consumers|by_temporary|in_use_at_exit]] [--top N]\n" \
+	"                     FILE\n"                                                                             \
+	"In one pass: the heap totals, the allocation sites with the most calls, the largest consumers at\n"  \
+	"the peak, the sites with the most temporary allocations (freed by their thread before its next\n"  \
+	"allocation) and the blocks in use at exit by site, with their leak kinds when classified."
+#define DEFAULT_TOP 10
+
+/* One allocation site (stack id). */
+struct site {
+	uint64_t calls, bytes, temporary; /* allocations, requested bytes, temporary ones */
+	uint64_t live_bytes, live_blocks; /* now */
+	uint64_t peak_bytes, peak_blocks; /* when the live heap was at its peak */
+	uint64_t seq;                     /* its latest allocation: which modules to symbolize with */
+	int dirty;                        /* live figures changed since the last peak */
+};
+
+struct summary {
+	struct site *site; /* indexed by stack id; 0: no stack */
+	uint32_t nsite;
+	uint32_t *dirty; /* the dirty sites */
+	size_t ndirty;
+	uint64_t temporary;
+	struct heap_stats hs; /* replayed with stacks; at the end its live map holds the blocks in use */
+};
+
+static struct site *site_of(struct summary *m, uint32_t id)
+{
+	return &m->site[id < m->nsite ? id : 0];
+}
+
+static void touch(struct summary *m, struct site *st)
+{
+	if (!st->dirty) {
+		st->dirty = 1;
+		m->dirty[m->ndirty++] = (uint32_t)(st - m->site);
+	}
+}
+
+/* The live heap just reached a new peak: the changed sites' live figures are the peak's. */
+static void at_peak(struct summary *m)
+{
+	for (size_t i = 0; i < m->ndirty; i++) {
+		struct site *st = &m->site[m->dirty[i]];
+		st->peak_bytes = st->live_bytes;
+		st->peak_blocks = st->live_blocks;
+		st->dirty = 0;
+	}
+	m->ndirty = 0;
+}
+
+/* The one pass. */
+static int replay(struct tprof_trace *t, struct summary *m)
+{
+	struct temporaries tp;
+	temporaries_init(&tp);
+	heap_init(&m->hs, 1);
+	const struct tprof_event *e;
+	struct heap_change c;
+	int r;
+	while ((r = tprof_trace_next_ref(t, &e)) > 0) {
+		uint64_t peak = m->hs.peak_bytes;
+		heap_step(&m->hs, e, &c);
+		if (c.freed_ptr) {
+			struct site *st = site_of(m, c.freed_stack);
+			st->live_bytes -= c.freed_size;
+			st->live_blocks--;
+			touch(m, st);
+		}
+		if (temporaries_step(&tp, e, &c)) {
+			site_of(m, c.freed_stack)->temporary++;
+			m->temporary++;
+		}
+		if (c.taken_ptr) {
+			struct site *st = site_of(m, e->stack);
+			st->calls++;
+			st->bytes += e->size;
+			st->live_bytes += e->size;
+			st->live_blocks++;
+			st->seq = e->seq;
+			touch(m, st);
+		}
+		if (m->hs.peak_bytes != peak)
+			at_peak(m);
+	}
+	temporaries_free(&tp);
+	return r;
+}
+
+/* The four tables. */
+enum table { BY_CALLS, PEAK, TEMPORARY, IN_USE, NTABLES };
+static const char *const table_key[NTABLES] = {"by_calls", "peak_consumers", "by_temporary", "in_use_at_exit"};
+static const char *const table_title[NTABLES] = {"most calls to allocation functions", "largest consumers at the peak",
+						 "most temporary allocations", "in use at exit"};
+
+static uint64_t key1(const struct site *s, enum table k)
+{
+	return k == BY_CALLS ? s->calls : k == PEAK ? s->peak_bytes : k == TEMPORARY ? s->temporary : s->live_bytes;
+}
+
+static uint64_t key2(const struct site *s, enum table k)
+{
+	return k == BY_CALLS ? s->bytes : k == PEAK ? s->peak_blocks : k == TEMPORARY ? s->calls : s->live_blocks;
+}
+
+static const struct site *sort_sites;
+static enum table sort_table;
+
+static int by_key(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const struct site *p = &sort_sites[x], *q = &sort_sites[y];
+	uint64_t p1 = key1(p, sort_table), q1 = key1(q, sort_table), p2 = key2(p, sort_table), q2 = key2(q, sort_table);
+	if (p1 != q1)
+		return p1 > q1 ? -1 : 1;
+	if (p2 != q2)
+		return p2 > q2 ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* The sites with a nonzero first figure in table k, sorted; *n receives the count. */
+static uint32_t *sorted(const struct summary *m, enum table k, size_t *n)
+{
+	uint32_t *ids = xmalloc(((size_t)m->nsite + 1) * sizeof(uint32_t));
+	*n = 0;
+	for (uint32_t i = 0; i < m->nsite; i++)
+		if (key1(&m->site[i], k))
+			ids[(*n)++] = i;
+	sort_sites = m->site;
+	sort_table = k;
+	if (*n)
+		tprof_sort(ids, *n, sizeof(uint32_t), by_key);
+	return ids;
+}
+
+/* A table's figures for one site, as JSON members or CSV fields (same order). */
+static void figures(FILE *f, const struct site *s, enum table k, int json)
+{
+	static const char *const names[NTABLES][3] = {{"calls", "bytes", "temporary"},
+						      {"bytes", "blocks", NULL},
+						      {"temporary", "calls", "bytes"},
+						      {"bytes", "blocks", NULL}};
+	const uint64_t v[NTABLES][3] = {{s->calls, s->bytes, s->temporary},
+					{s->peak_bytes, s->peak_blocks, 0},
+					{s->temporary, s->calls, s->bytes},
+					{s->live_bytes, s->live_blocks, 0}};
+	for (int i = 0; i < 3 && names[k][i]; i++) {
+		if (json)
+			fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", names[k][i], v[k][i]);
+		else
+			fprintf(f, "%" PRIu64 ",", v[k][i]);
+	}
+}
+
+static const char *csv_header(enum table k)
+{
+	static const char *const h[NTABLES] = {"calls,bytes,temporary,", "bytes,blocks,", "temporary,calls,bytes,",
+					       "bytes,blocks,"};
+	return h[k];
+}
+
+static void table_text(const struct summary *m, enum table k, const uint32_t *ids, size_t n, size_t shown,
+		       struct stack_sym *ss)
+{
+	char a[32], b[32], c[32];
+	printf("\n%s (%s%zu of %zu site%s)\n", table_title[k], shown < n ? "the top " : "", shown, n,
+	       n == 1 ? "" : "s");
+	for (size_t i = 0; i < shown; i++) {
+		const struct site *s = &m->site[ids[i]];
+		switch (k) {
+		case BY_CALLS:
+			printf("\n  %s call%s, %s bytes, %s temporary\n", tprof_commas(s->calls, a), s->calls == 1 ? "" : "s",
+			       tprof_commas(s->bytes, b), tprof_commas(s->temporary, c));
+			break;
+		case PEAK:
+			printf("\n  %s bytes in %s block%s at the peak\n", tprof_commas(s->peak_bytes, a),
+			       tprof_commas(s->peak_blocks, b), s->peak_blocks == 1 ? "" : "s");
+			break;
+		case TEMPORARY:
+			printf("\n  %s temporary of %s call%s (%.1f%%)\n", tprof_commas(s->temporary, a),
+			       tprof_commas(s->calls, b), s->calls == 1 ? "" : "s",
+			       s->calls ? 100.0 * (double)s->temporary / (double)s->calls : 0.0);
+			break;
+		default:
+			printf("\n  %s bytes in %s block%s\n", tprof_commas(s->live_bytes, a), tprof_commas(s->live_blocks, b),
+			       s->live_blocks == 1 ? "" : "s");
+		}
+		size_t nf;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], s->seq, &nf, &trunc);
+		stack_print_text(stdout, fr, nf, trunc, "      ");
+	}
+}
+
+static void table_json(const struct summary *m, enum table k, const uint32_t *ids, size_t shown, struct stack_sym *ss)
+{
+	printf(",\"%s\":[", table_key[k]);
+	for (size_t i = 0; i < shown; i++) {
+		const struct site *s = &m->site[ids[i]];
+		size_t nf;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], s->seq, &nf, &trunc);
+		printf("%s{", i ? "," : "");
+		figures(stdout, s, k, 1);
+		printf(",\"truncated\":%s,\"stack\":", trunc ? "true" : "false");
+		stack_print_json(stdout, fr, nf);
+		putchar('}');
+	}
+	putchar(']');
+}
+
+static void table_csv(const struct summary *m, enum table k, const uint32_t *ids, size_t shown, struct stack_sym *ss)
+{
+	printf("%struncated," STACK_CSV_HEADER TPROF_CSV_EOL, csv_header(k));
+	for (size_t i = 0; i < shown; i++) {
+		const struct site *s = &m->site[ids[i]];
+		size_t nf;
+		int trunc;
+		const struct stack_frame *fr = stack_frames(ss, ids[i], s->seq, &nf, &trunc);
+		figures(stdout, s, k, 0);
+		printf("%s,", trunc ? "true" : "false");
+		stack_print_csv(stdout, fr, nf);
+		printf(TPROF_CSV_EOL);
+	}
+}
+
+static void totals_text(const struct tprof_trace *t, const struct summary *m, const struct leak_class *lc,
+			size_t nsites)
+{
+	const struct heap_stats *s = &m->hs;
+	char a[32], b[32], c[32], d[32];
+	uint64_t ns = cmd_trace_duration_ns(t);
+	printf("tprof summary: ");
+	tprof_text_str(stdout, t->path, 0);
+	printf(" (");
+	tprof_text_str(stdout, t->info.program, 0);
+	printf(", pid %" PRIu64 "), %s\n\n", t->info.pid, tprof_fmt_ns(ns, a));
+	printf("  %s calls to allocation functions (%s/s) from %zu site%s, %s frees, %s bytes allocated\n",
+	       tprof_commas(s->allocations + s->failed, a),
+	       tprof_commas(ns ? (uint64_t)((double)(s->allocations + s->failed) * 1e9 / (double)ns) : 0, b), nsites,
+	       nsites == 1 ? "" : "s", tprof_commas(s->frees, c), tprof_commas(s->bytes_allocated, d));
+	printf("  %s temporary allocations (%.1f%%): freed by their thread before its next allocation\n",
+	       tprof_commas(m->temporary, a),
+	       s->allocations ? 100.0 * (double)m->temporary / (double)s->allocations : 0.0);
+	printf("  peak heap: %s bytes in %s blocks, at %s\n", tprof_commas(s->peak_bytes, a),
+	       tprof_commas(s->peak_blocks, b), tprof_fmt_ns(tprof_trace_ns(t, s->peak_tick), c));
+	const struct tprof_rss *r = NULL;
+	for (size_t i = 0; i < t->nrss; i++)
+		if (!r || t->rss[i].rss_bytes > r->rss_bytes)
+			r = &t->rss[i];
+	if (r)
+		printf("  peak RSS: %s bytes, at %s (of %zu samples)\n", tprof_commas(r->rss_bytes, a),
+		       tprof_fmt_ns(tprof_trace_ns(t, r->tick), b), t->nrss);
+	printf("  in use at exit: %s bytes in %s blocks", tprof_commas(s->live_bytes, a), tprof_commas(s->live_blocks, b));
+	if (lc->classified && s->live_blocks) {
+		uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
+		leak_class_totals(lc, s, kb, kn);
+		for (int k = LEAK_KINDS - 1; k >= 0; k--) /* memcheck's order: definitely lost first */
+			printf("%s %s %s bytes", k < LEAK_KINDS - 1 ? "," : ":", leak_kind_words(k), tprof_commas(kb[k], c));
+		if (kn[LEAK_LATE])
+			printf(", allocated after the scan %s bytes", tprof_commas(kb[LEAK_LATE], c));
+	} else if (s->live_blocks) {
+		printf(" (not classified: %s)", lc->why);
+	}
+	printf("\n");
+	if (s->reused_live) /* a block dropped that way is in no site's figures: they may not add up */
+		printf("  %s allocations returned an address still live (events were lost): the per-site live\n"
+		       "  figures count the blocks that address had before as still live\n",
+		       tprof_commas(s->reused_live, a));
+}
+
+static void totals_json(const struct tprof_trace *t, const struct summary *m, const struct leak_class *lc,
+			size_t nsites)
+{
+	const struct heap_stats *s = &m->hs;
+	printf("{\"file\":");
+	tprof_json_str(stdout, t->path);
+	printf(",\"program\":");
+	tprof_json_str(stdout, t->info.program);
+	printf(",\"pid\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"allocations\":%" PRIu64
+	       ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"sites\":%zu"
+	       ",\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
+	       ",\"in_use_bytes\":%" PRIu64 ",\"in_use_blocks\":%" PRIu64 ",\"reused_live_addresses\":%" PRIu64
+	       ",\"leaks_classified\":%s",
+	       t->info.pid, cmd_trace_duration_ns(t), s->allocations + s->failed, s->allocations, s->frees,
+	       s->bytes_allocated, m->temporary, nsites, s->peak_bytes, s->peak_blocks,
+	       tprof_trace_ns(t, s->peak_tick), s->live_bytes, s->live_blocks, s->reused_live,
+	       lc->classified ? "true" : "false");
+	uint64_t kb[LEAK_KINDS + 1] = {0}, kn[LEAK_KINDS + 1] = {0};
+	if (lc->classified)
+		leak_class_totals(lc, s, kb, kn);
+	for (int k = LEAK_KINDS - 1; k >= 0; k--) {
+		if (lc->classified)
+			printf(",\"%s_bytes\":%" PRIu64 ",\"%s_blocks\":%" PRIu64, leak_kind_key(k), kb[k],
+			       leak_kind_key(k), kn[k]);
+		else
+			printf(",\"%s_bytes\":null,\"%s_blocks\":null", leak_kind_key(k), leak_kind_key(k));
+	}
+}
+
+int cmd_summary(int argc, char **argv)
+{
+	static const char *const tables[] = {"by_calls", "peak_consumers", "by_temporary", "in_use_at_exit", NULL};
+	struct cmd_opts o = {.name = "summary", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP,
+			     .top = DEFAULT_TOP, .csv_tables = tables};
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
+	struct tprof_trace *t = cmd_open_trace(o.file);
+	if (!t)
+		return 2;
+	struct summary m = {0};
+	m.nsite = t->nstacks ? t->nstacks : 1;
+	m.site = xcalloc(m.nsite, sizeof(*m.site));
+	m.dirty = xmalloc(m.nsite * sizeof(uint32_t));
+	if (replay(t, &m) < 0) {
+		tprof_err("%s", t->err);
+		heap_release(&m.hs);
+		free(m.site);
+		free(m.dirty);
+		tprof_trace_close(t);
+		return 2;
+	}
+	struct leak_class lc;
+	leak_class_init(&lc, t, &m.hs);
+	uint32_t *ids[NTABLES];
+	size_t n[NTABLES], shown[NTABLES];
+	for (int k = 0; k < NTABLES; k++) {
+		ids[k] = sorted(&m, (enum table)k, &n[k]);
+		shown[k] = o.top && o.top < n[k] ? o.top : n[k];
+	}
+	struct stack_sym *ss = stack_sym_new(t);
+	if (o.json) {
+		totals_json(t, &m, &lc, n[BY_CALLS]);
+		for (int k = 0; k < NTABLES; k++)
+			table_json(&m, (enum table)k, ids[k], shown[k], ss);
+		printf("}\n");
+	} else if (o.csv) {
+		table_csv(&m, (enum table)(o.csv - 1), ids[o.csv - 1], shown[o.csv - 1], ss);
+	} else {
+		totals_text(t, &m, &lc, n[BY_CALLS]);
+		for (int k = 0; k < NTABLES; k++)
+			table_text(&m, (enum table)k, ids[k], n[k], shown[k], ss);
+	}
+	stack_sym_warn(ss);
+	stack_sym_free(ss);
+	for (int k = 0; k < NTABLES; k++)
+		free(ids[k]);
+	heap_release(&m.hs);
+	free(m.site);
+	free(m.dirty);
+	tprof_trace_close(t);
+	return 0;
+}

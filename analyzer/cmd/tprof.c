@@ -1,0 +1,107 @@
+/* The tprof command: dispatches "tprof <verb> ..." to the cmd_<verb>() functions. */
+#include <elfutils/libdwfl.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h> /* its version macros only: libtprof.so links it, not tprof */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "cmd/cmds.h"
+#include "tprof_trace.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} commands[] = {
+	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...          run PROGRAM under libtprof.so"},
+	{"report", cmd_report, "report [--json|--csv] FILE                   heap totals, peak, leaks"},
+	{"summary", cmd_summary, "summary [--json|--csv] [--top N] FILE        report, allocs, peak and leaks' sites in one pass"},
+	{"dump", cmd_dump, "dump FILE                                    every event, one per line"},
+	{"roofline", cmd_roofline, "roofline [--json|--csv] [--remeasure]        this machine's FLOP/s and bandwidth roofs"},
+	{"leaks", cmd_leaks, "leaks [--json|--csv] [--top N] FILE          blocks in use at exit, by stack"},
+	{"ops", cmd_ops, "ops [--json|--csv] [--by range] [...] FILE   per-op time shares, FLOPs, % of peak, steps"},
+	{"compare", cmd_compare, "compare [--json|--csv] A B ...              params, time and FLOPs per step, GFLOP/s"},
+	{"diff", cmd_diff, "diff [--json|--csv] [--top N] A B            what changed from run A to run B"},
+	{"peak", cmd_peak, "peak [--json|--csv] [--top N] FILE           what was live at the peak, by stack"},
+	{"allocs", cmd_allocs, "allocs [--json|--csv] [--top N] FILE         allocation sites, temporaries, sizes"},
+	{"export", cmd_export, "export FILE --folded|--chrome OUT            flame-graph stacks, Perfetto timeline"},
+	{"plot", cmd_plot, "plot [-o DIR] [--format svg] FILE            memory, timeline, ops and roofline pictures"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tprof <command> [options]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %s\n", commands[i].help);
+	fprintf(f, "  help [COMMAND]                               this list, or a command's options\n"
+		   "  version                                      the version, trace formats and libraries (--version)\n");
+	fprintf(f, "\nRun 'tprof <command> --help' for its options; --csv=TABLE picks another table of\n"
+		   "those that print several. Exit status: 0 ok, 1 usage, 2 invalid trace, 3 plot could not\n"
+		   "draw (gnuplot missing or failing).\n");
+}
+
+/* Traces and ELF files are read through mappings: one cut short while it is read (another process
+ * truncates it) faults with SIGBUS. That is bad input, not a crash: say so and exit 2. */
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	static const char msg[] = "tprof: a file being read was cut short while it was read (SIGBUS); no result\n";
+	ssize_t w = write(2, msg, sizeof(msg) - 1);
+	(void)w;
+	_exit(2);
+}
+
+#ifndef TPROF_RELEASE
+#define TPROF_RELEASE "unknown"
+#endif
+
+/* tprof --version: this build, the trace versions it reads, the libraries it uses. */
+static int version(void)
+{
+	printf("tprof %s\n", TPROF_RELEASE);
+	printf("trace format: reads versions %d to %d; libtprof.so writes version %d (docs/FORMAT.md)\n",
+	       TPROF_VERSION_OLDEST, TPROF_VERSION, TPROF_VERSION);
+	printf("built with gcc %s; libdw (elfutils) %s, libzstd %s at run time; libunwind %d.%d.%d in "
+	       "libtprof.so; uthash\n",
+	       __VERSION__, dwfl_version(NULL), ZSTD_versionString(), UNW_VERSION_MAJOR, UNW_VERSION_MINOR,
+	       UNW_VERSION_EXTRA);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    (strcmp(argv[1], "help") == 0 && argc == 2)) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 1 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
+		return version();
+	if (strcmp(argv[1], "help") == 0 && (strcmp(argv[2], "help") == 0 || strcmp(argv[2], "version") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "help") == 0) { /* help COMMAND: its --help */
+		char *sub[] = {argv[2], "--help", NULL};
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (strcmp(argv[2], commands[i].name) == 0)
+				return commands[i].fn(2, sub);
+		fprintf(stderr, "tprof: unknown command '%s'\n", argv[2]);
+		usage(stderr);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "tprof: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 1;
+}

@@ -1,0 +1,156 @@
+/* Implementation of out/frames.h. */
+#include "out/frames.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+void stack_print_text(FILE *f, const struct stack_frame *fr, size_t n, int truncated, const char *indent)
+{
+	if (n == 0)
+		fprintf(f, "%s(no stack recorded)\n", indent);
+	for (size_t i = 0; i < n; i++) {
+		const struct tprof_sym_frame *s = &fr[i].sym;
+		fprintf(f, "%s%s ", indent, i ? "by" : "at");
+		if (s->function) {
+			tprof_text_str(f, s->function, 0);
+			if (s->file) {
+				fputs(" (", f);
+				tprof_text_str(f, tprof_base_name(s->file), 0);
+				if (s->line)
+					fprintf(f, ":%d", s->line);
+				fputc(')', f);
+			}
+			if (s->module) {
+				fputs(" [", f);
+				tprof_text_str(f, s->module, 0);
+				fputc(']', f);
+			}
+		} else if (s->module) {
+			tprof_text_str(f, s->module, 0);
+			fprintf(f, "+0x%" PRIx64, s->offset);
+			if (s->file && s->line) {
+				fputs(" (", f);
+				tprof_text_str(f, tprof_base_name(s->file), 0);
+				fprintf(f, ":%d)", s->line);
+			}
+		} else {
+			fprintf(f, "0x%" PRIx64 " (no module)", fr[i].addr);
+		}
+		fputs(s->inlined ? " (inlined)\n" : "\n", f);
+	}
+	if (truncated)
+		fprintf(f, "%s... (cut at the recorder's depth limit, TPROF_DEPTH)\n", indent);
+}
+
+void stack_print_label(FILE *f, const struct stack_frame *fr)
+{
+	const struct tprof_sym_frame *s = &fr->sym;
+	if (s->function && s->file && s->line)
+		fprintf(f, "%s (%s:%d)", s->function, tprof_base_name(s->file), s->line);
+	else if (s->function && s->file)
+		fprintf(f, "%s (%s)", s->function, tprof_base_name(s->file));
+	else if (s->function && s->module)
+		fprintf(f, "%s [%s]", s->function, s->module);
+	else if (s->function)
+		fputs(s->function, f);
+	else if (s->module)
+		fprintf(f, "%s+0x%" PRIx64, s->module, s->offset);
+	else
+		fprintf(f, "0x%" PRIx64, fr->addr);
+	if (s->inlined)
+		fputs(" (inlined)", f);
+}
+
+char *stack_frame_label(const struct stack_frame *fr)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		tprof_err("out of memory for a frame's label");
+		exit(3);
+	}
+	stack_print_label(f, fr);
+	fclose(f);
+	return buf;
+}
+
+void stack_print_csv(FILE *f, const struct stack_frame *fr, size_t n)
+{
+	const struct tprof_sym_frame *s = n ? &fr[0].sym : NULL;
+	if (s) {
+		tprof_csv_str(f, s->function);
+		fputc(',', f);
+		tprof_csv_str(f, s->file);
+		fputc(',', f);
+		if (s->line > 0)
+			fprintf(f, "%d", s->line);
+		fputc(',', f);
+		tprof_csv_str(f, s->module);
+		fputc(',', f);
+		if (s->module)
+			fprintf(f, "%" PRIu64, s->offset);
+		fputc(',', f);
+	} else {
+		fputs(",,,,,", f);
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m) {
+		tprof_err("out of memory for a stack's CSV field");
+		exit(3);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(';', m);
+		stack_print_label(m, &fr[i]);
+	}
+	fclose(m);
+	tprof_csv_str(f, buf);
+	free(buf);
+}
+
+static void json_str_or_null(FILE *f, const char *s)
+{
+	if (s)
+		tprof_json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+void stack_print_json(FILE *f, const struct stack_frame *fr, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		const struct tprof_sym_frame *s = &fr[i].sym;
+		fputs(i ? ",{\"function\":" : "{\"function\":", f);
+		json_str_or_null(f, s->function);
+		fputs(",\"file\":", f);
+		json_str_or_null(f, s->file);
+		fprintf(f, ",\"line\":%d,\"module\":", s->line > 0 ? s->line : 0);
+		json_str_or_null(f, s->module);
+		if (s->module)
+			fprintf(f, ",\"offset\":%" PRIu64, s->offset);
+		else
+			fputs(",\"offset\":null", f);
+		fprintf(f, ",\"address\":\"0x%" PRIx64 "\",\"inlined\":%s}", fr[i].addr,
+			s->inlined ? "true" : "false");
+	}
+	fputc(']', f);
+}
+
+const char *stack_frame_name(const struct stack_frame *fr, char *buf, size_t len)
+{
+	const struct tprof_sym_frame *s = &fr->sym;
+	if (s->function)
+		return s->function;
+	if (s->module)
+		snprintf(buf, len, "%s+0x%" PRIx64, s->module, s->offset);
+	else
+		snprintf(buf, len, "0x%" PRIx64, fr->addr);
+	return buf;
+}

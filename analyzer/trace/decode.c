@@ -1,0 +1,260 @@
+/* The trace reader's decoding of one EVENTS or ZEVENTS block into events, chunk by chunk: ticks
+ * interpolated between measured records, frees paired with their allocations (pair_event). */
+#include "trace/reader_int.h"
+
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+#include <zstd.h>
+
+
+#include "base/util.h"
+
+static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint64_t b_seq, uint64_t b_tick)
+{
+	if (b_seq <= a_seq || b_tick <= a_tick || seq <= a_seq)
+		return a_tick;
+	if (seq >= b_seq)
+		return b_tick;
+	uint64_t dt = b_tick - a_tick, ds = seq - a_seq;
+	if (dt < (1ull << 32) && ds < (1ull << 32)) /* the usual case: no 128-bit division */
+		return a_tick + dt * ds / (b_seq - a_seq);
+	unsigned __int128 d = (unsigned __int128)(b_tick - a_tick) * (seq - a_seq);
+	return a_tick + (uint64_t)(d / (b_seq - a_seq));
+}
+
+static uint32_t pend_slot(const struct blockdec *c, uint64_t ptr)
+{
+	return (uint32_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - c->pend_bits));
+}
+
+/* Pairs event ev[i] (the last of a realloc's two) with the allocation it frees, when that allocation
+ * is in the same chunk (event number >= base) and nothing touched its address since: c->pend holds
+ * the latest allocation at each address (one per slot; a collision only loses a pairing). */
+static void pair_event(struct blockdec *c, struct tprof_event *ev, size_t i, uint64_t base)
+{
+	struct tprof_event *e = &ev[i];
+	if (e->kind == TPROF_EV_FREE) {
+		struct pending *q = &c->pend[pend_slot(c, e->ptr)];
+		if (e->ptr && q->ptr == e->ptr && q->at > base) {
+			struct tprof_event *a = &ev[q->at - 1 - base];
+			a->paired = e->paired = 1;
+			e->freed_size = a->size;
+			e->freed_stack = a->stack;
+			q->at = 0;
+		}
+		return;
+	}
+	if (tprof_kind_is_realloc(e->kind)) { /* its old block is released through the replay's index */
+		struct pending *q = &c->pend[pend_slot(c, e->old_ptr)];
+		if (q->ptr == e->old_ptr)
+			q->at = 0;
+	}
+	if (e->ptr) {
+		struct pending *q = &c->pend[pend_slot(c, e->ptr)];
+		q->ptr = e->ptr;
+		q->at = base + i + 1;
+	}
+}
+
+/* Starts decoding block b with c: decompresses it when needed and sets up its streams and state.
+ * 0, or -1 with the message in out->err. */
+int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockdec *c, const struct block_ref *b,
+		       struct decoded *out)
+{
+	const struct tprof_reader_priv *p = t->priv;
+	const uint8_t *data = p->map + b->off;
+	size_t len = b->len;
+	if (b->raw_len) {
+		if (!*dctx)
+			*dctx = ZSTD_createDCtx();
+		if (c->zcap < b->raw_len) {
+			free(c->zbuf);
+			c->zcap = b->raw_len;
+			c->zbuf = xmalloc(c->zcap);
+		}
+		size_t got = *dctx ? ZSTD_decompressDCtx(*dctx, c->zbuf, b->raw_len, data, len) : (size_t)-1;
+		if (ZSTD_isError(got) || got != b->raw_len) {
+			rd_set_err(out->err, sizeof(out->err), t->path, b->off,
+				"corrupt: compressed EVENTS block of thread %u does not decompress to its %u bytes",
+				c->tid, b->raw_len);
+			return -1;
+		}
+		data = c->zbuf;
+		len = b->raw_len;
+	}
+	struct tprof_cursor in = {data, data + len};
+	uint64_t tid, seq0, tick0;
+	const char *what = "malformed EVENTS block header";
+	if (tprof_get_varint(&in, &tid) || tid != c->tid || tprof_get_varint(&in, &c->count) || c->count == 0 ||
+	    c->count > len || tprof_get_varint(&in, &seq0) || tprof_get_varint(&in, &tick0))
+		goto bad;
+	for (int k = 0; k < TPROF_NSTREAMS; k++) {
+		uint64_t sl;
+		if (tprof_get_varint(&in, &sl))
+			goto bad;
+		c->s[k].end = (const uint8_t *)(uintptr_t)sl; /* lengths first, positions below */
+	}
+	for (int k = 0; k < TPROF_NSTREAMS; k++) {
+		uint64_t sl = (uint64_t)(uintptr_t)c->s[k].end;
+		if (sl > (uint64_t)(in.end - in.p))
+			goto bad;
+		c->s[k].p = in.p;
+		c->s[k].end = in.p + sl;
+		in.p += sl;
+	}
+	if (in.p != in.end) {
+		what = "bytes left over after the streams";
+		goto bad;
+	}
+	/* pairing slots: about two per event of a chunk; a larger table drops what the smaller held,
+	 * which only pairs within a chunk */
+	unsigned bits = 4;
+	while (bits < PEND_BITS && (1ull << bits) < 2 * (c->count < CHUNK ? c->count : CHUNK))
+		bits++;
+	if (bits > c->pend_bits) {
+		free(c->pend);
+		c->pend = xcalloc(1u << bits, sizeof(*c->pend));
+		c->pend_bits = bits;
+	}
+	if (!c->st)
+		c->st = xmalloc(sizeof(*c->st));
+	tprof_rec_state_init(c->st, seq0, tick0);
+	c->a_seq = seq0;
+	c->a_tick = tick0;
+	c->ri = 0;
+	c->blk = b;
+	return 0;
+bad:
+	rd_set_err(out->err, sizeof(out->err), t->path, b->off, "corrupt: %s (record 0) in an EVENTS block of thread %u",
+		what, c->tid);
+	return -1;
+}
+
+/* Gives the unmeasured events [from, to) their ticks on the line between the measured records
+ * (a_seq, a_tick) before them and (b_seq, b_tick) after them. */
+static void fill_ticks(struct tprof_event *ev, size_t from, size_t to, uint64_t a_seq, uint64_t a_tick,
+		       uint64_t b_seq, uint64_t b_tick)
+{
+	if (b_seq > a_seq && b_tick > a_tick && b_tick - a_tick < (1ull << 31) && b_seq - a_seq < (1ull << 31)) {
+		/* the usual run: one division, then fixed point (the result may differ from the exact
+		 * line by one tick) */
+		uint64_t slope = ((b_tick - a_tick) << 32) / (b_seq - a_seq);
+		for (size_t i = from; i < to; i++) {
+			uint64_t sq = ev[i].seq;
+			ev[i].tick = sq <= a_seq ? a_tick : sq >= b_seq ? b_tick : a_tick + (((sq - a_seq) * slope) >> 32);
+		}
+	} else {
+		for (size_t i = from; i < to; i++)
+			ev[i].tick = interpolate(ev[i].seq, a_seq, a_tick, b_seq, b_tick);
+	}
+}
+
+/* Decodes the next records of c's block into out: at least limit of them (or the rest of the
+ * block), and on to the end of a run of unmeasured records, which get their interpolated ticks
+ * when the measured record that ends the run arrives (runs end inside their block). Each record
+ * becomes an event with its canonical stack id, a realloc two. On a corrupt record out->status is
+ * -1 with the message in out->err, and out->n counts the complete events before it. */
+void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit)
+{
+	const struct tprof_reader_priv *p = t->priv;
+	const struct block_ref *b = c->blk;
+	const char *what = NULL;
+	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
+	uint64_t base = c->evno;
+	while (c->ri < c->count && (n < limit || run != SIZE_MAX)) {
+		if (n + 2 > out->cap) {
+			out->cap = out->cap ? 2 * out->cap : (limit < c->count - c->ri ? limit : c->count - c->ri) + 8;
+			out->ev = xrealloc(out->ev, out->cap * sizeof(*out->ev));
+		}
+		struct tprof_event *ev = out->ev;
+		struct tprof_rec r;
+		if (tprof_rec_decode(c->s, c->st, &r)) {
+			what = "malformed event record";
+			goto bad;
+		}
+		c->ri++;
+		uint32_t stack = 0;
+		if (r.stack) {
+			uint32_t our = rd_id_find(p, r.stack);
+			if (!our) {
+				out->n = run == SIZE_MAX ? n : run;
+				rd_set_err(out->err, sizeof(out->err), t->path, b->off,
+					"corrupt: an event of thread %u refers to stack %u, which is not defined",
+					c->tid, r.stack);
+				goto fail;
+			}
+			stack = p->stacks[our].canon;
+		}
+		struct tprof_event *e = &ev[n++];
+		*e = (struct tprof_event){.seq = r.seq, .tick = r.tick, .size = r.size, .ptr = r.ptr,
+					  .tid = c->tid, .stack = stack, .kind = (uint8_t)r.kind};
+		if (r.no_tick) {
+			if (run == SIZE_MAX)
+				run = n - 1;
+		} else {
+			if (run != SIZE_MAX) {
+				fill_ticks(ev, run, n - 1, c->a_seq, c->a_tick, r.seq, r.tick);
+				run = SIZE_MAX;
+			}
+			c->a_seq = r.seq;
+			c->a_tick = r.tick;
+			if (tprof_kind_is_realloc(r.kind)) {
+				e->old_ptr = r.old_ptr;
+				e[1] = e[0];
+				e[1].phase = 1;
+				e[1].seq = c->a_seq = r.seq2;
+				e[1].tick = c->a_tick = r.tick2;
+				n++;
+			}
+		}
+		pair_event(c, ev, n - 1, base);
+	}
+	if (c->ri == c->count) {
+		for (int k = 0; k < TPROF_NSTREAMS; k++)
+			if (c->s[k].p != c->s[k].end) {
+				what = "bytes left over after the last record";
+				goto bad;
+			}
+		if (run != SIZE_MAX) {
+			what = "records without a time at the end of the block";
+			goto bad;
+		}
+		c->blk = NULL;
+		free(c->st); /* a trace of many threads holds no codec state or decompressed payload */
+		c->st = NULL; /* for the threads between two blocks */
+		free(c->zbuf);
+		c->zbuf = NULL;
+		c->zcap = 0;
+	}
+	c->evno += n;
+	out->n = n;
+	out->status = 1;
+	return;
+bad:
+	out->n = run == SIZE_MAX ? n : run;
+	rd_set_err(out->err, sizeof(out->err), t->path, b->off, "corrupt: %s (record %llu) in an EVENTS block of thread %u",
+		what, (unsigned long long)c->ri, c->tid);
+fail:
+	/* a pair may span the events kept and the ones dropped: keep none */
+	for (size_t i = 0; i < out->n; i++)
+		out->ev[i].paired = 0;
+	c->evno += out->n;
+	out->status = -1;
+}
+
+/* Gives back the mapped pages below every cursor's next undecoded block, once there are a few MiB
+ * of them: the reader's memory does not grow with the length of the trace, and the mapping is not
+ * trimmed (a TLB shootdown while the decode thread runs) block by block. The decode thread only
+ * reads blocks no cursor has begun, above the mark. */

@@ -1,0 +1,207 @@
+/* The trace reader's own state, shared by its parts and by nothing else: open.c (pass one: map,
+ * walk and index the blocks), blocks.c (the small and rare blocks), decode.c (EVENTS records into
+ * events), prefetch.c (the decode thread that decodes blocks ahead of the merge) and merge.c (the
+ * threads merged into global order, and the progress line). */
+#ifndef TPROF_READER_INT_H
+#define TPROF_READER_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uthash.h>
+#include <zstd.h>
+
+#include "trace/reader.h"
+
+struct block_ref {
+	uint64_t off; /* of the payload */
+	uint32_t len;
+	uint32_t raw_len; /* ZEVENTS: length once decompressed; 0 for a plain EVENTS block */
+	uint32_t job;     /* its index in the decode thread's jobs */
+};
+
+/* The merge decodes its blocks in chunks of about this many records: small enough to stay in the
+ * cache between being decoded and being merged, large enough that pairs (pair_event) are rarely
+ * split between chunks. */
+#define CHUNK 2048
+
+/* Decoded events (a realloc as its two): a chunk, or a whole block from the decode thread. */
+struct decoded {
+	struct tprof_event *ev;
+	size_t n, cap;
+	int status;   /* 1: events; -1: corrupt after the n events */
+	char err[512];
+};
+
+/* An allocation of the events being decoded that no later event has freed yet (see pair_event). */
+#define PEND_BITS 9
+struct pending {
+	uint64_t ptr;
+	uint64_t at; /* the decoder's event number + 1 */
+};
+
+/* The state of decoding one EVENTS block: each cursor has one, the decode thread another. */
+struct blockdec {
+	const struct block_ref *blk; /* the block being decoded, NULL between blocks */
+	uint32_t tid;                /* its thread */
+	struct tprof_cursor s[TPROF_NSTREAMS];
+	uint64_t count, ri;     /* its records, and how many are decoded */
+	struct tprof_rec_state *st; /* the codec's state (23 KiB): only while a block is decoded */
+	uint64_t a_seq, a_tick; /* the last measured record */
+	uint8_t *zbuf;          /* its decompressed payload */
+	size_t zcap;
+	uint64_t evno;          /* events decoded so far, over all blocks (pair_event's numbering) */
+	struct pending *pend;   /* 2^pend_bits slots, sized by the largest block met (a thread of a
+				 * few events costs a few slots, not 8 KiB) */
+	unsigned pend_bits;
+};
+
+/* One thread's stream of EVENTS blocks, as the merge reads it: a block the decode thread decoded
+ * (held), or else chunks it decodes itself (own). */
+struct cursor {
+	uint32_t tid;
+	size_t thread; /* index into t->threads */
+	struct block_ref *blocks;
+	size_t nblocks, cap;
+	size_t next_block;      /* the next block to begin */
+	struct blockdec d;
+	struct decoded own;
+	struct job *held;
+	int holding;                             /* the merge is reading own or held->out */
+	const struct tprof_event *next, *end;    /* the merge's position in it */
+};
+
+/* Every EVENTS block in file order, which is about the order the merge needs them in (a block is
+ * written when its thread's ring fills or the writer's epoch ends). The merge takes each block as
+ * it comes to it: free (it decodes the block itself, chunk by chunk), busy (it waits), ready (it
+ * reads the events the decode thread made of it). Under lock. */
+enum job_state { JOB_FREE, JOB_BUSY, JOB_READY, JOB_TAKEN };
+
+struct job {
+	const struct block_ref *b;
+	uint32_t tid;
+	enum job_state state;
+	int next; /* the next block of its thread: the merge may come to it any moment */
+	struct decoded out; /* JOB_READY, JOB_TAKEN by a cursor: the block's events */
+};
+
+/* How far the decode thread may run ahead of the merge: a few blocks, and a few MiB of events; and
+ * the largest block it takes (the recorder's default rings give blocks of about 60 KiB; larger ones,
+ * from larger rings, the merge decodes in chunks, so that what is held ahead stays bounded). */
+#define DECODE_AHEAD 6
+#define DECODE_AHEAD_BYTES (16u << 20)
+#define DECODE_MAX_RAW (1u << 20)
+#define POOL (DECODE_AHEAD + 4)
+
+struct stack_def {
+	uint64_t first; /* index into frames */
+	uint32_t depth; /* 0: not defined */
+	uint32_t canon;
+	uint8_t truncated;
+};
+
+struct clock_pair {
+	uint64_t tick, mono;
+};
+
+/* A thread id's entries: in t->threads, and in the cursors (SIZE_MAX: none yet). */
+struct tid_entry {
+	uint32_t tid;
+	size_t thread, cursor;
+	UT_hash_handle hh;
+};
+
+/* A stack id of the file far above the number of stacks it defines, and the reader's id for it. */
+struct sid_entry {
+	uint32_t file_id, id;
+	UT_hash_handle hh;
+};
+
+struct tprof_reader_priv {
+	const uint8_t *map;
+	size_t size;
+	/* the progress line on a terminal (progress_step): wanted, when the reading began, when the
+	 * line was last drawn (0: never) */
+	int progress;
+	uint64_t progress_t0, progress_shown;
+	struct cursor *cur;
+	size_t ncur, cap_cur;
+	struct tid_entry *tids; /* by tid */
+	size_t cap_threads;
+	ZSTD_DCtx *dctx;
+	/* the decode thread (see start_decoder) and its jobs */
+	struct job *jobs;
+	size_t njobs;
+	int threaded, stop;
+	size_t ahead;         /* jobs decoded or being decoded that the merge has not taken */
+	uint64_t ahead_bytes; /* their events' bytes */
+	struct decoded pool[POOL]; /* event buffers of jobs read, for the next ones */
+	size_t npool;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
+	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
+	/* stacks: per id, where its frames are; canon maps an id to the first with equal frames. Ids
+	 * are the reader's own, 1.. in the order the file defines them, so that every table an
+	 * analysis sizes by nstacks is as large as what the file holds, whatever ids the file uses:
+	 * idmap turns a file id into ours (ids up to a bound that grows with the stacks defined),
+	 * sparse the ones above it */
+	uint32_t *idmap;
+	uint32_t idmap_cap;
+	struct sid_entry *sparse;
+	struct stack_def *stacks;
+	uint32_t nstacks, cap_stacks;
+	uint64_t *frames;
+	size_t nframes, cap_frames;
+	size_t *heap; /* indexes into cur, ordered by cur[i].ev.seq */
+	uint64_t *next_seq; /* per cursor: the seq of its next event, UINT64_MAX when it has none */
+	size_t nheap;
+	int started;
+	int handed;       /* the last call handed out cur[handed_ci]'s next event, not yet passed */
+	size_t handed_ci;
+	uint64_t run_bound; /* linear merge: the smallest next seq of the cursors other than handed_ci's */
+	uint64_t dropped_to; /* the pages of the mapping below this offset were given back */
+	uint64_t drop_check_at; /* drop_consumed looks again once a block this far is begun */
+	uint64_t last_seq;
+	struct clock_pair *clocks;
+	size_t nclocks;
+	double ns_per_tick;
+	uint64_t tick0;
+};
+
+/* open.c */
+void rd_set_err(char *err, size_t errlen, const char *path, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+size_t rd_thread_index(struct tprof_trace *t, uint32_t tid);
+void rd_drop_pages(const uint8_t *map, const uint8_t *from, const uint8_t *to);
+
+/* blocks.c: each returns 0, or -1 with why set */
+int rd_parse_leaks(struct tprof_trace *t, struct tprof_cursor *c, const char **why);
+int rd_parse_info(struct tprof_trace *t, struct tprof_cursor *c, unsigned version, const char **why);
+int rd_parse_end(struct tprof_trace *t, struct tprof_cursor *c, unsigned version, const char **why,
+		 char *buf, size_t len);
+uint32_t rd_id_find(const struct tprof_reader_priv *p, uint32_t fid);
+int rd_parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **why);
+int rd_parse_module(struct tprof_trace *t, struct tprof_cursor *c);
+int rd_parse_names(struct tprof_trace *t, struct tprof_cursor *c, const char **why);
+int rd_parse_kernels(struct tprof_trace *t, struct tprof_cursor *c, const char **why);
+int rd_parse_rss(struct tprof_trace *t, struct tprof_cursor *c, const char **why);
+int rd_annot_by_seq(const void *a, const void *b);
+void rd_merge_duplicate_stacks(struct tprof_trace *t);
+
+/* decode.c */
+int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockdec *c, const struct block_ref *b,
+		   struct decoded *out);
+void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit);
+
+/* prefetch.c */
+void rd_release_job(struct tprof_reader_priv *p, struct job *z);
+struct job *rd_take_job(struct tprof_reader_priv *p, const struct block_ref *b, const struct block_ref *next);
+void rd_drop_consumed(struct tprof_reader_priv *p, uint64_t at);
+void rd_start_decoder(struct tprof_trace *t);
+void rd_stop_decoder(struct tprof_reader_priv *p);
+
+/* merge.c */
+int rd_progress_wanted(size_t size);
+void rd_progress_end(struct tprof_reader_priv *p);
+
+#endif
