@@ -312,7 +312,7 @@ static int run_job(struct job *j, struct run *out)
 	free(w);
 	out->wall = t1 > t0 ? t1 - t0 : 1e-9;
 	if (err) {
-		tprof_err("roofline: cannot start thread %d of %d: %s", created + 1, j->nthreads, strerror(err));
+		tprof_warn("roofline: cannot start thread %d of %d: %s", created + 1, j->nthreads, strerror(err));
 		return -1;
 	}
 	return 0;
@@ -913,7 +913,7 @@ int tprof_roofline_get(struct tprof_roofline *r, int flags)
 		char *end;
 		peak = strtod(env, &end);
 		if (*end || !isfinite(peak) || peak <= 0) {
-			tprof_err("ignoring TPROF_PEAK_GFLOPS='%s': not a positive number of GFLOP/s", env);
+			tprof_warn("ignoring TPROF_PEAK_GFLOPS='%s': not a positive number of GFLOP/s", env);
 			peak = 0;
 		}
 	}
@@ -922,18 +922,17 @@ int tprof_roofline_get(struct tprof_roofline *r, int flags)
 	if (!(flags & TPROF_ROOFLINE_REMEASURE) && path[0]) {
 		int c = cache_read(path, &here, r);
 		if (c < 0)
-			tprof_err("ignoring the roofline cache %s: %s", path,
+			tprof_warn("ignoring the roofline cache %s: %s", path,
 				  c == -2 ? "not the JSON object tprof writes" : strerror(errno));
 		have = c == 0;
 	}
 	if (!have && ((flags & TPROF_ROOFLINE_REMEASURE) || ((flags & TPROF_ROOFLINE_MEASURE) && peak == 0))) {
-		if (isatty(STDERR_FILENO))
-			fprintf(stderr, "tprof: measuring this machine's roofline (a few seconds)...\n");
+		tprof_note("measuring this machine's roofline (a few seconds)...");
 		have = tprof_roofline_measure(r) == 0;
 		if (have && path[0]) {
 			saved = cache_write(r, path) == 0;
 			if (!saved)
-				tprof_err("cannot write the roofline cache %s: %s", path, strerror(errno));
+				tprof_warn("cannot write the roofline cache %s: %s", path, strerror(errno));
 		}
 	}
 	if (!have) {

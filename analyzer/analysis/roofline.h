@@ -57,12 +57,12 @@ struct tprof_roofline {
 #define TPROF_ROOFLINE_REMEASURE 2 /* measure (and save) even when there is a valid cache */
 
 /* Runs the benchmarks (about 1-2 s on an idle machine) and fills every field but the cache ones.
- * Returns 0, or -1 (message on stderr) when no thread could be started; a figure that could not be
+ * Returns 0, or -1 (with a warning, base/util.h) when no thread could be started; a figure that could not be
  * measured (no memory for the triad arrays) is left 0. */
 int tprof_roofline_measure(struct tprof_roofline *r);
 
 /* Fills r from, in this order: the cache (unless REMEASURE), else a measurement when MEASURE or
- * REMEASURE is in flags, which is then saved to the cache (a failure to save is reported on stderr and
+ * REMEASURE is in flags, which is then saved to the cache (a failure to save is a warning and
  * leaves cache_saved 0). TPROF_PEAK_GFLOPS=X then overrides fp32_gflops_all; when it is set the machine
  * is measured only on REMEASURE. A cache is used only when its version, CPU model and core count equal
  * this machine's. Returns 0 when r->fp32_gflops_all is known, -1 otherwise (r->cpu and r->cores are still

@@ -197,10 +197,8 @@ int supp_parse(struct suppressions *s, const char *origin, const char *text, cha
 void supp_add_default(struct suppressions *s)
 {
 	char err[256];
-	if (supp_parse(s, "default", supp_default_text, err, sizeof(err)) != 0) {
-		tprof_err("internal error in the built-in suppressions: %s", err); /* a bug, not input */
-		abort();
-	}
+	if (supp_parse(s, "default", supp_default_text, err, sizeof(err)) != 0)
+		tprof_bug("the built-in suppressions: %s", err); /* a bug, not input */
 }
 
 int supp_load(struct suppressions *s, const char *path, char *err, size_t errlen)

@@ -6,17 +6,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void oom(size_t n, const char *file, int line)
+void tprof_oom(size_t n, const char *file, int line)
 {
 	fprintf(stderr, "tprof: out of memory allocating %zu bytes (%s:%d)\n", n, file, line);
-	exit(3);
+	exit(TPROF_EXIT_NOMEM);
+}
+
+void tprof_bug(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("tprof: internal error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
+
+static tprof_warn_fn warn_sink;
+
+void tprof_set_warn(tprof_warn_fn fn)
+{
+	warn_sink = fn;
+}
+
+static void to_sink(int note, const char *fmt, va_list ap)
+{
+	if (!warn_sink)
+		return;
+	char msg[1024];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	warn_sink(note, msg);
+}
+
+void tprof_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	to_sink(0, fmt, ap);
+	va_end(ap);
+}
+
+void tprof_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	to_sink(1, fmt, ap);
+	va_end(ap);
 }
 
 void *tprof_xmalloc(size_t n, const char *file, int line)
 {
 	void *p = malloc(n ? n : 1);
 	if (!p)
-		oom(n, file, line);
+		tprof_oom(n, file, line);
 	return p;
 }
 
@@ -24,7 +67,7 @@ void *tprof_xcalloc(size_t n, size_t size, const char *file, int line)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
-		oom(n * size, file, line);
+		tprof_oom(n * size, file, line);
 	return p;
 }
 
@@ -32,7 +75,7 @@ void *tprof_xrealloc(void *p, size_t n, const char *file, int line)
 {
 	void *q = realloc(p, n ? n : 1);
 	if (!q)
-		oom(n, file, line);
+		tprof_oom(n, file, line);
 	return q;
 }
 

@@ -21,8 +21,35 @@ void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
 char *tprof_xstrndup(const char *s, size_t n, const char *file, int line);
 
-/* Prints "tprof: " + message to stderr. */
+/* The exit statuses of tprof (README, "Exit status"): usage error, bad input (a file that cannot be
+ * read or written, or is not a valid trace), a tool that is missing or failed (gnuplot), out of
+ * memory. Only cmd/ chooses one, but for the last: an allocation that fails ends the process. */
+enum tprof_exit {
+	TPROF_EXIT_OK = 0,
+	TPROF_EXIT_USAGE = 1,
+	TPROF_EXIT_INPUT = 2,
+	TPROF_EXIT_TOOL = 3,
+	TPROF_EXIT_NOMEM = 4,
+};
+
+/* Out of memory for n bytes at file:line: says so on stderr and exits with TPROF_EXIT_NOMEM. */
+void tprof_oom(size_t n, const char *file, int line) __attribute__((noreturn));
+
+/* A bug in tprof itself (never bad input): says so on stderr and aborts. */
+void tprof_bug(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Prints "tprof: " + message to stderr. For cmd/ only: the layers below return their errors. */
 void tprof_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A warning from the layers below cmd/ (trace/, analysis/, out/) that does not stop the work: a
+ * cache ignored, a recorder still writing, a module without symbols; or a note on what is being
+ * done (a measurement that takes seconds), which matters only to someone watching a terminal. Both
+ * go to the sink that cmd/ installed (note 0 for a warning, 1 for a note); without one they are
+ * dropped (unit tests, the fuzz target). */
+typedef void (*tprof_warn_fn)(int note, const char *msg);
+void tprof_set_warn(tprof_warn_fn fn);
+void tprof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The code point of the UTF-8 sequence at s and its length in *len, or -1 (with *len 1) when the
  * bytes there are not the shortest encoding of a scalar value (overlong forms, surrogates and code

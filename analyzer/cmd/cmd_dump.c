@@ -17,7 +17,7 @@ int cmd_dump(int argc, char **argv)
 			"usage: tprof dump FILE\n");
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 1;
 	}
-	tprof_progress = 0; /* it prints while it reads */
+	cmd_progress_off(); /* it prints while it reads */
 	struct tprof_trace *t = cmd_open_trace(argv[1]);
 	if (!t)
 		return 2;

@@ -1,6 +1,7 @@
 /* The analyzer's subcommands: one cmd_<verb>.c each, dispatched from the table in tprof.c.
- * Each returns the process exit status: 0 success, 1 usage error, 2 unreadable or invalid trace;
- * plot: 3 when the pictures could not be made (gnuplot missing or failing, output not writable). */
+ * Each returns the process exit status (enum tprof_exit, base/util.h): 0 success, 1 usage error,
+ * 2 bad input (a file that cannot be read or written, or is not a valid trace), 3 a tool missing
+ * or failing (plot: gnuplot); 4 (out of memory) ends the process where it happens. */
 #ifndef TPROF_CMDS_H
 #define TPROF_CMDS_H
 

@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "base/util.h"
+#include "cmd/cmdline.h"
 #include "cmd/cmds.h"
 #include "tprof_trace.h"
 
@@ -39,8 +41,9 @@ static void usage(FILE *f)
 	fprintf(f, "  help [COMMAND]                               this list, or a command's options\n"
 		   "  version                                      the version, trace formats and libraries (--version)\n");
 	fprintf(f, "\nRun 'tprof <command> --help' for its options; --csv=TABLE picks another table of\n"
-		   "those that print several. Exit status: 0 ok, 1 usage, 2 invalid trace, 3 plot could not\n"
-		   "draw (gnuplot missing or failing).\n");
+		   "those that print several. Exit status: 0 ok, 1 usage error, 2 bad input (a file that\n"
+		   "cannot be read or written, or is not a valid trace), 3 a tool missing or failing (gnuplot),\n"
+		   "4 out of memory; record: the program's own.\n");
 }
 
 /* Traces and ELF files are read through mappings: one cut short while it is read (another process
@@ -52,6 +55,13 @@ static void on_sigbus(int sig)
 	ssize_t w = write(2, msg, sizeof(msg) - 1);
 	(void)w;
 	_exit(2);
+}
+
+/* The sink of the lower layers' warnings and notes (base/util.h): notes only on a terminal. */
+static void print_warning(int note, const char *msg)
+{
+	if (!note || isatty(STDERR_FILENO))
+		tprof_err("%s", msg);
 }
 
 #ifndef TPROF_RELEASE
@@ -78,6 +88,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_sigbus;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
+	tprof_set_warn(print_warning);
+	cmd_progress_on();
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    (strcmp(argv[1], "help") == 0 && argc == 2)) {
 		usage(argc < 2 ? stderr : stdout);

@@ -69,10 +69,8 @@ char *stack_frame_label(const struct stack_frame *fr)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	if (!f) {
-		tprof_err("out of memory for a frame's label");
-		exit(3);
-	}
+	if (!f)
+		tprof_oom(0, __FILE__, __LINE__);
 	stack_print_label(f, fr);
 	fclose(f);
 	return buf;
@@ -100,10 +98,8 @@ void stack_print_csv(FILE *f, const struct stack_frame *fr, size_t n)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
-	if (!m) {
-		tprof_err("out of memory for a stack's CSV field");
-		exit(3);
-	}
+	if (!m)
+		tprof_oom(0, __FILE__, __LINE__);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			fputc(';', m);

@@ -13,9 +13,8 @@
 
 static void misuse(const struct out *o, const char *what)
 {
-	tprof_err("internal error: output table %s, column %zu: %s", o->t ? (o->t->csv ? o->t->csv : o->t->json) : "-",
-		  o->col, what);
-	abort();
+	tprof_bug("output table %s, column %zu: %s", o->t ? (o->t->csv ? o->t->csv : o->t->json) : "-", o->col,
+		  what);
 }
 
 /* ---- JSON structure ---- */

@@ -22,9 +22,9 @@
 
 #include "base/util.h"
 
-/* ---- progress: one line on stderr, when it is a terminal and the trace is large ---- */
+/* ---- progress: reported to the command's hook (reader.h), at most 5 times a second ---- */
 
-int tprof_progress = 1;
+const struct tprof_progress *tprof_progress_hook;
 
 static uint64_t mono_ns(void)
 {
@@ -33,17 +33,12 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Whether a trace of size bytes gets a progress line: TPROF_PROGRESS=0 never, =1 whatever its
- * size; by default from 100 MB on. Only on a terminal, and only for commands that allow it. */
 int rd_progress_wanted(size_t size)
 {
-	const char *env = getenv("TPROF_PROGRESS");
-	if (!tprof_progress || (env && strcmp(env, "0") == 0) || !isatty(2))
-		return 0;
-	return (env && strcmp(env, "1") == 0) || size >= 100000000u;
+	return tprof_progress_hook && tprof_progress_hook->want(size);
 }
 
-/* The reading has come to byte at: redraws the line at most 5 times a second. */
+/* The reading has come to byte at: the hook hears of it at most 5 times a second. */
 static void progress_step(struct tprof_trace *t, uint64_t at)
 {
 	struct tprof_reader_priv *p = t->priv;
@@ -53,19 +48,14 @@ static void progress_step(struct tprof_trace *t, uint64_t at)
 	if (p->progress_shown && now - p->progress_shown < 200000000u)
 		return;
 	p->progress_shown = now;
-	double secs = (double)(now - p->progress_t0) / 1e9;
-	fprintf(stderr, "\rtprof: reading %s: %.0f of %.0f MB (%.0f%%), %.0f MB/s\033[K", t->path, (double)at / 1e6,
-		(double)p->size / 1e6, 100.0 * (double)at / (double)p->size, secs > 0 ? (double)at / 1e6 / secs : 0.0);
-	fflush(stderr);
+	tprof_progress_hook->show(t->path, at, p->size, (double)(now - p->progress_t0) / 1e9);
 }
 
-/* The end of the reading (or of the trace): the line is erased, so that the output starts clean. */
+/* The end of the reading (or of the trace), so that what follows starts clean. */
 void rd_progress_end(struct tprof_reader_priv *p)
 {
-	if (p->progress && p->progress_shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-	}
+	if (p->progress && p->progress_shown)
+		tprof_progress_hook->end();
 	p->progress = 0;
 }
 

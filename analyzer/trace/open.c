@@ -172,13 +172,13 @@ static int wait_for_recorder(int fd, const char *path)
 	long limit = env && *env ? strtol(env, NULL, 10) : 10000;
 	for (long waited = 0; waited < limit; waited += 10) {
 		if (waited == 1000)
-			fprintf(stderr, "tprof: waiting for the recorder to finish %s\n", path);
+			tprof_warn("waiting for the recorder to finish %s", path);
 		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
 		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
 			return 1;
 	}
-	fprintf(stderr, "tprof: %s is still being recorded; reading what it holds so far\n", path);
+	tprof_warn("%s is still being recorded; reading what it holds so far", path);
 	return 1;
 }
 

@@ -151,10 +151,15 @@ struct tprof_trace {
 	struct tprof_reader_priv *priv;
 };
 
-/* Reading a large trace (100 MB and more; TPROF_PROGRESS=1: any, =0: none) draws a progress line on
- * stderr when it is a terminal, erased when the reading ends; 0 here turns it off (--json, --csv,
- * and commands whose output comes while they read). */
-extern int tprof_progress;
+/* The progress of reading a large trace, for the command to show (cmd/progress.c): want(size) is asked
+ * when a trace is opened; if it says yes, show() hears how far the reading has come at most 5 times
+ * a second, and end() is called once the reading ends after a show(). NULL: no progress. */
+struct tprof_progress {
+	int (*want)(uint64_t size);
+	void (*show)(const char *path, uint64_t at, uint64_t size, double secs);
+	void (*end)(void);
+};
+extern const struct tprof_progress *tprof_progress_hook;
 
 /* Opens and validates path. On success returns 0 and *out; on failure returns -1 and copies a
  * message ("FILE: byte N: what") into err. The caller frees *out with tprof_trace_close. A file cut

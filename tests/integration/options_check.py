@@ -19,7 +19,7 @@ cmds = [l.split()[0] for l in help_all.split("commands:")[1].splitlines()
         if l.startswith("  ") and l.split() and l.split()[0] not in ("help", "version")]
 documented = {c: set(OPT.findall(out("help", c)[1])) - {"--", "-h", "--help"} for c in cmds}
 literals = set()
-for f in glob.glob(src + "/*.c"):
+for f in glob.glob(src + "/**/*.c", recursive=True):
     literals |= set(re.findall(r'"(--?[a-z][a-z0-9-]*)"', open(f).read()))
 candidates = (set().union(*documented.values()) | literals) - {"-h", "--help"}
 bad = 0
