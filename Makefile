@@ -44,6 +44,8 @@ ANALYZER_LIB_OBJ := $(ANALYZER_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 ANALYZER_SRC := $(ANALYZER_LIB_SRC) $(wildcard analyzer/cmd/*.c)
 CMD_OBJ      := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard analyzer/cmd/*.c))
 ANALYZER_A   := $(BUILD)/libtprof-analyzer.a
+# The commands but main (tprof.c), for the unit tests of the command line.
+CMD_A        := $(BUILD)/libtprof-cmd.a
 # The recorder: tprof-recorder (started by libtprof.so), and tprof record, which serves itself.
 RECORDER_SRC := recorder/server.c recorder/writer.c recorder/leakscan.c
 RECORDER_OBJ := $(RECORDER_SRC:%.c=$(BUILD)/obj/%.o)
@@ -87,14 +89,27 @@ $(ANALYZER_A): $(ANALYZER_LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+$(CMD_A): $(filter-out %/tprof.o,$(CMD_OBJ))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# The recorder's objects as an archive, for the unit tests: a test that includes one of its sources
+# takes nothing else from it.
+RECORDER_A := $(BUILD)/librecorder.a
+$(RECORDER_A): $(RECORDER_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 $(BUILD)/tprof: $(CMD_OBJ) $(RECORDER_OBJ) $(ANALYZER_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(ANALYZER_LIBS) $(LDLIBS)
 
 # Unit tests link the analyzer's library; the recorder's and the preload's tests include the
 # sources they test (to reach static functions), so they depend on those.
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(RECORDER_SRC) $(ANALYZER_A)
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unittest.h $(HEADERS) $(PRELOAD_SRC) $(RECORDER_SRC) $(CMD_A) $(ANALYZER_A) \
+		       $(RECORDER_A)
 	@mkdir -p $(dir $@) $(BUILD)/obj/tests
-	$(CC) $(CFLAGS) $(DEPFLAGS) -MF $(BUILD)/obj/tests/$*.d -Ipreload -Ianalyzer -Irecorder -o $@ $< $(ANALYZER_A) $(ANALYZER_LIBS) -lunwind $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -MF $(BUILD)/obj/tests/$*.d -Ipreload -Ianalyzer -Irecorder -o $@ $< $(CMD_A) $(ANALYZER_A) \
+		$(RECORDER_A) $(ANALYZER_LIBS) -lunwind $(LDLIBS)
 
 # Test programs with known heap behaviour: unoptimized so every call really happens.
 $(BUILD)/progs/%: tests/progs/%.c

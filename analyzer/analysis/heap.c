@@ -1,7 +1,26 @@
 /* Implementation of analysis/heap.h. */
 #include "analysis/heap.h"
 
+#include <stdio.h>
 #include <string.h>
+
+static void overflow(struct heap_stats *s, const struct tprof_event *e)
+{
+	if (!s->overflowed) {
+		s->overflowed = 1;
+		s->overflow_seq = e->seq;
+	}
+}
+
+int heap_overflow(const struct heap_stats *s, struct tprof_trace *t)
+{
+	if (!s->overflowed)
+		return 0;
+	snprintf(t->err, sizeof(t->err),
+		 "%s: the heap's byte totals pass 2^64 at event %llu (sequence number): no real program "
+		 "allocates that much, the trace is corrupt", t->path, (unsigned long long)s->overflow_seq);
+	return -1;
+}
 
 static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
 {
@@ -19,8 +38,9 @@ static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_
 		addrmap_put(&s->live_stack, e->ptr, e->stack, NULL);
 	c->taken_ptr = e->ptr;
 	s->allocations++;
-	s->bytes_allocated += e->size;
-	s->live_bytes += e->size;
+	if (__builtin_add_overflow(s->bytes_allocated, e->size, &s->bytes_allocated) |
+	    __builtin_add_overflow(s->live_bytes, e->size, &s->live_bytes))
+		overflow(s, e);
 	s->live_blocks++;
 	if (s->live_bytes > s->peak_bytes) {
 		s->peak_bytes = s->live_bytes;
@@ -127,8 +147,9 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 		}
 		if (e->paired && e->kind == TPROF_EV_MALLOC) {
 			nmalloc++;
-			bytes += e->size;
-			live += e->size;
+			if (__builtin_add_overflow(bytes, e->size, &bytes) |
+			    __builtin_add_overflow(live, e->size, &live))
+				overflow(s, e);
 			blocks++;
 			if (live > peak) {
 				peak = live;
@@ -154,7 +175,8 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 	s->peak_bytes = peak;
 	s->events += n;
 	s->allocations += nmalloc;
-	s->bytes_allocated += bytes;
+	if (__builtin_add_overflow(s->bytes_allocated, bytes, &s->bytes_allocated) && n)
+		overflow(s, &ev[n - 1]);
 	s->frees += nfree;
 	s->calls[TPROF_EV_FREE] += nfree;
 	s->calls[TPROF_EV_MALLOC] += nmalloc;
@@ -168,5 +190,5 @@ int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
 	int r;
 	while ((r = tprof_trace_next_run(t, &e, &n)) > 0)
 		heap_run(s, e, n);
-	return r;
+	return r < 0 ? r : heap_overflow(s, t);
 }

@@ -21,6 +21,10 @@ struct heap_stats {
 	uint64_t live_bytes, live_blocks;
 	uint64_t peak_bytes, peak_blocks, peak_seq, peak_tick;
 	uint32_t peak_tid;        /* the thread whose allocation reached the peak */
+	/* A byte total passed 2^64 (only a corrupt trace claims that much): the sequence number of
+	 * the event where it did, the totals from there on meaningless (heap_overflow). */
+	int overflowed;
+	uint64_t overflow_seq;
 	struct addrmap live; /* address -> size of live blocks (see index_all; at the end: the leaks) */
 	struct addrmap live_stack; /* address -> stack id of live blocks; only with heap_init(s, 1) */
 	int with_stacks;
@@ -38,7 +42,8 @@ struct heap_change {
 	uint64_t taken_ptr;   /* 0: no block was obtained */
 };
 
-/* Replays t from its current position to the end. 0 on success; -1 on a corrupt record (t->err).
+/* Replays t from its current position to the end. 0 on success; -1 on a corrupt record or byte
+ * totals past 2^64 (t->err).
  * The caller releases s->live with addrmap_free (or heap_release). */
 int heap_analyze(struct tprof_trace *t, struct heap_stats *s);
 
@@ -48,5 +53,8 @@ void heap_init(struct heap_stats *s, int with_stacks);
 /* Applies e exactly as heap_analyze counts it; c (may be NULL) receives what changed. */
 void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c);
 void heap_release(struct heap_stats *s);
+
+/* After a replay by heap_step: 0, or -1 with a message in t->err when a byte total passed 2^64. */
+int heap_overflow(const struct heap_stats *s, struct tprof_trace *t);
 
 #endif

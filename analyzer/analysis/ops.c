@@ -322,6 +322,8 @@ static int replay(struct state *s)
 	while (ai < t->nannots)
 		apply_annot(s, &t->annots[ai++], hs.live_bytes);
 	s->r->heap_peak = hs.peak_bytes;
+	if (rc >= 0)
+		rc = heap_overflow(&hs, t);
 	heap_release(&hs);
 	if (rc < 0)
 		return -1;

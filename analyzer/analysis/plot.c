@@ -1,63 +1,11 @@
-/* Implementation of analysis/plot.h: gnuplot-safe strings, the min/max downsampler and the Gantt
- * lanes behind `tprof plot`. */
+/* Implementation of analysis/plot.h: the min/max downsampler and the Gantt lanes behind `tprof
+ * plot`. */
 #include "analysis/plot.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
-
-/* ---- strings ---- */
-
-
-/* Appends the form of one character of the input: at most 7 bytes. */
-static size_t put_char(char *o, const unsigned char *s, long cp, int len)
-{
-	if (cp < 0 || (cp >= 0x80 && cp < 0xa0) || cp == 0xfffe || cp == 0xffff) {
-		memcpy(o, "\xef\xbf\xbd", 3); /* U+FFFD */
-		return 3;
-	}
-	if (cp == '"')
-		return (size_t)sprintf(o, "\\042");
-	if (cp == '\\')
-		return (size_t)sprintf(o, "\\134");
-	/* Control characters are shown, not obeyed: a backslash (escaped for gnuplot) and a letter. */
-	if (cp == '\n')
-		return (size_t)sprintf(o, "\\134n");
-	if (cp == '\r')
-		return (size_t)sprintf(o, "\\134r");
-	if (cp == '\t')
-		return (size_t)sprintf(o, "\\134t");
-	if (cp < 0x20 || cp == 0x7f)
-		return (size_t)sprintf(o, "\\134x%02x", (unsigned)cp);
-	memcpy(o, s, (size_t)len);
-	return (size_t)len;
-}
-
-const char *plot_gp_text(char *buf, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t chars = 0;
-	int len;
-	for (const unsigned char *p = s; *p; p += len)
-		tprof_utf8_next(p, &len), chars++;
-	size_t limit = chars > PLOT_TEXT_CHARS ? PLOT_TEXT_CHARS - 3 : chars, o = 0;
-	for (size_t i = 0; i < limit; i++) {
-		long cp = tprof_utf8_next(s, &len);
-		o += put_char(buf + o, s, cp, len);
-		s += len;
-	}
-	if (limit < chars)
-		o += (size_t)sprintf(buf + o, "...");
-	buf[o] = 0;
-	return buf;
-}
-
-void plot_gp_field(FILE *f, const char *s)
-{
-	char buf[PLOT_TEXT_SIZE];
-	fprintf(f, "\"%s\"", plot_gp_text(buf, s));
-}
 
 /* ---- time series ---- */
 

@@ -1,31 +1,13 @@
-/* The data side of `tprof plot` (cmd_plot.c), kept apart from the pictures so that it can be tested
- * on its own: strings from a trace made safe for gnuplot's data files, a downsampler for long time
- * series that never loses the maximum, and the Gantt lanes of kernel calls (nested calls flattened to
- * the innermost one, runs of boxes narrower than a pixel merged). Times are nanoseconds. */
+/* The data side of `tprof plot` (out/plot_*.c draw it), kept apart from the pictures so that it can
+ * be tested on its own: a downsampler for long time series that never loses the maximum, and the
+ * Gantt lanes of kernel calls (nested calls flattened to the innermost one, runs of boxes narrower
+ * than a pixel merged). Times are nanoseconds. */
 #ifndef TPROF_PLOT_H
 #define TPROF_PLOT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* ---- strings ---- */
-
-/* Room for plot_gp_text of up to PLOT_TEXT_CHARS characters: at most 7 bytes each, and the cut mark. */
-#define PLOT_TEXT_CHARS 60
-#define PLOT_TEXT_SIZE (7 * PLOT_TEXT_CHARS + 16)
-
-/* Writes into buf (PLOT_TEXT_SIZE bytes) the inside of a double-quoted gnuplot data-file field that
- * gnuplot's data reader turns back into a readable form of s, at most PLOT_TEXT_CHARS characters
- * (a longer s is cut and ends with "..."). The result holds only printable ASCII other than '"' and
- * '\', backslash escapes that gnuplot decodes ("\042" for '"', "\134" for '\'), and valid UTF-8 of
- * printable characters: so the field can neither end early nor span lines, and it shows control
- * characters as the text \n, \r, \t or \xNN and any byte that is not valid UTF-8 (or a code point
- * that XML forbids) as U+FFFD. An empty or NULL s gives "". Returns buf. */
-const char *plot_gp_text(char *buf, const char *s);
-
-/* Writes s as one double-quoted field (plot_gp_text) to f. */
-void plot_gp_field(FILE *f, const char *s);
 
 /* ---- time series ---- */
 

@@ -94,9 +94,9 @@ int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s
 			sc->seq = e->seq;
 		}
 		if (e->seq == stop_seq)
-			return 0;
+			return heap_overflow(s, t);
 	}
-	return r;
+	return r < 0 ? r : heap_overflow(s, t);
 }
 
 int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, struct heap_stats *s,
@@ -126,7 +126,7 @@ int stacks_find_peak(const char *path, struct heap_stats *peak)
 		return 2;
 	int r = heap_analyze(t, peak);
 	if (r < 0)
-		tprof_err("%s", t->err);
+		tprof_warn("%s", t->err);
 	heap_release(peak);
 	tprof_trace_close(t);
 	return r < 0 ? 2 : 0;
@@ -245,18 +245,8 @@ const struct stack_frame *stack_site_frames(struct stack_sym *ss, uint32_t id, u
 	return resolve(ss, id, seq, n, NULL, 1);
 }
 
-static void warn_one(void *ctx, const char *path, enum tprof_sym_status st)
+void stack_sym_problems(struct stack_sym *ss, void (*fn)(void *ctx, const char *path, enum tprof_sym_status st),
+			void *ctx)
 {
-	(void)ctx;
-	const char *why = "has neither symbols nor debug information";
-	if (st == TPROF_SYM_MISSING)
-		why = "cannot be opened";
-	else if (st == TPROF_SYM_MISMATCH)
-		why = "is not the file that was traced (build-id differs)";
-	tprof_err("warning: %s %s; its frames are shown as module+offset", path, why);
-}
-
-void stack_sym_warn(struct stack_sym *ss)
-{
-	sym_problems(ss->sym, warn_one, NULL);
+	sym_problems(ss->sym, fn, ctx);
 }

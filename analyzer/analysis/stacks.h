@@ -118,9 +118,10 @@ const struct stack_frame *stack_frames(struct stack_sym *ss, uint32_t id, uint64
  * module). Cheaper than stack_frames when that is all a caller needs (leak_site suppressions). */
 const struct stack_frame *stack_site_frames(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n);
 
-/* Prints one warning line on stderr per module whose frames could only be shown as
- * module+offset (file missing, build-id mismatch, no symbols), for the modules looked up so far. */
-void stack_sym_warn(struct stack_sym *ss);
+/* Calls fn once per module whose frames could only be shown as module+offset (file missing,
+ * build-id mismatch, no symbols), for the modules looked up so far; cmd/'s stack_sym_warn says so. */
+void stack_sym_problems(struct stack_sym *ss, void (*fn)(void *ctx, const char *path, enum tprof_sym_status st),
+			void *ctx);
 
 
 #endif

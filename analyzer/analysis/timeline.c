@@ -212,33 +212,6 @@ int snap_range(struct slice *r, const struct slice *k, size_t n)
 
 /* ---- building ---- */
 
-int chrome_parse_steps(const char *text, struct chrome_options *o)
-{
-	const char *s = text;
-	char *end;
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	unsigned long long a = strtoull(s, &end, 10), b = a;
-	if (*end == '-') {
-		s = end + 1;
-		if (!*s) {
-			b = UINT64_MAX;
-		} else {
-			if (*s < '0' || *s > '9')
-				return -1;
-			b = strtoull(s, &end, 10);
-			if (*end || b < a || b == UINT64_MAX)
-				return -1;
-		}
-	} else if (*end) {
-		return -1;
-	}
-	o->steps = 1;
-	o->step_first = a;
-	o->step_last = b;
-	return 0;
-}
-
 static void add_range(struct chrome_doc *d, struct cthread *h, const struct open_range *op, uint64_t end,
 		      unsigned flags)
 {
@@ -328,6 +301,8 @@ static int replay_heap(struct chrome_doc *d)
 		thin_add(&d->heap, d->w0, hs.live_bytes);
 	thin_flush(&d->heap);
 	d->peak_bytes = hs.peak_bytes;
+	if (rc >= 0)
+		rc = heap_overflow(&hs, d->t);
 	heap_release(&hs);
 	return rc < 0 ? -1 : 0;
 }

@@ -102,11 +102,6 @@ struct chrome_doc {
 };
 
 
-/* Parses a --steps value: "A-B" (steps A to B, both included, numbered from 0 as the intervals
- * between tprof_step() boundaries), "A" (that step) or "A-" (from step A's start to the end of the
- * trace). Returns 0 and fills o's step fields, or -1 when text is none of these. */
-int chrome_parse_steps(const char *text, struct chrome_options *o);
-
 /* Computes everything the export holds, reading t's heap events to the end. Returns 0 and *out
  * (freed with chrome_free; it refers to t, which must outlive it); -1 with a message in t->err
  * when the steps asked for are not in the trace; -2 with a message in t->err on a corrupt heap

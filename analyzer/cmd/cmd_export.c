@@ -165,12 +165,6 @@ static int parse_export_opt(void *ctx, int argc, char **argv, int *i)
 			tprof_err("export: --min-dur needs a number of nanoseconds");
 			return 1;
 		}
-	} else if (strcmp(a, "--steps") == 0) {
-		e->chrome_only_given = 1;
-		if (chrome_parse_steps(*i + 1 < argc ? argv[++*i] : NULL, &e->c) != 0) {
-			tprof_err("export: --steps takes A-B (steps A to B, both included, from 0), A, or A- (to the end)");
-			return 1;
-		}
 	} else {
 		return CMD_OTHER;
 	}
@@ -226,10 +220,17 @@ static int export_chrome(const char *file, const char *out, const struct chrome_
 int cmd_export(int argc, char **argv)
 {
 	struct export_opts e = { .out = NULL, .m = M_BYTES };
-	struct cmd_opts o = { .name = "export", .usage = USAGE, .extra = parse_export_opt, .ctx = &e };
+	struct cmd_opts o = { .name = "export", .usage = USAGE, .accept = CMD_STEPS, .extra = parse_export_opt,
+			      .ctx = &e };
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
+	if (o.steps) {
+		e.chrome_only_given = 1;
+		e.c.steps = 1;
+		e.c.step_first = o.step_first;
+		e.c.step_last = o.step_last;
+	}
 	if (!e.out) {
 		tprof_err("%s", USAGE);
 		return 1;

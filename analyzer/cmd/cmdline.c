@@ -2,6 +2,7 @@
  * command accepts, rejects and words them the same way, and one place that opens a trace or says
  * why it cannot. See cmdline.h. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmdline.h"
@@ -49,10 +50,46 @@ static size_t files_max(enum cmd_files f)
 	return CMD_MAX_FILES;
 }
 
+int cmd_parse_count(const char *arg, size_t *n)
+{
+	if (!arg || !*arg || strspn(arg, "0123456789") != strlen(arg) || strlen(arg) > 12)
+		return -1;
+	*n = (size_t)strtoull(arg, NULL, 10);
+	return 0;
+}
+
+int cmd_parse_steps(const char *text, uint64_t *first, uint64_t *last)
+{
+	const char *s = text;
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	unsigned long long a = strtoull(s, &end, 10), b = a;
+	if (*end == '-') {
+		s = end + 1;
+		if (!*s) {
+			b = UINT64_MAX;
+		} else {
+			if (*s < '0' || *s > '9')
+				return -1;
+			b = strtoull(s, &end, 10);
+			if (*end || b < a || b == UINT64_MAX)
+				return -1;
+		}
+	} else if (*end) {
+		return -1;
+	}
+	*first = a;
+	*last = b;
+	return 0;
+}
+
 int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 {
 	o->json = 0;
 	o->csv = 0;
+	o->skip_steps = 0;
+	o->steps = 0;
 	o->file = NULL;
 	o->nfiles = 0;
 	size_t max = files_max(o->takes);
@@ -65,10 +102,24 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 			if (parse_csv(o, argv[i]) != 0)
 				return 1;
 		} else if ((o->accept & CMD_TOP) && strcmp(argv[i], "--top") == 0) {
-			if (stacks_parse_top(i + 1 < argc ? argv[++i] : NULL, &o->top) != 0) {
+			if (cmd_parse_count(i + 1 < argc ? argv[++i] : NULL, &o->top) != 0) {
 				tprof_err("%s: --top needs a number (0: all)", o->name);
 				return 1;
 			}
+		} else if ((o->accept & CMD_SKIP_STEPS) && strcmp(argv[i], "--skip-steps") == 0) {
+			size_t n;
+			if (cmd_parse_count(i + 1 < argc ? argv[++i] : NULL, &n) != 0 || n > UINT32_MAX) {
+				tprof_err("%s: --skip-steps needs a number of steps", o->name);
+				return 1;
+			}
+			o->skip_steps = (unsigned)n;
+		} else if ((o->accept & CMD_STEPS) && strcmp(argv[i], "--steps") == 0) {
+			if (cmd_parse_steps(i + 1 < argc ? argv[++i] : NULL, &o->step_first, &o->step_last) != 0) {
+				tprof_err("%s: --steps takes A-B (steps A to B, both included, from 0), A, or A- (to the end)",
+					  o->name);
+				return 1;
+			}
+			o->steps = 1;
 		} else if (o->extra && (rc = o->extra(o->ctx, argc, argv, &i)) != CMD_OTHER) {
 			if (rc != CMD_RUN)
 				return rc;
@@ -102,7 +153,7 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 	}
 	o->file = o->nfiles ? o->files[0] : NULL;
 	if (o->json || o->csv) /* output for tools: no progress line beside it */
-		tprof_progress = 0;
+		cmd_progress_off();
 	return CMD_RUN;
 }
 
@@ -152,4 +203,20 @@ void cmd_out_begin(struct out *w, const struct cmd_opts *o)
 {
 	const char *table = o->csv && o->csv_tables ? o->csv_tables[o->csv - 1] : "";
 	out_begin(w, stdout, o->json ? OUT_JSON : o->csv ? OUT_CSV : OUT_TEXT, table);
+}
+
+static void warn_one(void *ctx, const char *path, enum tprof_sym_status st)
+{
+	(void)ctx;
+	const char *why = "has neither symbols nor debug information";
+	if (st == TPROF_SYM_MISSING)
+		why = "cannot be opened";
+	else if (st == TPROF_SYM_MISMATCH)
+		why = "is not the file that was traced (build-id differs)";
+	tprof_err("warning: %s %s; its frames are shown as module+offset", path, why);
+}
+
+void stack_sym_warn(struct stack_sym *ss)
+{
+	stack_sym_problems(ss, warn_one, NULL);
 }

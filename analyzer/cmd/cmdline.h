@@ -15,6 +15,8 @@ struct out;
 #define CMD_JSON 1u /* accept --json */
 #define CMD_TOP 2u  /* accept --top N (digits, 0: all) */
 #define CMD_CSV 4u  /* accept --csv and --csv=TABLE (csv_tables); not together with --json */
+#define CMD_SKIP_STEPS 8u /* accept --skip-steps N (digits, < 2^32) */
+#define CMD_STEPS 16u     /* accept --steps A-B | A | A- */
 
 #define CMD_RUN (-1)   /* cmd_parse: go on and run the command */
 #define CMD_OTHER (-2) /* from an extra callback: argv[*i] is not one of the command's options */
@@ -48,10 +50,21 @@ struct cmd_opts {
 	/* Set by cmd_parse. */
 	int json;
 	int csv;          /* 0: no --csv; else 1 + the index of the table chosen in csv_tables */
+	unsigned skip_steps; /* --skip-steps N; 0 when not given */
+	int steps;           /* --steps given: step_first..step_last (UINT64_MAX: to the end) */
+	uint64_t step_first, step_last;
 	const char *file; /* = files[0] */
 	const char *files[CMD_MAX_FILES];
 	size_t nfiles;
 };
+
+/* A count on the command line: digits only (at most 12), into *n. 0, or -1 when arg is not one. */
+int cmd_parse_count(const char *arg, size_t *n);
+
+/* A --steps value: "A-B" (steps A to B, both included, numbered from 0 as the intervals between
+ * tprof_step() boundaries), "A" (that step) or "A-" (from step A to the end: *last UINT64_MAX).
+ * Returns 0, or -1 when text is none of these. */
+int cmd_parse_steps(const char *text, uint64_t *first, uint64_t *last);
 
 /* Parses argv[1..argc-1] into o. Returns CMD_RUN when the command should go on (o->files then
  * holds as many as o->takes asks), or the exit status to return at once: 0 after --help, 1 after a
@@ -69,6 +82,16 @@ struct tprof_trace *cmd_open_trace_unwarned(const char *path);
 /* The run's wall time as tprof report gives it: from time zero to the last clock reading or the
  * latest event read so far, whichever is later (so read the events first). */
 uint64_t cmd_trace_duration_ns(const struct tprof_trace *t);
+
+/* Prints one warning line on stderr per module whose frames could only be shown as module+offset
+ * (file missing, build-id mismatch, no symbols), for the modules looked up so far. */
+struct stack_sym;
+void stack_sym_warn(struct stack_sym *ss);
+
+/* The progress line of long reads (cmd/progress.c): on from the start of main, off for output
+ * that must stay clean. */
+void cmd_progress_on(void);
+void cmd_progress_off(void);
 
 /* Begins o's --json document or --csv table (out/table.h) on stdout. */
 void cmd_out_begin(struct out *w, const struct cmd_opts *o);

@@ -485,37 +485,30 @@ int rd_annot_by_seq(const void *a, const void *b)
 void rd_merge_duplicate_stacks(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
-	size_t cap = 16;
-	while (cap < 2 * (size_t)p->nstacks)
-		cap *= 2;
-	uint32_t *tab = xcalloc(cap, sizeof(*tab));
+	/* one uthash table per truncated flag, keyed by the frames' bytes; the entries live in one
+	 * array, so the tables cost no allocation per stack */
+	struct dedup {
+		uint32_t id;
+		UT_hash_handle hh;
+	} *ent = xcalloc(p->nstacks ? p->nstacks : 1, sizeof(*ent)), *head[2] = {NULL, NULL};
 	for (uint32_t id = 1; id < p->nstacks; id++) {
 		struct stack_def *s = &p->stacks[id];
 		if (!s->depth)
 			continue;
 		const uint64_t *f = p->frames + s->first;
-		uint64_t h = 1469598103934665603ull ^ s->truncated;
-		for (uint32_t i = 0; i < s->depth; i++)
-			h = (h ^ f[i]) * 1099511628211ull;
-		/* the low bits of a product depend only on the low bits of its factors: frames that
-		 * differ above them (the same offsets in other modules) would all meet in one slot */
-		h ^= h >> 32;
-		h *= 0xd6e8feb86659fd93ull;
-		h ^= h >> 32;
-		for (size_t k = h & (cap - 1);; k = (k + 1) & (cap - 1)) {
-			if (!tab[k]) {
-				tab[k] = id;
-				break;
-			}
-			struct stack_def *o = &p->stacks[tab[k]];
-			if (o->depth == s->depth && o->truncated == s->truncated &&
-			    memcmp(p->frames + o->first, f, s->depth * sizeof(*f)) == 0) {
-				s->canon = tab[k];
-				break;
-			}
+		size_t len = s->depth * sizeof(*f);
+		struct dedup *e;
+		HASH_FIND(hh, head[s->truncated != 0], f, len, e);
+		if (e) {
+			s->canon = e->id;
+			continue;
 		}
+		ent[id].id = id;
+		HASH_ADD_KEYPTR(hh, head[s->truncated != 0], f, len, &ent[id]);
 	}
-	free(tab);
+	HASH_CLEAR(hh, head[0]);
+	HASH_CLEAR(hh, head[1]);
+	free(ent);
 	t->nstacks = p->nstacks;
 }
 

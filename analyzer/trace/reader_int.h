@@ -186,6 +186,8 @@ int rd_parse_names(struct tprof_trace *t, struct tprof_cursor *c, const char **w
 int rd_parse_kernels(struct tprof_trace *t, struct tprof_cursor *c, const char **why);
 int rd_parse_rss(struct tprof_trace *t, struct tprof_cursor *c, const char **why);
 int rd_annot_by_seq(const void *a, const void *b);
+/* Points each stack at the first one with the same frames and truncation (stack_def.canon), so that
+ * the analyses group by call stack however often the recorder defined it. */
 void rd_merge_duplicate_stacks(struct tprof_trace *t);
 
 /* decode.c */

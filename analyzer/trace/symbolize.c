@@ -22,15 +22,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <uthash.h>
+
 #include "base/util.h"
 
 /* libstdc++'s C entry point of abi::__cxa_demangle: a malloc'd string, or NULL with *status set. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-/* uint64 -> uint64, open addressing; the keys are addresses of mapped debug data, never 0. */
+/* uint64 -> uint64 (uthash); the keys are addresses of mapped debug data. */
+struct u64ent {
+	uint64_t key, val;
+	UT_hash_handle hh;
+};
 struct u64map {
-	uint64_t *keys, *vals;
-	size_t len, cap; /* cap: power of two */
+	struct u64ent *head;
 };
 
 /* The code of one function: [lo, hi) in DWARF addresses. */
@@ -72,10 +77,21 @@ struct sym_mod {
 	uint32_t file; /* index in files */
 };
 
+/* A looked-up address and its frames (uthash, keyed by vaddr and file together). */
+struct cache_key {
+	uint64_t vaddr; /* return address - 1 - base */
+	uint64_t file;
+};
 struct cache_ent {
-	uint64_t vaddr; /* the looked-up address: return address - 1 - base */
-	uint32_t file;
+	struct cache_key k;
 	uint32_t first, n; /* frames[first .. first + n) */
+	UT_hash_handle hh;
+};
+
+/* An interned string (uthash, keyed by its bytes). */
+struct str_ent {
+	UT_hash_handle hh;
+	char s[];
 };
 
 struct tprof_symbolizer {
@@ -85,15 +101,11 @@ struct tprof_symbolizer {
 	struct sym_file *files;
 	size_t nfiles;
 
-	struct cache_ent *ents;
-	size_t nents, ents_cap;
-	uint32_t *slots; /* index + 1 into ents; 0 is empty */
-	size_t slots_cap;  /* power of two */
+	struct cache_ent *cache;
 	struct tprof_sym_frame *frames;
 	size_t nframes, frames_cap;
 
-	char **strs; /* interned strings, open addressing */
-	size_t nstrs, strs_cap;
+	struct str_ent *strs; /* interned strings */
 	struct u64map names; /* C++ function DIE address -> its interned qualified name */
 	struct u64map units; /* unit DIE address -> struct unit_index * */
 
@@ -103,54 +115,19 @@ struct tprof_symbolizer {
 
 /* ---- interned strings */
 
-static uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33; /* fmix64 from MurmurHash3, as in addrmap.c */
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
-static uint64_t str_hash(const char *p)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	for (; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-	return mix64(h);
-}
-
-static void strs_insert(char **slots, size_t cap, char *str)
-{
-	size_t i = (size_t)str_hash(str) & (cap - 1);
-	while (slots[i])
-		i = (i + 1) & (cap - 1);
-	slots[i] = str;
-}
-
 static const char *intern(struct tprof_symbolizer *s, const char *str)
 {
 	if (!str)
 		return NULL;
-	size_t i = (size_t)str_hash(str) & (s->strs_cap - 1);
-	for (; s->strs[i]; i = (i + 1) & (s->strs_cap - 1))
-		if (strcmp(s->strs[i], str) == 0)
-			return s->strs[i];
-	char *copy = xstrndup(str, strlen(str));
-	if ((s->nstrs + 1) * 4 > s->strs_cap * 3) {
-		size_t cap = s->strs_cap * 2;
-		char **slots = xcalloc(cap, sizeof(*slots));
-		for (size_t j = 0; j < s->strs_cap; j++)
-			if (s->strs[j])
-				strs_insert(slots, cap, s->strs[j]);
-		free(s->strs);
-		s->strs = slots;
-		s->strs_cap = cap;
-	}
-	strs_insert(s->strs, s->strs_cap, copy);
-	s->nstrs++;
-	return copy;
+	struct str_ent *e;
+	size_t len = strlen(str);
+	HASH_FIND(hh, s->strs, str, len, e);
+	if (e)
+		return e->s;
+	e = xmalloc(sizeof(*e) + len + 1);
+	memcpy(e->s, str, len + 1);
+	HASH_ADD_KEYPTR(hh, s->strs, e->s, len, e);
+	return e->s;
 }
 
 /* Itanium-mangled names ("_Z...") are demangled; anything else, or a name the demangler rejects,
@@ -176,53 +153,38 @@ static const char *intern_symbol(struct tprof_symbolizer *s, const char *name)
 
 static void u64map_init(struct u64map *m)
 {
-	m->cap = 256;
-	m->len = 0;
-	m->keys = xcalloc(m->cap, sizeof(*m->keys));
-	m->vals = xcalloc(m->cap, sizeof(*m->vals));
+	m->head = NULL;
 }
 
 static void u64map_free(struct u64map *m)
 {
-	free(m->keys);
-	free(m->vals);
-	m->keys = m->vals = NULL;
-	m->cap = m->len = 0;
+	struct u64ent *e, *tmp;
+	HASH_ITER(hh, m->head, e, tmp) {
+		HASH_DEL(m->head, e);
+		free(e);
+	}
 }
 
 static int u64map_get(const struct u64map *m, uint64_t key, uint64_t *val)
 {
-	for (size_t i = (size_t)mix64(key) & (m->cap - 1); m->keys[i]; i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key) {
-			*val = m->vals[i];
-			return 1;
-		}
-	return 0;
+	struct u64ent *e;
+	HASH_FIND(hh, m->head, &key, sizeof(key), e);
+	if (e)
+		*val = e->val;
+	return e != NULL;
 }
 
 /* Inserts or replaces. */
 static void u64map_put(struct u64map *m, uint64_t key, uint64_t val)
 {
-	if ((m->len + 1) * 4 > m->cap * 3) {
-		struct u64map old = *m;
-		m->cap *= 2;
-		m->len = 0;
-		m->keys = xcalloc(m->cap, sizeof(*m->keys));
-		m->vals = xcalloc(m->cap, sizeof(*m->vals));
-		for (size_t j = 0; j < old.cap; j++)
-			if (old.keys[j])
-				u64map_put(m, old.keys[j], old.vals[j]);
-		u64map_free(&old);
+	struct u64ent *e;
+	HASH_FIND(hh, m->head, &key, sizeof(key), e);
+	if (!e) {
+		e = xmalloc(sizeof(*e));
+		e->key = key;
+		HASH_ADD(hh, m->head, key, sizeof(e->key), e);
 	}
-	size_t i = (size_t)mix64(key) & (m->cap - 1);
-	for (; m->keys[i]; i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key) {
-			m->vals[i] = val;
-			return;
-		}
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->len++;
+	e->val = val;
 }
 
 /* ---- modules and files */
@@ -262,10 +224,6 @@ struct tprof_symbolizer *sym_new(const struct tprof_module *modules, size_t n, c
 	s->cb.find_elf = dwfl_build_id_find_elf;
 	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
 	s->cb.section_address = dwfl_offline_section_address;
-	s->strs_cap = 1024;
-	s->strs = xcalloc(s->strs_cap, sizeof(*s->strs));
-	s->slots_cap = 1024;
-	s->slots = xcalloc(s->slots_cap, sizeof(*s->slots));
 	u64map_init(&s->names);
 	u64map_init(&s->units);
 
@@ -313,14 +271,15 @@ void sym_free(struct tprof_symbolizer *s)
 			dwfl_end(s->files[i].dwfl);
 		free(s->files[i].path);
 	}
-	for (size_t i = 0; i < s->strs_cap; i++)
-		free(s->strs[i]);
-	free(s->strs);
+	struct str_ent *se, *stmp;
+	HASH_ITER(hh, s->strs, se, stmp) {
+		HASH_DEL(s->strs, se);
+		free(se);
+	}
 	u64map_free(&s->names);
-	for (size_t i = 0; i < s->units.cap; i++) {
-		if (!s->units.keys[i])
-			continue;
-		struct unit_index *u = (struct unit_index *)(uintptr_t)s->units.vals[i];
+	struct u64ent *ue, *utmp;
+	HASH_ITER(hh, s->units.head, ue, utmp) {
+		struct unit_index *u = (struct unit_index *)(uintptr_t)ue->val;
 		free(u->fns);
 		free(u->max_hi);
 		free(u->scopes);
@@ -331,8 +290,11 @@ void sym_free(struct tprof_symbolizer *s)
 	free(s->files);
 	free(s->mods);
 	free(s->max_end);
-	free(s->ents);
-	free(s->slots);
+	struct cache_ent *ce, *ctmp;
+	HASH_ITER(hh, s->cache, ce, ctmp) {
+		HASH_DEL(s->cache, ce);
+		free(ce);
+	}
 	free(s->frames);
 	free(s);
 }
@@ -738,43 +700,18 @@ static uint32_t lookup(struct tprof_symbolizer *s, struct sym_file *f, uint64_t 
 	return (uint32_t)(s->nframes - first);
 }
 
-static size_t ent_slot(const struct tprof_symbolizer *s, uint32_t file, uint64_t vaddr)
-{
-	return (size_t)mix64(vaddr ^ ((uint64_t)file << 40) ^ file) & (s->slots_cap - 1);
-}
-
 static const struct cache_ent *cached(struct tprof_symbolizer *s, uint32_t file, uint64_t vaddr)
 {
-	size_t i = ent_slot(s, file, vaddr);
-	for (; s->slots[i]; i = (i + 1) & (s->slots_cap - 1)) {
-		const struct cache_ent *e = &s->ents[s->slots[i] - 1];
-		if (e->vaddr == vaddr && e->file == file)
-			return e;
-	}
-
-	if ((s->nents + 1) * 4 > s->slots_cap * 3) {
-		free(s->slots);
-		s->slots_cap *= 2;
-		s->slots = xcalloc(s->slots_cap, sizeof(*s->slots));
-		for (size_t j = 0; j < s->nents; j++) {
-			size_t k = ent_slot(s, s->ents[j].file, s->ents[j].vaddr);
-			while (s->slots[k])
-				k = (k + 1) & (s->slots_cap - 1);
-			s->slots[k] = (uint32_t)(j + 1);
-		}
-		for (i = ent_slot(s, file, vaddr); s->slots[i]; i = (i + 1) & (s->slots_cap - 1))
-			;
-	}
-	if (s->nents == s->ents_cap) {
-		s->ents_cap = s->ents_cap ? s->ents_cap * 2 : 1024;
-		s->ents = xrealloc(s->ents, s->ents_cap * sizeof(*s->ents));
-	}
-	struct cache_ent *e = &s->ents[s->nents++];
-	e->vaddr = vaddr;
-	e->file = file;
+	struct cache_key k = {vaddr, file};
+	struct cache_ent *e;
+	HASH_FIND(hh, s->cache, &k, sizeof(k), e);
+	if (e)
+		return e;
+	e = xcalloc(1, sizeof(*e));
+	e->k = k;
 	e->first = (uint32_t)s->nframes;
 	e->n = lookup(s, &s->files[file], vaddr);
-	s->slots[i] = (uint32_t)s->nents;
+	HASH_ADD(hh, s->cache, k, sizeof(e->k), e);
 	return e;
 }
 

@@ -311,3 +311,19 @@ PY
 	printf '%s\n' "$output" >r.json
 	[ "$(jget r.json duration_ns)" = 1999000 ]
 }
+
+@test "byte totals past 2^64 are corrupt input, never wrapped numbers" {
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" huge.trace --huge --events 4 >/dev/null
+	run "$B/tprof" report --json huge.trace # 2^64 exactly: not yet
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"pass 2^64 at event 4"* ]]
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" huge3.trace --huge --events 3 >/dev/null
+	"$B/tprof" report --json huge3.trace >r.json
+	[ "$(jget r.json bytes_allocated)" = 13835058055282163712 ]
+	for cmd in report leaks peak allocs summary ops "export --chrome -o x.json" "plot -o pics"; do
+		run "$B/tprof" $cmd huge.trace
+		echo "$cmd: $status $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"pass 2^64 at event 4"* ]]
+	done
+}

@@ -7,7 +7,9 @@ ROWS says where the JSON holds the table's rows: "." (the top-level object is th
 whose value is a list of row objects, or a key whose value is one object (one row; null: none).
 HEADER is the documented header, comma-separated. The CSV must be RFC 4180 (records end with CRLF,
 fields parsed by python's csv module), have that header, as many rows as the JSON and, field by field,
-the JSON's values: numbers equal, null as an empty field, booleans as true/false, strings byte for
+the JSON's values, and its columns the JSON row's members in their order (flattened as below; lists
+that are not pairs or stacks, i.e. nested tables and lists of names, have no column): numbers
+equal, null as an empty field, booleans as true/false, strings byte for
 byte (names that are not valid UTF-8 are compared as bytes in the CSV only: JSON replaces them).
 Field names map to JSON keys as the commands document: X_lo_ns / X_hi_ns are X_ns[0] / X_ns[1],
 calls_NAME is calls.NAME, report's signal is null when absent; a stack-command row's function, file, line, module and offset are those of
@@ -76,6 +78,25 @@ def json_value(row, col):
     raise KeyError(col)
 
 
+def flatten(row, header):
+    """The CSV columns a JSON row's members make, in their order."""
+    cols = []
+    for k, v in row.items():
+        lo = (k[:-3] + "_lo_ns") if k.endswith("_ns") else k + "_lo"
+        if k == "stack" and (isinstance(v, list) or v is None):
+            cols += ["function", "file", "line", "module", "offset", "stack"]
+        elif (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)) or \
+                (v is None and lo in header):
+            cols += [lo, lo.replace("_lo", "_hi")]
+        elif isinstance(v, list):
+            continue
+        elif isinstance(v, dict):
+            cols += [k + "_" + sub for sub in v]
+        else:
+            cols.append(k)
+    return cols
+
+
 def same(field, v):
     """field: the CSV field as bytes; v: the JSON value."""
     if v is None:
@@ -117,6 +138,9 @@ def main():
     body = rows[1:]
     if len(body) != len(jrows):
         fail("%d CSV rows, %d JSON rows" % (len(body), len(jrows)))
+    for n, j in enumerate(jrows):
+        if flatten(j, want) != want:
+            fail("JSON row %d's members %s, in this order, are not the CSV columns %s" % (n, flatten(j, want), want))
     for n, (r, j) in enumerate(zip(body, jrows)):
         if len(r) != len(want):
             fail("row %d has %d fields, the header %d" % (n, len(r), len(want)))

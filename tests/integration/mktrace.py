@@ -15,7 +15,8 @@ calls make (N + 1) / 2 allocations of which, for N odd, the last is still in use
 malloc and its free, after the others' events. --last-clock replaces the last CLOCK pair's tick and CLOCK_MONOTONIC ns; --tsc says the ticks are
 the TSC's (clock 1) instead of CLOCK_MONOTONIC ns. --zraw N adds a ZEVENTS block of thread 4242 that claims N bytes once decompressed (its zstd data
 is not valid). --stack-id ID defines one stack (two frames) under that id in a STACKS block, which no event uses.
---owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
+--huge makes every call a malloc of 2^62 bytes that is never freed (byte totals past 2^64 from
+the fifth on). --owner is INFO's malloc_owner (version 4; default empty), --no-owner-field leaves that string out
 (a version 4 INFO that is then malformed). --end defaults to 1,0 (exit, status 0); FLAGS is written
 in version 4 only, and is 0 unless given.
 --leaks writes a LEAKS part-0 block (version 5) before END: ENTRIES is ADDR:SIZE:KIND[:HEUR[:INDIRECT]]
@@ -89,12 +90,15 @@ def main():
     ap.add_argument("--leaks", default="")
     ap.add_argument("--leaks-summary", default="")
     ap.add_argument("--leaks-raw", default="")
+    ap.add_argument("--huge", action="store_true")
     a = ap.parse_args()
 
     calls = []
     for i in range(a.events):
         seq = i + 1
-        if i % 2 == 0:
+        if a.huge:  # no real program: every call a malloc of 2^62 bytes, never freed
+            calls.append((seq, 1, 2**62, 0x10000 + 0x100 * i))
+        elif i % 2 == 0:
             calls.append((seq, 1, 16 * (i + 1), 0x10000 + 0x100 * i))
         else:
             calls.append((seq, 5, 0, 0x10000 + 0x100 * (i - 1)))

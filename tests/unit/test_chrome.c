@@ -12,7 +12,17 @@
 #include "trace/reader.h"
 #include "trace/reader_int.h" /* a fake trace's private part */
 #include "base/util.h"
+#include "cmd/cmdline.h"
 #include "../unittest.h"
+
+/* --steps as tprof export hands it to the timeline (cmd/cmdline.c parses it). */
+static int parse_steps(const char *text, struct chrome_options *o)
+{
+	if (cmd_parse_steps(text, &o->step_first, &o->step_last) != 0)
+		return -1;
+	o->steps = 1;
+	return 0;
+}
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -181,18 +191,18 @@ static void test_parse_steps(void)
 {
 	struct chrome_options o;
 	memset(&o, 0, sizeof(o));
-	CHECK_EQ(chrome_parse_steps("2-5", &o), 0);
+	CHECK_EQ(parse_steps("2-5", &o), 0);
 	CHECK(o.steps && o.step_first == 2 && o.step_last == 5);
-	CHECK_EQ(chrome_parse_steps("3", &o), 0);
+	CHECK_EQ(parse_steps("3", &o), 0);
 	CHECK(o.step_first == 3 && o.step_last == 3);
-	CHECK_EQ(chrome_parse_steps("4-", &o), 0);
+	CHECK_EQ(parse_steps("4-", &o), 0);
 	CHECK(o.step_first == 4 && o.step_last == UINT64_MAX);
-	CHECK_EQ(chrome_parse_steps("5-2", &o), -1);
-	CHECK_EQ(chrome_parse_steps("2:5", &o), -1);
-	CHECK_EQ(chrome_parse_steps("-2", &o), -1);
-	CHECK_EQ(chrome_parse_steps("", &o), -1);
-	CHECK_EQ(chrome_parse_steps("1-x", &o), -1);
-	CHECK_EQ(chrome_parse_steps(NULL, &o), -1);
+	CHECK_EQ(parse_steps("5-2", &o), -1);
+	CHECK_EQ(parse_steps("2:5", &o), -1);
+	CHECK_EQ(parse_steps("-2", &o), -1);
+	CHECK_EQ(parse_steps("", &o), -1);
+	CHECK_EQ(parse_steps("1-x", &o), -1);
+	CHECK_EQ(parse_steps(NULL, &o), -1);
 }
 
 /* ---- a hand-made trace ---- */
@@ -333,7 +343,7 @@ static void test_fake_trace(void)
 	free(s);
 
 	/* step 1 only: [10, 30] us */
-	CHECK_EQ(chrome_parse_steps("1", &o), 0);
+	CHECK_EQ(parse_steps("1", &o), 0);
 	s = export_fake(&f, &o, &rc);
 	CHECK_EQ(rc, 0);
 	if (!s)
@@ -350,12 +360,12 @@ static void test_fake_trace(void)
 	CHECK(!strstr(s, "\"ts\":1.000,\"pid\":100,\"tid\":100,\"name\":\"RSS\""));
 	free(s);
 
-	CHECK_EQ(chrome_parse_steps("2", &o), 0);
+	CHECK_EQ(parse_steps("2", &o), 0);
 	s = export_fake(&f, &o, &rc);
 	CHECK_EQ(rc, -1);
 	CHECK(has(f.t.err, "--steps asks for step 2, but the program marked 3 step boundaries (tprof_step): steps 0 to 1"));
 	free(s);
-	CHECK_EQ(chrome_parse_steps("2-", &o), 0); /* the tail after the last boundary */
+	CHECK_EQ(parse_steps("2-", &o), 0); /* the tail after the last boundary */
 	s = export_fake(&f, &o, &rc);
 	CHECK_EQ(rc, 0);
 	if (s) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/plot.h"
+#include "out/gnuplot.h"
 #include "base/util.h"
 #include "../unittest.h"
 
