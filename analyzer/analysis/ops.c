@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "analysis/heap.h"
 #include "tprof_ops.h"
@@ -58,13 +59,27 @@ struct omp_region {
 	size_t nranges;
 };
 
+/* A row's name and index in ops_result.rows (uthash), so that many names cost no quadratic search. */
+struct ops_row_ix {
+	size_t row;
+	UT_hash_handle hh;
+};
+
+/* A thread's index in state.thr (uthash). */
+struct thr_ix {
+	uint32_t tid;
+	size_t i;
+	UT_hash_handle hh;
+};
+
 struct state {
 	struct tprof_trace *t;
 	struct omp_region *regions; /* by id - 1 */
 	size_t nregions;
 	struct ops_result *r;
 	struct thr *thr;
-	size_t nthr;
+	size_t nthr, cap_thr;
+	struct thr_ix *thr_ix;
 	struct range_inst *ranges;
 	size_t nranges, cap_ranges;
 	uint64_t window; /* tick */
@@ -73,10 +88,18 @@ struct state {
 
 static struct thr *thread_of(struct state *s, uint32_t tid)
 {
-	for (size_t i = 0; i < s->nthr; i++)
-		if (s->thr[i].tid == tid)
-			return &s->thr[i];
-	s->thr = xrealloc(s->thr, (s->nthr + 1) * sizeof(*s->thr));
+	struct thr_ix *x;
+	HASH_FIND(hh, s->thr_ix, &tid, sizeof(tid), x);
+	if (x)
+		return &s->thr[x->i];
+	if (s->nthr == s->cap_thr) {
+		s->cap_thr = s->cap_thr ? 2 * s->cap_thr : 16;
+		s->thr = xrealloc(s->thr, s->cap_thr * sizeof(*s->thr));
+	}
+	x = xmalloc(sizeof(*x));
+	x->tid = tid;
+	x->i = s->nthr;
+	HASH_ADD(hh, s->thr_ix, tid, sizeof(x->tid), x);
 	struct thr *h = &s->thr[s->nthr++];
 	memset(h, 0, sizeof(*h));
 	h->tid = tid;
@@ -94,13 +117,19 @@ static void seen(struct thr *h, uint64_t tick)
 
 static size_t row_for(struct ops_result *r, const char *name, unsigned op, int fp_bits)
 {
-	for (size_t i = 0; i < r->nrows; i++)
-		if (strcmp(r->rows[i].name, name) == 0)
-			return i;
-	r->rows = xrealloc(r->rows, (r->nrows + 1) * sizeof(*r->rows));
+	struct ops_row_ix *x;
+	size_t len = strlen(name);
+	HASH_FIND(hh, r->row_ix, name, len, x);
+	if (x)
+		return x->row;
+	if ((r->nrows & (r->nrows - 1)) == 0) /* 0, 1, 2, 4, ...: room doubles */
+		r->rows = xrealloc(r->rows, (r->nrows ? 2 * r->nrows : 1) * sizeof(*r->rows));
 	struct ops_row *w = &r->rows[r->nrows];
 	memset(w, 0, sizeof(*w));
-	w->name = xstrndup(name, strlen(name));
+	w->name = xstrndup(name, len);
+	x = xmalloc(sizeof(*x));
+	x->row = r->nrows;
+	HASH_ADD_KEYPTR(hh, r->row_ix, w->name, len, x);
 	w->op = op;
 	w->fp_bits = fp_bits;
 	return r->nrows++;
@@ -704,8 +733,19 @@ static void region_stats(struct state *s)
 		tprof_sort(r->regs, r->nregs, sizeof(*r->regs), by_region_wall);
 }
 
+/* The rows' name index serves the analysis only: callers sort the rows. */
+static void row_ix_free(struct ops_result *r)
+{
+	struct ops_row_ix *x, *tmp;
+	HASH_ITER(hh, r->row_ix, x, tmp) {
+		HASH_DEL(r->row_ix, x);
+		free(x);
+	}
+}
+
 static void state_free(struct state *s)
 {
+	row_ix_free(s->r);
 	free(s->ranges);
 	for (size_t i = 0; i < s->nthr; i++) {
 		free(s->thr[i].calls);
@@ -713,6 +753,11 @@ static void state_free(struct state *s)
 		free(s->thr[i].spans);
 	}
 	free(s->thr);
+	struct thr_ix *x, *tmp;
+	HASH_ITER(hh, s->thr_ix, x, tmp) {
+		HASH_DEL(s->thr_ix, x);
+		free(x);
+	}
 	free(s->op_of);
 	for (size_t i = 0; i < s->nregions; i++)
 		free(s->regions[i].ranges);
@@ -829,6 +874,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 
 void ops_free(struct ops_result *r)
 {
+	row_ix_free(r);
 	for (size_t i = 0; i < r->nregs; i++)
 		free(r->regs[i].name);
 	free(r->regs);

@@ -113,6 +113,7 @@ struct ops_result {
 	size_t nthr;
 	struct ops_region_row *regs; /* OpenMP regions by the op that opened them, most wall time first */
 	size_t nregs;
+	struct ops_row_ix *row_ix; /* the analysis's own: rows by name */
 };
 
 /* Runs the analysis. Returns 0, or -1 with a message in t->err (a corrupt heap record, or asking

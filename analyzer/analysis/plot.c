@@ -1,97 +1,10 @@
-/* Implementation of analysis/plot.h: the min/max downsampler and the Gantt lanes behind `tprof
- * plot`. */
+/* Implementation of analysis/plot.h: the Gantt lanes behind `tprof plot`. */
 #include "analysis/plot.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
-
-/* ---- time series ---- */
-
-struct plot_kept {
-	uint64_t t, v, n; /* n: which value of the series (order of addition) */
-};
-
-struct plot_bucket {
-	int used;
-	struct plot_kept first, min, max, last;
-};
-
-void plot_series_init(struct plot_series *s, uint64_t span, size_t nbuckets)
-{
-	memset(s, 0, sizeof(*s));
-	s->span = span;
-	s->nbuckets = nbuckets ? nbuckets : 1;
-	s->b = xcalloc(s->nbuckets, sizeof(*s->b));
-}
-
-void plot_series_add(struct plot_series *s, uint64_t t, uint64_t v)
-{
-	if (s->count && t < s->last_t)
-		t = s->last_t; /* clocks of concurrent threads: keep the curve going forwards */
-	s->last_t = t;
-	size_t i = 0;
-	if (s->span && t >= s->span)
-		i = s->nbuckets - 1;
-	else if (s->span)
-		i = (size_t)((double)t / (double)s->span * (double)s->nbuckets);
-	if (i >= s->nbuckets)
-		i = s->nbuckets - 1;
-	struct plot_bucket *b = &s->b[i];
-	struct plot_kept k = {t, v, s->count++};
-	if (!b->used) {
-		b->used = 1;
-		b->first = b->min = b->max = k;
-	}
-	if (v < b->min.v)
-		b->min = k;
-	if (v > b->max.v) /* strictly: the first time a maximum is reached is the one kept */
-		b->max = k;
-	b->last = k;
-	if (k.n == 0 || v > s->max_v)
-		s->max_v = v, s->max_t = t;
-}
-
-static int kept_cmp(const void *a, const void *b)
-{
-	const struct plot_kept *x = a, *y = b;
-	return x->n < y->n ? -1 : x->n > y->n;
-}
-
-size_t plot_series_points(const struct plot_series *s, struct plot_point **out)
-{
-	size_t n = 0;
-	*out = NULL;
-	for (size_t i = 0; i < s->nbuckets; i++)
-		n += s->b[i].used ? 4 : 0;
-	if (!n)
-		return 0;
-	struct plot_point *p = xmalloc(n * sizeof(*p));
-	size_t o = 0;
-	uint64_t last_n = UINT64_MAX;
-	for (size_t i = 0; i < s->nbuckets; i++) {
-		const struct plot_bucket *b = &s->b[i];
-		if (!b->used)
-			continue;
-		struct plot_kept k[4] = {b->first, b->min, b->max, b->last};
-		tprof_sort(k, 4, sizeof(k[0]), kept_cmp); /* values are added in time order */
-		for (int j = 0; j < 4; j++) {
-			if (k[j].n == last_n)
-				continue;
-			last_n = k[j].n;
-			p[o++] = (struct plot_point){k[j].t, k[j].v};
-		}
-	}
-	*out = p;
-	return o;
-}
-
-void plot_series_free(struct plot_series *s)
-{
-	free(s->b);
-	s->b = NULL;
-}
 
 /* ---- Gantt lanes ---- */
 

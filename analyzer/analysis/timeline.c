@@ -6,85 +6,36 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "analysis/heap.h"
 #include "base/util.h"
 
-void thin_init(struct thin *c, uint64_t span_ns, unsigned buckets)
-{
-	memset(c, 0, sizeof(*c));
-	c->width = span_ns / buckets + 1;
-}
-
-static void thin_emit(struct thin *c, const struct sample *s)
-{
-	if (c->n && c->out[c->n - 1].value == s->value)
-		return; /* a step function: the same level again changes nothing */
-	if (c->n == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 256;
-		c->out = xrealloc(c->out, c->cap * sizeof(*c->out));
-	}
-	c->out[c->n++] = *s;
-}
-
-void thin_flush(struct thin *c)
-{
-	if (!c->open)
-		return;
-	struct sample v[3] = {c->lo, c->hi, c->last};
-	for (int i = 1; i < 3; i++) /* by arrival */
-		for (int j = i; j > 0 && v[j].seq < v[j - 1].seq; j--) {
-			struct sample x = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = x;
-		}
-	for (int i = 0; i < 3; i++)
-		if (i == 0 || v[i].seq != v[i - 1].seq)
-			thin_emit(c, &v[i]);
-	c->open = 0;
-}
-
-/* Feeds the counter's next value, in the order the values happened. Heap events' times are partly
- * interpolated (docs/FORMAT.md), and the threads' interpolations can disagree, so a value may come
- * stamped before the one it follows: each sample keeps its own time (the peak stays exactly where
- * tprof peak puts it), but buckets follow the latest time seen, so they only move forward and the
- * bound holds however the times jitter. */
-void thin_add(struct thin *c, uint64_t ns, uint64_t value)
-{
-	if (ns > c->prev_ns)
-		c->prev_ns = ns;
-	if (c->has_value && value == c->value)
-		return;
-	c->has_value = 1;
-	c->value = value;
-	c->changes++;
-	struct sample s = {ns, value, c->seq++};
-	uint64_t b = c->prev_ns / c->width;
-	if (c->open && b != c->bucket)
-		thin_flush(c);
-	if (!c->open) {
-		c->open = 1;
-		c->bucket = b;
-		c->lo = c->hi = c->last = s;
-		return;
-	}
-	if (value < c->lo.value)
-		c->lo = s;
-	if (value > c->hi.value)
-		c->hi = s;
-	c->last = s;
-}
+/* A thread's index in d->th (uthash): traces of many threads cost no quadratic search. */
+struct cthread_ix {
+	uint32_t tid;
+	size_t i;
+	UT_hash_handle hh;
+};
 
 static struct cthread *thread_of(struct chrome_doc *d, uint32_t tid)
 {
 	if (d->last_th < d->nth && d->th[d->last_th].tid == tid)
 		return &d->th[d->last_th];
-	for (size_t i = 0; i < d->nth; i++)
-		if (d->th[i].tid == tid) {
-			d->last_th = i;
-			return &d->th[i];
-		}
-	d->th = xrealloc(d->th, (d->nth + 1) * sizeof(*d->th));
+	struct cthread_ix *x;
+	HASH_FIND(hh, d->th_ix, &tid, sizeof(tid), x);
+	if (x) {
+		d->last_th = x->i;
+		return &d->th[x->i];
+	}
+	if (d->nth == d->cap_th) {
+		d->cap_th = d->cap_th ? 2 * d->cap_th : 16;
+		d->th = xrealloc(d->th, d->cap_th * sizeof(*d->th));
+	}
+	x = xmalloc(sizeof(*x));
+	x->tid = tid;
+	x->i = d->nth;
+	HASH_ADD(hh, d->th_ix, tid, sizeof(x->tid), x);
 	struct cthread *h = &d->th[d->nth];
 	memset(h, 0, sizeof(*h));
 	h->tid = tid;
@@ -278,7 +229,7 @@ static int replay_heap(struct chrome_doc *d)
 	struct heap_stats hs;
 	heap_init(&hs, 0);
 	uint64_t end = d->w1 != UINT64_MAX ? d->w1 : d->span_end;
-	thin_init(&d->heap, end > d->w0 ? end - d->w0 : 0, CHROME_COUNTER_BUCKETS);
+	series_init(&d->heap, end > d->w0 ? end - d->w0 : 0, CHROME_COUNTER_BUCKETS, SERIES_CHANGES);
 	int started = 0, rc;
 	uint64_t peak = 0;
 	struct tprof_event e;
@@ -286,20 +237,20 @@ static int replay_heap(struct chrome_doc *d)
 		uint64_t ns = tprof_trace_ns(t, e.tick);
 		seen(thread_of(d, e.tid), ns);
 		if (!started && ns >= d->w0) {
-			thin_add(&d->heap, d->w0, hs.live_bytes);
+			series_add(&d->heap, d->w0, hs.live_bytes);
 			started = 1;
 		}
 		heap_step(&hs, &e, NULL);
 		if (in_window(d, ns))
-			thin_add(&d->heap, ns, hs.live_bytes);
+			series_add(&d->heap, ns, hs.live_bytes);
 		if (hs.peak_bytes > peak) {
 			peak = hs.peak_bytes;
 			d->peak_ns = ns;
 		}
 	}
 	if (!started && rc == 0)
-		thin_add(&d->heap, d->w0, hs.live_bytes);
-	thin_flush(&d->heap);
+		series_add(&d->heap, d->w0, hs.live_bytes);
+	series_end(&d->heap);
 	d->peak_bytes = hs.peak_bytes;
 	if (rc >= 0)
 		rc = heap_overflow(&hs, d->t);
@@ -362,13 +313,13 @@ int chrome_build(struct tprof_trace *t, const struct chrome_options *o, struct c
 
 	/* RSS: the same thinning, over the window */
 	uint64_t end = d->w1 != UINT64_MAX ? d->w1 : d->span_end;
-	thin_init(&d->rss, end > d->w0 ? end - d->w0 : 0, CHROME_COUNTER_BUCKETS);
+	series_init(&d->rss, end > d->w0 ? end - d->w0 : 0, CHROME_COUNTER_BUCKETS, SERIES_CHANGES);
 	for (size_t i = 0; i < t->nrss; i++) {
 		uint64_t ns = tprof_trace_ns(t, t->rss[i].tick);
 		if (in_window(d, ns))
-			thin_add(&d->rss, ns, t->rss[i].rss_bytes);
+			series_add(&d->rss, ns, t->rss[i].rss_bytes);
 	}
-	thin_flush(&d->rss);
+	series_end(&d->rss);
 
 	for (size_t i = 0; i < t->nkcalls; i++) {
 		const struct tprof_kcall *k = &t->kcalls[i];
@@ -448,10 +399,15 @@ void chrome_free(struct chrome_doc *d)
 		free(d->th[i].open);
 	}
 	free(d->th);
+	struct cthread_ix *x, *tmp;
+	HASH_ITER(hh, d->th_ix, x, tmp) {
+		HASH_DEL(d->th_ix, x);
+		free(x);
+	}
 	free(d->steps);
 	free(d->bounds);
-	free(d->heap.out);
-	free(d->rss.out);
+	series_free(&d->heap);
+	series_free(&d->rss);
 	free(d);
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/series.h"
 #include "trace/reader.h"
 
 /* The tid of the steps track: PID_MAX_LIMIT, which no Linux thread id reaches. */
@@ -23,33 +24,6 @@ struct chrome_options {
 	uint64_t step_last;  /* UINT64_MAX: to the end of the trace */
 };
 
-/* ---- counters: thinned while they are fed ---- */
-
-struct sample {
-	uint64_t ns, value;
-	uint64_t seq; /* order of arrival: samples at the same ns keep it */
-};
-
-/* A counter track thinned in time buckets: of the changes that fall in one bucket only the lowest,
- * the highest (the first time each is reached) and the last are kept, so the track keeps every
- * bucket's extremes, its level where the next bucket starts, and so the exact peak with its time,
- * in at most 3 samples per bucket however many changes there were. */
-struct thin {
-	uint64_t width;    /* bucket width, ns */
-	uint64_t bucket;
-	int open;          /* a bucket is being collected */
-	struct sample lo, hi, last;
-	int has_value;
-	uint64_t value;    /* the value last fed: feeding it again is no change */
-	uint64_t prev_ns;  /* the latest time fed */
-	uint64_t seq;
-	uint64_t changes;  /* changes fed */
-	struct sample *out;
-	size_t n, cap;
-};
-
-/* width: buckets dividing span_ns into at most `buckets` (changes past span_ns get buckets of the
- * same width). */
 /* ---- slices ---- */
 
 enum { SL_RANGE = 0, SL_KERNEL = 1, SL_STEP = 2 };
@@ -88,12 +62,13 @@ struct chrome_doc {
 	struct chrome_options o;
 	uint64_t w0, w1; /* the window kept, ns; w1 UINT64_MAX: to the end */
 	struct cthread *th;
-	size_t nth, last_th;
+	size_t nth, last_th, cap_th;
+	struct cthread_ix *th_ix; /* tid -> index in th (uthash) */
 	struct slice *steps;
 	size_t nsteps;
 	uint64_t *bounds; /* step boundaries (ns), all of them */
 	size_t nbounds;
-	struct thin heap, rss;
+	struct series heap, rss; /* counter tracks (analysis/series.h, SERIES_CHANGES) */
 	uint64_t peak_bytes, peak_ns;
 	uint64_t kernels, ranges, marks; /* exported */
 	uint64_t short_kernels, out_kernels, out_ranges, out_marks; /* left out */
@@ -109,12 +84,6 @@ struct chrome_doc {
 int chrome_build(struct tprof_trace *t, const struct chrome_options *o, struct chrome_doc **out);
 
 void chrome_free(struct chrome_doc *d);
-
-/* The counter thinning: buckets of span_ns / buckets; thin_add feeds a change, thin_flush ends the
- * open bucket (c->out, c->n hold the samples kept). */
-void thin_init(struct thin *c, uint64_t span_ns, unsigned buckets);
-void thin_add(struct thin *c, uint64_t ns, uint64_t value);
-void thin_flush(struct thin *c);
 
 /* Slices: nests v[0..n) (sorted by cmp_slice) by pulling ends in, counting those in *clipped;
  * snap_range moves a range's boundaries out of the kernel calls k[0..n) they cut, 1 when it did. */

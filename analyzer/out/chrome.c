@@ -137,20 +137,20 @@ static void put_slice(struct out *w, uint32_t tid, const struct slice *s)
 	fputs("}}", f);
 }
 
-static void put_counter(struct out *w, const char *name, const struct thin *c)
+static void put_counter(struct out *w, const char *name, const struct series *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
-		ev_begin(w, "C", c->out[i].ns, w->pid);
-		fprintf(w->f, ",\"name\":\"%s\",\"args\":{\"bytes\":%" PRIu64 "}}", name, c->out[i].value);
+		ev_begin(w, "C", c->out[i].t, w->pid);
+		fprintf(w->f, ",\"name\":\"%s\",\"args\":{\"bytes\":%" PRIu64 "}}", name, c->out[i].v);
 	}
 }
 
-static uint64_t counter_max(const struct thin *c)
+static uint64_t counter_max(const struct series *c)
 {
 	uint64_t m = 0;
 	for (size_t i = 0; i < c->n; i++)
-		if (c->out[i].value > m)
-			m = c->out[i].value;
+		if (c->out[i].v > m)
+			m = c->out[i].v;
 	return m;
 }
 

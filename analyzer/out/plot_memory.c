@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "analysis/heap.h"
+#include "analysis/series.h"
 #include "base/util.h"
 #include "out/gnuplot.h"
 
-static void write_points(FILE *f, const struct plot_point *p, size_t n)
+static void write_points(FILE *f, const struct series_point *p, size_t n)
 {
 	char a[32];
 	for (size_t i = 0; i < n; i++)
@@ -29,21 +30,19 @@ int plot_memory(struct plot_ctx *c)
 	if (!t)
 		return -1;
 	struct heap_stats hs;
-	struct plot_series heap, rss;
+	struct series heap, rss;
 	heap_init(&hs, 0);
-	plot_series_init(&heap, c->span, WIDTH - MEM_L - MEM_R);
-	plot_series_init(&rss, c->span, WIDTH - MEM_L - MEM_R);
-	plot_series_add(&heap, 0, 0);
+	series_init(&heap, c->span, WIDTH - MEM_L - MEM_R, SERIES_FIRST | SERIES_FORWARD);
+	series_init(&rss, c->span, WIDTH - MEM_L - MEM_R, SERIES_FIRST | SERIES_FORWARD);
+	series_add(&heap, 0, 0);
 	struct tprof_event e;
 	int rc;
 	uint64_t events = 0;
 	while ((rc = tprof_trace_next(t, &e)) == 1) {
 		heap_step(&hs, &e, NULL);
-		plot_series_add(&heap, tprof_trace_ns(t, e.tick), hs.live_bytes);
+		series_add(&heap, tprof_trace_ns(t, e.tick), hs.live_bytes);
 		events++;
 	}
-	struct plot_point *hp = NULL, *rp = NULL;
-	size_t nhp = 0, nrp = 0;
 	char path[PATH_MAX], a[32], b[32];
 	FILE *f = NULL;
 	if (rc < 0 || heap_overflow(&hs, t) < 0) {
@@ -57,9 +56,9 @@ int plot_memory(struct plot_ctx *c)
 		goto out;
 	}
 	for (size_t i = 0; i < t->nrss; i++)
-		plot_series_add(&rss, tprof_trace_ns(t, t->rss[i].tick), t->rss[i].rss_bytes);
-	nhp = plot_series_points(&heap, &hp);
-	nrp = plot_series_points(&rss, &rp);
+		series_add(&rss, tprof_trace_ns(t, t->rss[i].tick), t->rss[i].rss_bytes);
+	series_end(&heap);
+	series_end(&rss);
 	uint64_t peak_ns = hs.peak_bytes ? heap.max_t : 0; /* the peak event's time, as on the curve */
 
 	rc = -1;
@@ -76,11 +75,11 @@ int plot_memory(struct plot_ctx *c)
 		   "# index 4: process RSS samples: seconds, bytes (NaN NaN: the trace has none)\n",
 		   WIDTH - MEM_L - MEM_R);
 	plot_dat_meta(f, c);
-	write_points(f, hp, nhp);
+	write_points(f, heap.out, heap.n);
 	fprintf(f, "%s %" PRIu64 "\n\n\n", plot_secs(peak_ns, a), hs.peak_bytes);
 	size_t nsteps = 0, every = 1, drawn = plot_write_steps(f, c, WIDTH - MEM_L - MEM_R, &nsteps, &every);
 	fprintf(f, "\n\n");
-	write_points(f, rp, nrp);
+	write_points(f, rss.out, rss.n);
 	if (plot_out_close(c, f, path) != 0)
 		goto out;
 
@@ -100,8 +99,8 @@ int plot_memory(struct plot_ctx *c)
 		   "the requested bytes of the blocks in use (malloc family); %s\\n"
 		   "%" PRIu64 " heap events, %zu points drawn: the smallest and largest per pixel, and the exact peak\", "
 		   "program, pid)\n",
-		nrp ? "RSS: the resident set size the recorder sampled" : "RSS not drawn: this trace has no RSS samples",
-		events, nhp);
+		rss.n ? "RSS: the resident set size the recorder sampled" : "RSS not drawn: this trace has no RSS samples",
+		events, heap.n);
 	plot_gp_margins(f, WIDTH, MEMORY_H, MEM_L, MEM_R, 0, 0);
 	fprintf(f, "set xlabel sprintf(\"time since the trace began (%%s)\", tunit)\n"
 		   "set ylabel sprintf(\"bytes (%%s)\", uname)\n"
@@ -110,7 +109,7 @@ int plot_memory(struct plot_ctx *c)
 		   "set format y \"%%.4g\"\n"
 		   "set style fill solid 1.0 noborder\n"
 		   "set tics nomirror\n");
-	plot_gp_key_below(f, MEMORY_H, 1 + (nrp > 0) + (drawn > 0) + (hs.peak_bytes > 0));
+	plot_gp_key_below(f, MEMORY_H, 1 + (rss.n > 0) + (drawn > 0) + (hs.peak_bytes > 0));
 	/* The peak's label on the side with room for it. */
 	int right = c->span && peak_ns > c->span / 10 * 7;
 	char commas[32];
@@ -121,7 +120,7 @@ int plot_memory(struct plot_ctx *c)
 	/* Live bytes change in steps: draw steps, not slopes between the kept points. */
 	fprintf(f, "plot 'memory.dat' index 1 using ($1 * tscale):($2 / unit) with fillsteps lc rgb \"#d5dfeb\" notitle, \\\n"
 		   "     '' index 1 using ($1 * tscale):($2 / unit) with steps lc 1 lw 1.5 title \"live heap (requested bytes)\"");
-	if (nrp)
+	if (rss.n)
 		fprintf(f, ", \\\n     '' index 4 using ($1 * tscale):($2 / unit) with lines lc 2 lw 1.5 title \"process RSS\"");
 	if (drawn) {
 		char st[96];
@@ -137,10 +136,8 @@ int plot_memory(struct plot_ctx *c)
 		goto out;
 	rc = 0;
 out:
-	free(hp);
-	free(rp);
-	plot_series_free(&heap);
-	plot_series_free(&rss);
+	series_free(&heap);
+	series_free(&rss);
 	heap_release(&hs);
 	tprof_trace_close(t);
 	return rc;

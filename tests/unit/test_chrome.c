@@ -36,56 +36,56 @@ static uint64_t next_rand(void)
 
 static void test_thin_bounded_peak_kept(void)
 {
-	struct thin c;
-	thin_init(&c, 10000000, 1000);
+	struct series c;
+	series_init(&c, 10000000, 1000, SERIES_CHANGES);
 	uint64_t v = 0, top = 0, top_ns = 0;
 	for (uint64_t i = 0; i < 2000000; i++) {
 		uint64_t ns = i * 5;
 		v = (v + next_rand() % 2001) > 1000 ? v + next_rand() % 2001 - 1000 : v + next_rand() % 1000;
 		if (v > top)
 			top = v, top_ns = ns;
-		thin_add(&c, ns, v);
+		series_add(&c, ns, v);
 	}
-	thin_flush(&c);
+	series_end(&c);
 	CHECK(c.n <= 3 * 1000 + 3);
 	CHECK(c.changes > 1000000);
 	uint64_t m = 0, m_ns = 0;
 	for (size_t i = 0; i < c.n; i++) {
-		if (c.out[i].value > m)
-			m = c.out[i].value, m_ns = c.out[i].ns;
+		if (c.out[i].v > m)
+			m = c.out[i].v, m_ns = c.out[i].t;
 		if (i)
-			CHECK(c.out[i].value != c.out[i - 1].value);
+			CHECK(c.out[i].v != c.out[i - 1].v);
 	}
 	CHECK_EQ(m, top);
 	CHECK_EQ(m_ns, top_ns);
-	CHECK_EQ(c.out[c.n - 1].value, v); /* the level at the end */
+	CHECK_EQ(c.out[c.n - 1].v, v); /* the level at the end */
 	free(c.out);
 }
 
 static void test_thin_few_changes_all_kept(void)
 {
-	struct thin c;
-	thin_init(&c, 1000000, 4096);
+	struct series c;
+	series_init(&c, 1000000, 4096, SERIES_CHANGES);
 	uint64_t vals[] = {0, 10, 10, 30, 5, 5, 40, 0};
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
-		thin_add(&c, i * 10000, vals[i]);
-	thin_flush(&c);
+		series_add(&c, i * 10000, vals[i]);
+	series_end(&c);
 	CHECK_EQ(c.n, 6); /* repeats dropped */
-	CHECK_EQ(c.out[1].value, 10);
-	CHECK_EQ(c.out[1].ns, 10000);
-	CHECK_EQ(c.out[2].ns, 30000);
-	CHECK_EQ(c.out[5].value, 0);
+	CHECK_EQ(c.out[1].v, 10);
+	CHECK_EQ(c.out[1].t, 10000);
+	CHECK_EQ(c.out[2].t, 30000);
+	CHECK_EQ(c.out[5].v, 0);
 	free(c.out);
 
 	/* times that go back (threads' interpolated clocks) stay as they are, buckets do not */
-	thin_init(&c, 1000, 10);
-	thin_add(&c, 500, 1);
-	thin_add(&c, 100, 7);
-	thin_add(&c, 510, 2);
-	thin_flush(&c);
+	series_init(&c, 1000, 10, SERIES_CHANGES);
+	series_add(&c, 500, 1);
+	series_add(&c, 100, 7);
+	series_add(&c, 510, 2);
+	series_end(&c);
 	CHECK_EQ(c.n, 3);
-	CHECK_EQ(c.out[1].ns, 100);
-	CHECK_EQ(c.out[1].value, 7);
+	CHECK_EQ(c.out[1].t, 100);
+	CHECK_EQ(c.out[1].v, 7);
 	free(c.out);
 }
 

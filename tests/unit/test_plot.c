@@ -1,6 +1,6 @@
-/* Unit tests of analyzer/analysis/plot.c: trace strings made safe for gnuplot's data files (exact forms, and
- * random bytes that must always come out as one well-formed field), the min/max downsampler (the
- * maximum and every bucket's extremes kept, in time order), the flattening of nested kernel calls to
+/* Unit tests of analyzer/out/gnuplot.c, analysis/series.c and analysis/plot.c: trace strings made
+ * safe for gnuplot's data files (exact forms, and random bytes that must always come out as one
+ * well-formed field), the downsampler (the maximum and every bucket's extremes kept, in time order), the flattening of nested kernel calls to
  * the innermost one, and the merging of boxes narrower than a pixel. */
 #include <stdlib.h>
 
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/plot.h"
+#include "analysis/series.h"
 #include "out/gnuplot.h"
 #include "base/util.h"
 #include "../unittest.h"
@@ -109,8 +110,8 @@ static void test_text_random(void)
 
 static void test_series(void)
 {
-	struct plot_series s;
-	plot_series_init(&s, 1000000, 100);
+	struct series s;
+	series_init(&s, 1000000, 100, SERIES_FIRST | SERIES_FORWARD);
 	uint64_t v = 1000, max_v = 0, max_t = 0;
 	srand(7);
 	/* a random walk with one spike, and a plateau at the maximum reached twice */
@@ -121,12 +122,13 @@ static void test_series(void)
 		uint64_t x = t == 500003 ? 1000000 : t == 700000 ? 1000000 : v;
 		if (x > max_v)
 			max_v = x, max_t = t;
-		plot_series_add(&s, t, x);
+		series_add(&s, t, x);
 	}
+	series_end(&s);
 	CHECK_EQ(s.max_v, max_v);
 	CHECK_EQ(s.max_t, max_t);
-	struct plot_point *p;
-	size_t n = plot_series_points(&s, &p);
+	const struct series_point *p = s.out;
+	size_t n = s.n;
 	CHECK(n > 100 && n <= 400);
 	int has_max = 0;
 	uint64_t top = 0;
@@ -138,27 +140,45 @@ static void test_series(void)
 	}
 	CHECK(has_max);
 	CHECK_EQ(top, max_v);
-	free(p);
-	plot_series_free(&s);
+	series_free(&s);
 
 	/* everything at one time, and a span of 0: one bucket, its four values */
-	plot_series_init(&s, 0, 10);
+	series_init(&s, 0, 10, SERIES_FIRST | SERIES_FORWARD);
 	uint64_t vals[] = {5, 9, 1, 9, 3};
 	for (int i = 0; i < 5; i++)
-		plot_series_add(&s, 42, vals[i]);
-	n = plot_series_points(&s, &p);
-	CHECK_EQ(n, 4);
-	CHECK_EQ(p[0].v, 5);
-	CHECK_EQ(p[1].v, 9); /* the first 9: where the maximum was first reached */
-	CHECK_EQ(p[2].v, 1);
-	CHECK_EQ(p[3].v, 3);
-	free(p);
-	plot_series_free(&s);
+		series_add(&s, 42, vals[i]);
+	series_end(&s);
+	CHECK_EQ(s.n, 4);
+	CHECK_EQ(s.out[0].v, 5);
+	CHECK_EQ(s.out[1].v, 9); /* the first 9: where the maximum was first reached */
+	CHECK_EQ(s.out[2].v, 1);
+	CHECK_EQ(s.out[3].v, 3);
+	series_free(&s);
 
-	plot_series_init(&s, 100, 10);
-	CHECK_EQ(plot_series_points(&s, &p), 0);
-	CHECK(p == NULL);
-	plot_series_free(&s);
+	/* without SERIES_FIRST (the Chrome counters): lowest, highest, last of the bucket */
+	series_init(&s, 0, 10, 0);
+	for (int i = 0; i < 5; i++)
+		series_add(&s, 42, vals[i]);
+	series_end(&s);
+	CHECK_EQ(s.n, 3);
+	CHECK_EQ(s.out[0].v, 9);
+	CHECK_EQ(s.out[1].v, 1);
+	CHECK_EQ(s.out[2].v, 3);
+	series_free(&s);
+
+	/* a time that goes back is taken forward with SERIES_FORWARD */
+	series_init(&s, 1000, 10, SERIES_FIRST | SERIES_FORWARD);
+	series_add(&s, 500, 1);
+	series_add(&s, 100, 7);
+	series_end(&s);
+	CHECK_EQ(s.n, 2);
+	CHECK_EQ(s.out[1].t, 500);
+	series_free(&s);
+
+	series_init(&s, 100, 10, SERIES_FIRST);
+	series_end(&s);
+	CHECK_EQ(s.n, 0);
+	series_free(&s);
 }
 
 static void test_flatten(void)
