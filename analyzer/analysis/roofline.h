@@ -84,4 +84,14 @@ double tprof_roofline_attainable(const struct tprof_roofline *r, int fp_bits, do
 /* Writes r as one JSON object (no newline): every field above plus ridge_fp32 and ridge_fp64. */
 void tprof_roofline_json(FILE *f, const struct tprof_roofline *r);
 
+/* The cache (roofline_cache.c). read: 0 when path holds a measurement of this machine (same version,
+ * CPU model and core count, an ISA this CPU runs), 1 when there is no such cache, -1 when the file
+ * cannot be read (errno), -2 when it is not the JSON object tprof writes. write: through a temporary
+ * file and rename(2), so that a reader never sees it half-written; 0, or -1 with errno set. */
+int tprof_roofline_cache_read(const char *path, const struct tprof_roofline *here, struct tprof_roofline *out);
+int tprof_roofline_cache_write(const struct tprof_roofline *r, const char *path);
+
+/* Whether this CPU runs the benchmark of ISA name ("avx512f", "avx2+fma", "baseline"). */
+int tprof_roofline_isa_supported(const char *name);
+
 #endif
