@@ -124,4 +124,17 @@ void stack_sym_problems(struct stack_sym *ss, void (*fn)(void *ctx, const char *
 			void *ctx);
 
 
+/* One frame on one line, for CSV cells and for matching allocation sites across runs (which the
+ * addresses cannot do): "FUNCTION (FILE:LINE)" with FILE's basename, "FUNCTION (FILE)" without a
+ * line, "FUNCTION [MODULE]" without a file, "MODULE+0xOFFSET" when the function is unknown, else
+ * "0xADDRESS"; then " (inlined)" for an inlined frame. The names' bytes are written as they are. */
+void stack_print_label(FILE *f, const struct stack_frame *fr);
+
+/* The same label in a string the caller frees. */
+char *stack_frame_label(const struct stack_frame *fr);
+
+/* A frame's name for folded stacks and summaries: the function, else MODULE+0xOFFSET (written into
+ * buf, of size len), else the address (likewise). Returns the function's own string or buf. */
+const char *stack_frame_name(const struct stack_frame *fr, char *buf, size_t len);
+
 #endif

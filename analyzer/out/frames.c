@@ -45,36 +45,7 @@ void stack_print_text(FILE *f, const struct stack_frame *fr, size_t n, int trunc
 		fprintf(f, "%s... (cut at the recorder's depth limit, TPROF_DEPTH)\n", indent);
 }
 
-void stack_print_label(FILE *f, const struct stack_frame *fr)
-{
-	const struct tprof_sym_frame *s = &fr->sym;
-	if (s->function && s->file && s->line)
-		fprintf(f, "%s (%s:%d)", s->function, tprof_base_name(s->file), s->line);
-	else if (s->function && s->file)
-		fprintf(f, "%s (%s)", s->function, tprof_base_name(s->file));
-	else if (s->function && s->module)
-		fprintf(f, "%s [%s]", s->function, s->module);
-	else if (s->function)
-		fputs(s->function, f);
-	else if (s->module)
-		fprintf(f, "%s+0x%" PRIx64, s->module, s->offset);
-	else
-		fprintf(f, "0x%" PRIx64, fr->addr);
-	if (s->inlined)
-		fputs(" (inlined)", f);
-}
 
-char *stack_frame_label(const struct stack_frame *fr)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		tprof_oom(0, __FILE__, __LINE__);
-	stack_print_label(f, fr);
-	fclose(f);
-	return buf;
-}
 
 void stack_print_csv(FILE *f, const struct stack_frame *fr, size_t n)
 {
@@ -139,14 +110,3 @@ void stack_print_json(FILE *f, const struct stack_frame *fr, size_t n)
 	fputc(']', f);
 }
 
-const char *stack_frame_name(const struct stack_frame *fr, char *buf, size_t len)
-{
-	const struct tprof_sym_frame *s = &fr->sym;
-	if (s->function)
-		return s->function;
-	if (s->module)
-		snprintf(buf, len, "%s+0x%" PRIx64, s->module, s->offset);
-	else
-		snprintf(buf, len, "0x%" PRIx64, fr->addr);
-	return buf;
-}
