@@ -13,6 +13,7 @@
 #include "analysis/roofline.h"
 #include "analysis/stacks.h"
 #include "base/util.h"
+#include "out/table.h"
 
 struct run {
 	const char *path;
@@ -23,33 +24,71 @@ struct run {
 	uint64_t heap_peak;
 };
 
+/* --json and --csv (out/table.h): one row per run. Columns added later go at the end, so that a
+ * reader that takes CSV columns by position keeps working. */
+static const struct out_col run_cols[] = {
+	{"file", OUT_STR, "", NULL, NULL},
+	{"program", OUT_STR, "", NULL, NULL},
+	{"params", OUT_I64, "parameters", NULL, NULL},
+	{"steps", OUT_U64, "steps", NULL, NULL},
+	{"step_mean_ns", OUT_F64, "ns", "%.0f", NULL},
+	{"step_ci95_ns", OUT_PAIR, "ns", "%.0f", NULL},
+	{"flops_per_step", OUT_F64, "FLOP", "%.0f", NULL},
+	{"gflops_per_s", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"kernel_share", OUT_F64, "fraction", "%.4f", NULL},
+	{"heap_peak_bytes", OUT_U64, "bytes", NULL, NULL},
+};
+static const struct out_table run_table = {"runs", "runs", run_cols, OUT_NCOLS(run_cols), 0};
+
+/* The JSON document's own member before the runs (no CSV): the FP32 peak the runs are set against. */
+static const struct out_col head_cols[] = {
+	{"peak_gflops", OUT_F64, "GFLOP/s", "%.6g", NULL},
+};
+static const struct out_table head_table = {NULL, NULL, head_cols, OUT_NCOLS(head_cols), OUT_INLINE};
+
+/* The runs as --json or --csv. A write error leaves the exit status 0, as it always did. */
+static void put_runs(const struct cmd_opts *co, const struct run *runs, size_t n, const struct tprof_roofline *rf)
+{
+	struct out w;
+	cmd_out_begin(&w, co);
+	out_table_begin(&w, &head_table);
+	out_row_begin(&w);
+	out_f64(&w, rf->fp32_gflops_all);
+	out_row_end(&w);
+	out_table_end(&w);
+	out_table_begin(&w, &run_table);
+	for (size_t i = 0; i < n; i++) {
+		const struct run *u = &runs[i];
+		out_row_begin(&w);
+		out_str(&w, u->path);
+		out_str(&w, u->program);
+		out_i64(&w, u->params);
+		out_u64(&w, u->steps.n);
+		out_f64(&w, u->steps.mean);
+		out_pair(&w, u->steps.ci_lo, u->steps.ci_hi);
+		out_f64(&w, u->flops_step);
+		out_f64(&w, u->gflops);
+		out_f64(&w, u->kernel_share);
+		out_u64(&w, u->heap_peak);
+		out_row_end(&w);
+	}
+	out_table_end(&w);
+	out_end(&w);
+}
+
 #define USAGE                                                                        \
 	"usage: tprof compare [--json | --csv] [--skip-steps N] A.trace B.trace ...\n"     \
 	"Parameters, time and FLOPs per step, GFLOP/s and % of the FP32 peak, heap peak, side by side."
 
-/* compare's own option, for cmd_parse. */
-static int parse_compare_opt(void *ctx, int argc, char **argv, int *i)
-{
-	struct ops_options *o = ctx;
-	size_t n;
-	if (strcmp(argv[*i], "--skip-steps") != 0)
-		return CMD_OTHER;
-	if (stacks_parse_top(*i + 1 < argc ? argv[++*i] : NULL, &n) != 0 || n > UINT32_MAX) {
-		tprof_err("compare: --skip-steps needs a number of steps");
-		return 1;
-	}
-	o->skip_steps = (unsigned)n;
-	return CMD_RUN;
-}
-
 int cmd_compare(int argc, char **argv)
 {
 	struct ops_options o = {0};
-	struct cmd_opts co = { .name = "compare", .usage = USAGE, .accept = CMD_JSON | CMD_CSV,
-			       .takes = CMD_FILES_SOME, .extra = parse_compare_opt, .ctx = &o };
+	struct cmd_opts co = { .name = "compare", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_SKIP_STEPS,
+			       .takes = CMD_FILES_SOME };
 	int rc = cmd_parse(&co, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
+	o.skip_steps = co.skip_steps;
 	int json = co.json;
 	size_t n = co.nfiles;
 	struct run *runs = xcalloc(n, sizeof(*runs));
@@ -85,34 +124,8 @@ int cmd_compare(int argc, char **argv)
 	}
 	struct tprof_roofline rf;
 	tprof_roofline_get(&rf, TPROF_ROOFLINE_MEASURE);
-	if (json) {
-		printf("{\"peak_gflops\":%.6g,\"runs\":[", rf.fp32_gflops_all);
-		for (size_t i = 0; i < n; i++) {
-			struct run *w = &runs[i];
-			printf("%s{\"file\":", i ? "," : "");
-			tprof_json_str(stdout, w->path);
-			printf(",\"program\":");
-			tprof_json_str(stdout, w->program);
-			printf(",\"params\":%" PRId64 ",\"steps\":%zu,\"step_mean_ns\":%.0f,\"step_ci95_ns\":[%.0f,%.0f]"
-			       ",\"flops_per_step\":%.0f,\"gflops_per_s\":%.6g,\"kernel_share\":%.4f,\"heap_peak_bytes\":%" PRIu64 "}",
-			       w->params, w->steps.n, w->steps.mean, w->steps.ci_lo, w->steps.ci_hi, w->flops_step, w->gflops,
-			       w->kernel_share, w->heap_peak);
-		}
-		printf("]}\n");
-		goto out;
-	}
-	if (co.csv) {
-		printf("file,program,params,steps,step_mean_ns,step_ci95_lo_ns,step_ci95_hi_ns,flops_per_step,gflops_per_s,"
-		       "kernel_share,heap_peak_bytes" TPROF_CSV_EOL);
-		for (size_t i = 0; i < n; i++) {
-			struct run *w = &runs[i];
-			tprof_csv_str(stdout, w->path);
-			putchar(',');
-			tprof_csv_str(stdout, w->program);
-			printf(",%" PRId64 ",%zu,%.0f,%.0f,%.0f,%.0f,%.6g,%.4f,%" PRIu64 TPROF_CSV_EOL, w->params,
-			       w->steps.n, w->steps.mean, w->steps.ci_lo, w->steps.ci_hi, w->flops_step, w->gflops,
-			       w->kernel_share, w->heap_peak);
-		}
+	if (json || co.csv) {
+		put_runs(&co, runs, n, &rf);
 		goto out;
 	}
 	/* runs are named by file (two runs of one program are told apart), one unit per column */

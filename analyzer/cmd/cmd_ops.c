@@ -17,6 +17,7 @@
 #include "analysis/stacks.h"
 #include "tprof_ops.h"
 #include "base/util.h"
+#include "out/table.h"
 
 enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_FLOPS, SORT_NAME, SORT_GFLOPS };
 
@@ -134,8 +135,7 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 		o->wide = 1;
 		return CMD_RUN;
 	}
-	if (strcmp(a, "--sort") && strcmp(a, "--group-by") && strcmp(a, "--by") && strcmp(a, "--skip-steps") &&
-	    strcmp(a, "--thread"))
+	if (strcmp(a, "--sort") && strcmp(a, "--group-by") && strcmp(a, "--by") && strcmp(a, "--thread"))
 		return CMD_OTHER;
 	if (!v) {
 		tprof_err("ops: %s needs a value", a);
@@ -172,46 +172,33 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 		}
 		return CMD_RUN;
 	}
-	size_t n;
-	if (!strcmp(a, "--thread")) {
-		if (strcmp(v, "main") != 0 && (stacks_parse_top(v, &n) != 0 || n == 0 || n > UINT32_MAX)) {
-			tprof_err("ops: --thread takes 'main' or a thread id");
-			return 1;
-		}
-		o->one_thread = 1;
-		o->tid = strcmp(v, "main") ? (uint32_t)n : 0;
-		return CMD_RUN;
-	}
-	if (stacks_parse_top(v, &n) != 0 || n > UINT32_MAX) {
-		tprof_err("ops: --skip-steps needs a number of steps");
+	size_t n; /* --thread */
+	if (strcmp(v, "main") != 0 && (cmd_parse_count(v, &n) != 0 || n == 0 || n > UINT32_MAX)) {
+		tprof_err("ops: --thread takes 'main' or a thread id");
 		return 1;
 	}
-	o->skip_steps = (unsigned)n;
+	o->one_thread = 1;
+	o->tid = strcmp(v, "main") ? (uint32_t)n : 0;
 	return CMD_RUN;
 }
 
-/* mode: 0 text, 1 JSON, 2 CSV. */
-static void print_steps(const struct ops_result *r, int mode)
+/* The step statistics: the distribution of the kept steps' times, and the FLOPs per step. */
+static void step_figures(const struct ops_result *r, struct ops_dist *d, double *flops_step)
 {
-	struct ops_dist d;
 	uint64_t *v = xmalloc((r->nsteps + 1) * sizeof(uint64_t));
 	if (r->nsteps)
 		memcpy(v, r->step_ns, r->nsteps * sizeof(uint64_t));
-	ops_dist(v, r->nsteps, &d);
+	ops_dist(v, r->nsteps, d);
 	free(v);
-	double flops_step = r->nsteps ? (double)r->step_flops / (double)r->nsteps : 0;
-	if (mode == 1) {
-		printf("\"steps\":{\"count\":%zu,\"skipped\":%zu,\"mean_ns\":%.0f,\"std_ns\":%.0f,\"p50_ns\":%" PRIu64
-		       ",\"p95_ns\":%" PRIu64 ",\"ci95_ns\":[%.0f,%.0f],\"flops_per_step\":%.0f}",
-		       d.n, r->steps_skipped, d.mean, d.sd, d.p50, d.p95, d.ci_lo, d.ci_hi, flops_step);
-		return;
-	}
-	if (mode == 2) {
-		printf("count,skipped,mean_ns,std_ns,p50_ns,p95_ns,ci95_lo_ns,ci95_hi_ns,flops_per_step" TPROF_CSV_EOL);
-		printf("%zu,%zu,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%.0f,%.0f,%.0f" TPROF_CSV_EOL, d.n, r->steps_skipped,
-		       d.mean, d.sd, d.p50, d.p95, d.ci_lo, d.ci_hi, flops_step);
-		return;
-	}
+	*flops_step = r->nsteps ? (double)r->step_flops / (double)r->nsteps : 0;
+}
+
+/* The step statistics, as text. */
+static void print_steps(const struct ops_result *r)
+{
+	struct ops_dist d;
+	double flops_step;
+	step_figures(r, &d, &flops_step);
 	if (!r->steps_total) {
 		printf("\nsteps: none marked (the program calls tprof_step() at iteration boundaries)\n");
 		return;
@@ -227,51 +214,35 @@ static void print_steps(const struct ops_result *r, int mode)
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
 }
 
-/* --by region: mode 0 text, 1 JSON (the "regions" member), 2 CSV. */
-static void print_regions(const struct ops_result *r, int mode)
+/* The imbalance of an op's regions: the busiest thread's time over the mean thread's (1: even). */
+static double imbalance(const struct ops_region_row *w)
 {
-	if (mode == 2)
-		printf("opened_by,regions,threads,wall_ns,busy_ns,imbalance" TPROF_CSV_EOL);
-	else if (mode == 1)
-		printf("\"regions\":[");
+	return w->mean_ns > 0 ? w->max_ns / w->mean_ns : 1;
+}
+
+/* --by region, as text. */
+static void print_regions(const struct ops_result *r)
+{
 	uint64_t mx = 0;
 	for (size_t i = 0; i < r->nregs; i++)
 		mx = r->regs[i].busy_ns > mx ? r->regs[i].busy_ns : mx;
 	struct tprof_unit u = tprof_ns_unit(mx);
-	if (mode == 0) {
-		printf("%-30s %8s %7s", "opened by", "regions", "threads");
-		head("wall", u.name, 12), head("busy", u.name, 12), head("avg wall", u.name, 12);
-		head("imbalance", "", 9);
-		printf("\n");
-	}
+	printf("%-30s %8s %7s", "opened by", "regions", "threads");
+	head("wall", u.name, 12), head("busy", u.name, 12), head("avg wall", u.name, 12);
+	head("imbalance", "", 9);
+	printf("\n");
 	for (size_t i = 0; i < r->nregs; i++) {
 		const struct ops_region_row *w = &r->regs[i];
-		double imb = w->mean_ns > 0 ? w->max_ns / w->mean_ns : 1;
-		if (mode == 2) {
-			tprof_csv_str(stdout, w->name);
-			printf(",%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64 ",%.4f" TPROF_CSV_EOL, w->regions, w->threads,
-			       w->wall_ns, w->busy_ns, imb);
-		} else if (mode == 1) {
-			printf("%s{\"opened_by\":", i ? "," : "");
-			tprof_json_str(stdout, w->name);
-			printf(",\"regions\":%" PRIu64 ",\"threads\":%u,\"wall_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64
-			       ",\"imbalance\":%.4f}", w->regions, w->threads, w->wall_ns, w->busy_ns, imb);
-		} else {
-			char a[32], b[32], c[32];
-			tprof_text_cut(stdout, w->name, -30);
-			printf(" %8" PRIu64 " %7u %12s %12s %12s %9.2f\n", w->regions, w->threads,
-			       tprof_fmt_in(w->wall_ns, u, a), tprof_fmt_in(w->busy_ns, u, b),
-			       tprof_fmt_in(w->regions ? w->wall_ns / w->regions : 0, u, c), imb);
-		}
+		char a[32], b[32], c[32];
+		tprof_text_cut(stdout, w->name, -30);
+		printf(" %8" PRIu64 " %7u %12s %12s %12s %9.2f\n", w->regions, w->threads,
+		       tprof_fmt_in(w->wall_ns, u, a), tprof_fmt_in(w->busy_ns, u, b),
+		       tprof_fmt_in(w->regions ? w->wall_ns / w->regions : 0, u, c), imbalance(w));
 	}
-	if (mode == 1)
-		printf("]");
-	else if (mode == 0) {
-		if (!r->nregs)
-			printf("(no OpenMP parallel region in this trace)\n");
-		printf("\nwall: from the fork to the last thread's end; busy: the threads' time in the regions' bodies;\n"
-		       "imbalance: the busiest thread's time over the mean thread's, per region, summed (1 = even)\n");
-	}
+	if (!r->nregs)
+		printf("(no OpenMP parallel region in this trace)\n");
+	printf("\nwall: from the fork to the last thread's end; busy: the threads' time in the regions' bodies;\n"
+	       "imbalance: the busiest thread's time over the mean thread's, per region, summed (1 = even)\n");
 }
 
 /* A thread's time outside kernels, regions and idleness (never below 0: clocks of two threads). */
@@ -281,35 +252,9 @@ static uint64_t thread_outside(const struct ops_thread *h)
 	return h->wall_ns > in ? h->wall_ns - in : 0;
 }
 
-/* --by thread: mode 0 text, 1 JSON (the "threads" member), 2 CSV. */
-static void print_threads(const struct ops_result *r, int mode)
+/* --by thread, as text. */
+static void print_threads(const struct ops_result *r)
 {
-	if (mode == 2) {
-		printf("tid,name,main,wall_ns,kernel_ns,pool_ns,outside_ns,idle_ns,calls" TPROF_CSV_EOL);
-		for (size_t i = 0; i < r->nthr; i++) {
-			const struct ops_thread *h = &r->thr[i];
-			printf("%u,", h->tid);
-			tprof_csv_str(stdout, h->name);
-			printf(",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 TPROF_CSV_EOL,
-			       h->main ? "true" : "false", h->wall_ns, h->kernel_ns, h->pool_ns, thread_outside(h),
-			       h->idle_ns, h->calls);
-		}
-		return;
-	}
-	if (mode == 1) {
-		printf("\"threads\":[");
-		for (size_t i = 0; i < r->nthr; i++) {
-			const struct ops_thread *h = &r->thr[i];
-			printf("%s{\"tid\":%u,\"name\":", i ? "," : "", h->tid);
-			tprof_json_str(stdout, h->name);
-			printf(",\"main\":%s,\"wall_ns\":%" PRIu64 ",\"kernel_ns\":%" PRIu64 ",\"pool_ns\":%" PRIu64
-			       ",\"outside_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"calls\":%" PRIu64 "}",
-			       h->main ? "true" : "false", h->wall_ns, h->kernel_ns, h->pool_ns, thread_outside(h), h->idle_ns,
-			       h->calls);
-		}
-		printf("]");
-		return;
-	}
 	uint64_t mx = 0;
 	for (size_t i = 0; i < r->nthr; i++)
 		mx = r->thr[i].wall_ns > mx ? r->thr[i].wall_ns : mx;
@@ -355,43 +300,274 @@ static void print_nominal(const struct ops_result *r, size_t n)
 		printf("\n");
 }
 
-/* The op table's CSV: the JSON rows' fields, ci95_ns as ci95_lo_ns and ci95_hi_ns, null empty. */
-static void print_csv(const struct ops_result *r, size_t n, const struct tprof_roofline *rf, int by_range)
+/* --json and --csv (out/table.h). The op table: one row per op, per op and shape, or per range (the
+ * last four columns are --by range's only). Columns added later go at the end of their table, so that
+ * a reader that takes CSV columns by position keeps working. */
+static const struct out_col op_cols[] = {
+	{"name", OUT_STR, "", NULL, NULL},
+	{"calls", OUT_U64, "calls", NULL, NULL},
+	{"self_ns", OUT_U64, "ns", NULL, NULL},
+	{"total_ns", OUT_U64, "ns", NULL, NULL},
+	{"flops", OUT_U64, "FLOP", NULL, NULL},
+	{"macs", OUT_U64, "MAC", NULL, NULL},
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"gflops_per_s", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"percent_of_peak", OUT_F64, "%", "%.6g", NULL},
+	{"fp_bits", OUT_I64, "bits", NULL, NULL},
+	{"intensity", OUT_F64, "FLOP/byte", "%.6g", NULL},
+	{"bound", OUT_STR, "", NULL, NULL},
+	{"p50_ns", OUT_U64, "ns", NULL, NULL},
+	{"p95_ns", OUT_U64, "ns", NULL, NULL},
+	{"p99_ns", OUT_U64, "ns", NULL, NULL},
+	{"ci95_ns", OUT_PAIR, "ns", "%.0f", NULL},
+	{"flops_nominal", OUT_BOOL, "", NULL, NULL},
+	/* --by range only */
+	{"alloc_bytes", OUT_U64, "bytes", NULL, NULL},
+	{"allocs", OUT_U64, "calls", NULL, NULL},
+	{"peak_live_growth", OUT_U64, "bytes", NULL, NULL},
+	{"kernel_ns", OUT_U64, "ns", NULL, NULL},
+};
+#define RANGE_COLS 4
+static const struct out_table op_table = {"ops", "ops", op_cols, OUT_NCOLS(op_cols) - RANGE_COLS, 0};
+static const struct out_table range_table = {"ops", "ops", op_cols, OUT_NCOLS(op_cols), 0};
+
+/* The step statistics: one row, the JSON object "steps". */
+static const struct out_col step_cols[] = {
+	{"count", OUT_U64, "steps", NULL, NULL},
+	{"skipped", OUT_U64, "steps", NULL, NULL},
+	{"mean_ns", OUT_F64, "ns", "%.0f", NULL},
+	{"std_ns", OUT_F64, "ns", "%.0f", NULL},
+	{"p50_ns", OUT_U64, "ns", NULL, NULL},
+	{"p95_ns", OUT_U64, "ns", NULL, NULL},
+	{"ci95_ns", OUT_PAIR, "ns", "%.0f", NULL},
+	{"flops_per_step", OUT_F64, "FLOP", "%.0f", NULL},
+};
+static const struct out_table step_table = {"steps", "steps", step_cols, OUT_NCOLS(step_cols), OUT_OBJECT};
+
+/* --by thread and --by region: a table of their own in place of the op table, so also the one --csv
+ * writes (under any of ops' table names). */
+static const struct out_col thread_cols[] = {
+	{"tid", OUT_U64, "", NULL, NULL},
+	{"name", OUT_STR, "", NULL, NULL},
+	{"main", OUT_BOOL, "", NULL, NULL},
+	{"wall_ns", OUT_U64, "ns", NULL, NULL},
+	{"kernel_ns", OUT_U64, "ns", NULL, NULL},
+	{"pool_ns", OUT_U64, "ns", NULL, NULL},
+	{"outside_ns", OUT_U64, "ns", NULL, NULL},
+	{"idle_ns", OUT_U64, "ns", NULL, NULL},
+	{"calls", OUT_U64, "calls", NULL, NULL},
+};
+static const struct out_table thread_table = {"ops", "threads", thread_cols, OUT_NCOLS(thread_cols), 0};
+
+static const struct out_col region_cols[] = {
+	{"opened_by", OUT_STR, "", NULL, NULL},
+	{"regions", OUT_U64, "regions", NULL, NULL},
+	{"threads", OUT_U64, "threads", NULL, NULL},
+	{"wall_ns", OUT_U64, "ns", NULL, NULL},
+	{"busy_ns", OUT_U64, "ns", NULL, NULL},
+	{"imbalance", OUT_F64, "", "%.4f", NULL},
+};
+static const struct out_table region_table = {"ops", "regions", region_cols, OUT_NCOLS(region_cols), 0};
+
+/* The JSON document's own members, before its tables (no CSV): the trace and the roofline, and the
+ * traced threads' time. --by thread has the file and the times, --by region the file only. */
+static const struct out_col head_cols[] = {
+	{"file", OUT_STR, "", NULL, NULL},
+	{"peak_gflops", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"peak_fp64_gflops", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"peak_source", OUT_STR, "", NULL, NULL},
+	{"wall_ns", OUT_U64, "ns", NULL, NULL},
+	{"in_ops_ns", OUT_U64, "ns", NULL, NULL},
+	{"outside_ns", OUT_U64, "ns", NULL, NULL},
+	{"idle_ns", OUT_U64, "ns", NULL, NULL},
+	{"threads", OUT_U64, "threads", NULL, NULL},
+	{"calls", OUT_U64, "calls", NULL, NULL},
+	{"by", OUT_STR, "", NULL, NULL},
+};
+static const struct out_table head_table = {NULL, NULL, head_cols, OUT_NCOLS(head_cols), OUT_INLINE};
+
+static const struct out_col by_head_cols[] = {
+	{"file", OUT_STR, "", NULL, NULL},
+	{"wall_ns", OUT_U64, "ns", NULL, NULL},
+	{"in_ops_ns", OUT_U64, "ns", NULL, NULL},
+	{"outside_ns", OUT_U64, "ns", NULL, NULL},
+	{"idle_ns", OUT_U64, "ns", NULL, NULL},
+};
+static const struct out_table thread_head_table = {NULL, NULL, by_head_cols, OUT_NCOLS(by_head_cols), OUT_INLINE};
+static const struct out_table region_head_table = {NULL, NULL, by_head_cols, 1, OUT_INLINE};
+
+/* A range row's "by_op": the ops that ran inside the range, a JSON list of objects after the row's
+ * columns (no CSV field). out/table.h has no call for a JSON-only member inside a row, so the row is
+ * set aside while the list is written with the calls for members outside rows, then taken up again
+ * for out_row_end. */
+static void put_range_ops(struct out *w, const struct ops_row *row)
 {
-	printf("name,calls,self_ns,total_ns,flops,macs,bytes,gflops_per_s,percent_of_peak,fp_bits,intensity,bound,"
-	       "p50_ns,p95_ns,p99_ns,ci95_lo_ns,ci95_hi_ns,flops_nominal%s" TPROF_CSV_EOL,
-	       by_range ? ",alloc_bytes,allocs,peak_live_growth" : "");
-	for (size_t i = 0; i < n; i++) {
-		struct ops_row *w = &r->rows[i];
-		struct ops_dist d;
-		ops_dist(w->dur_ns, w->ndur, &d);
-		double peak = peak_for(rf, w->fp_bits);
-		char pct[32] = "";
-		if (peak > 0)
-			snprintf(pct, sizeof(pct), "%.6g", 100.0 * gflops_of(w) / peak);
-		tprof_csv_str(stdout, w->name);
-		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6g,%s,%d,%.6g,%s,%" PRIu64
-		       ",%" PRIu64 ",%" PRIu64 ",%.0f,%.0f",
-		       w->calls, w->self_ns, w->total_ns, w->flops, w->macs, w->bytes, gflops_of(w), pct, w->fp_bits,
-		       w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(rf, w), d.p50, d.p95, d.p99, d.ci_lo,
-		       d.ci_hi);
-		printf(",%s", w->op && tprof_op_nominal(w->op) ? "true" : "false");
-		if (by_range)
-			printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->alloc_bytes, w->allocs, w->peak_growth);
-		printf(TPROF_CSV_EOL);
+	out_key(w, "by_op"); /* JSON only: after the row's last column */
+	out_arr_begin(w);
+	for (size_t j = 0; j < row->nsub; j++) {
+		const struct ops_sub *v = &row->sub[j];
+		out_obj_begin(w);
+		out_key(w, "name");
+		out_str(w, v->name);
+		out_key(w, "calls");
+		out_u64(w, v->calls);
+		out_key(w, "self_ns");
+		out_u64(w, v->self_ns);
+		out_key(w, "flops");
+		out_u64(w, v->flops);
+		out_obj_end(w);
 	}
+	out_arr_end(w);
+}
+
+static void put_steps(struct out *w, const struct ops_result *r)
+{
+	struct ops_dist d;
+	double flops_step;
+	step_figures(r, &d, &flops_step);
+	out_table_begin(w, &step_table);
+	out_row_begin(w);
+	out_u64(w, d.n);
+	out_u64(w, r->steps_skipped);
+	out_f64(w, d.mean);
+	out_f64(w, d.sd);
+	out_u64(w, d.p50);
+	out_u64(w, d.p95);
+	out_pair(w, d.ci_lo, d.ci_hi);
+	out_f64(w, flops_step);
+	out_row_end(w);
+	out_table_end(w);
+}
+
+/* The op table's first n rows and the step statistics, as --json or --csv. A write error leaves the
+ * exit status 0, as it always did. */
+static void put_ops(const struct cmd_opts *co, struct ops_result *r, size_t n, const struct tprof_roofline *rf,
+		    int by_range)
+{
+	struct out w;
+	cmd_out_begin(&w, co);
+	out_table_begin(&w, &head_table);
+	out_row_begin(&w);
+	out_str(&w, co->file);
+	out_f64(&w, rf->fp32_gflops_all);
+	out_f64(&w, rf->fp64_gflops_all);
+	out_str(&w, rf->source);
+	out_u64(&w, r->wall_ns);
+	out_u64(&w, r->in_ops_ns);
+	out_u64(&w, r->wall_ns - r->in_ops_ns - r->idle_ns);
+	out_u64(&w, r->idle_ns);
+	out_u64(&w, r->threads);
+	out_u64(&w, r->calls);
+	out_str(&w, by_range ? "range" : "op");
+	out_row_end(&w);
+	out_table_end(&w);
+
+	out_table_begin(&w, by_range ? &range_table : &op_table);
+	for (size_t i = 0; i < n; i++) {
+		struct ops_row *row = &r->rows[i];
+		struct ops_dist d;
+		ops_dist(row->dur_ns, row->ndur, &d);
+		double peak = peak_for(rf, row->fp_bits);
+		out_row_begin(&w);
+		out_str(&w, row->name);
+		out_u64(&w, row->calls);
+		out_u64(&w, row->self_ns);
+		out_u64(&w, row->total_ns);
+		out_u64(&w, row->flops);
+		out_u64(&w, row->macs);
+		out_u64(&w, row->bytes);
+		out_f64(&w, gflops_of(row));
+		if (peak > 0)
+			out_f64(&w, 100.0 * gflops_of(row) / peak);
+		else
+			out_null(&w);
+		out_i64(&w, row->fp_bits);
+		out_f64(&w, row->bytes ? (double)row->flops / (double)row->bytes : 0);
+		out_str(&w, bound_of(rf, row));
+		out_u64(&w, d.p50);
+		out_u64(&w, d.p95);
+		out_u64(&w, d.p99);
+		out_pair(&w, d.ci_lo, d.ci_hi);
+		out_bool(&w, row->op && tprof_op_nominal(row->op));
+		if (by_range) {
+			out_u64(&w, row->alloc_bytes);
+			out_u64(&w, row->allocs);
+			out_u64(&w, row->peak_growth);
+			out_u64(&w, row->kernel_ns);
+			put_range_ops(&w, row);
+		}
+		out_row_end(&w);
+	}
+	out_table_end(&w);
+	put_steps(&w, r);
+	out_end(&w);
+}
+
+/* --by thread or --by region as --json or --csv (its table whichever of ops' tables --csv named; with
+ * both, the regions, and in JSON the threads' times too). */
+static void put_by(const struct cmd_opts *co, const struct ops_result *r, const struct ops_options *o)
+{
+	struct cmd_opts one = *co;
+	one.csv = co->csv ? 1 : 0;
+	struct out w;
+	cmd_out_begin(&w, &one);
+	out_table_begin(&w, o->by_thread ? &thread_head_table : &region_head_table);
+	out_row_begin(&w);
+	out_str(&w, co->file);
+	if (o->by_thread) {
+		out_u64(&w, r->wall_ns);
+		out_u64(&w, r->in_ops_ns);
+		out_u64(&w, r->wall_ns - r->in_ops_ns - r->idle_ns);
+		out_u64(&w, r->idle_ns);
+	}
+	out_row_end(&w);
+	out_table_end(&w);
+
+	if (!o->by_region) {
+		out_table_begin(&w, &thread_table);
+		for (size_t i = 0; i < r->nthr; i++) {
+			const struct ops_thread *h = &r->thr[i];
+			out_row_begin(&w);
+			out_u64(&w, h->tid);
+			out_str(&w, h->name);
+			out_bool(&w, h->main);
+			out_u64(&w, h->wall_ns);
+			out_u64(&w, h->kernel_ns);
+			out_u64(&w, h->pool_ns);
+			out_u64(&w, thread_outside(h));
+			out_u64(&w, h->idle_ns);
+			out_u64(&w, h->calls);
+			out_row_end(&w);
+		}
+	} else {
+		out_table_begin(&w, &region_table);
+		for (size_t i = 0; i < r->nregs; i++) {
+			const struct ops_region_row *g = &r->regs[i];
+			out_row_begin(&w);
+			out_str(&w, g->name);
+			out_u64(&w, g->regions);
+			out_u64(&w, g->threads);
+			out_u64(&w, g->wall_ns);
+			out_u64(&w, g->busy_ns);
+			out_f64(&w, imbalance(g));
+			out_row_end(&w);
+		}
+	}
+	out_table_end(&w);
+	out_end(&w);
 }
 
 int cmd_ops(int argc, char **argv)
 {
 	static const char *const tables[] = {"ops", "steps", NULL};
 	struct ops_options o = {0};
-	struct cmd_opts co = { .name = "ops", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP,
+	struct cmd_opts co = { .name = "ops", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP | CMD_SKIP_STEPS,
 			       .csv_tables = tables, .extra = parse_ops_opt, .ctx = &o };
 	sort_by = SORT_SELF;
 	int rc = cmd_parse(&co, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
+	o.skip_steps = co.skip_steps;
 	const char *path = co.file;
 	int json = co.json;
 	size_t top = co.top;
@@ -413,80 +589,21 @@ int cmd_ops(int argc, char **argv)
 	double wall = r.wall_ns ? (double)r.wall_ns : 1;
 
 	if (o.by_region || o.by_thread) { /* a table of their own instead of the op table */
-		void (*table)(const struct ops_result *, int) = o.by_region ? print_regions : print_threads;
-		if (co.csv) {
-			table(&r, 2);
-		} else if (json) {
-			printf("{\"file\":");
-			tprof_json_str(stdout, path);
-			if (o.by_thread)
-				printf(",\"wall_ns\":%" PRIu64 ",\"in_ops_ns\":%" PRIu64 ",\"outside_ns\":%" PRIu64
-				       ",\"idle_ns\":%" PRIu64, r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns - r.idle_ns,
-				       r.idle_ns);
-			printf(",");
-			table(&r, 1);
-			printf("}\n");
+		if (json || co.csv) {
+			put_by(&co, &r, &o);
 		} else {
 			printf("tprof ops --by %s: ", o.by_region ? "region" : "thread");
 			tprof_text_str(stdout, path, 0);
 			printf("\n\n");
-			table(&r, 0);
+			if (o.by_region)
+				print_regions(&r);
+			else
+				print_threads(&r);
 		}
 		goto out;
 	}
-	if (co.csv == 1) {
-		print_csv(&r, n, &rf, o.by_range);
-		goto out;
-	}
-	if (co.csv == 2) {
-		print_steps(&r, 2);
-		goto out;
-	}
-
-	if (json) {
-		printf("{\"file\":");
-		tprof_json_str(stdout, path);
-		printf(",\"peak_gflops\":%.6g,\"peak_fp64_gflops\":%.6g,\"peak_source\":", rf.fp32_gflops_all,
-		       rf.fp64_gflops_all);
-		tprof_json_str(stdout, rf.source);
-		printf(",\"wall_ns\":%" PRIu64 ",\"in_ops_ns\":%" PRIu64 ",\"outside_ns\":%" PRIu64
-		       ",\"idle_ns\":%" PRIu64 ",\"threads\":%zu,\"calls\":%" PRIu64 ",\"by\":\"%s\",\"ops\":[",
-		       r.wall_ns, r.in_ops_ns, r.wall_ns - r.in_ops_ns - r.idle_ns, r.idle_ns, r.threads, r.calls,
-		       o.by_range ? "range" : "op");
-		for (size_t i = 0; i < n; i++) {
-			struct ops_row *w = &r.rows[i];
-			struct ops_dist d;
-			ops_dist(w->dur_ns, w->ndur, &d);
-			double peak = peak_for(&rf, w->fp_bits);
-			char pct[32] = "null";
-			if (peak > 0)
-				snprintf(pct, sizeof(pct), "%.6g", 100.0 * gflops_of(w) / peak);
-			printf("%s{\"name\":", i ? "," : "");
-			tprof_json_str(stdout, w->name);
-			printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"flops\":%" PRIu64
-			       ",\"macs\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"gflops_per_s\":%.6g,\"percent_of_peak\":%s"
-			       ",\"fp_bits\":%d,\"intensity\":%.6g,\"bound\":\"%s\",\"p50_ns\":%" PRIu64 ",\"p95_ns\":%" PRIu64
-			       ",\"p99_ns\":%" PRIu64 ",\"ci95_ns\":[%.0f,%.0f],\"flops_nominal\":%s",
-			       w->calls, w->self_ns, w->total_ns, w->flops, w->macs, w->bytes, gflops_of(w), pct, w->fp_bits,
-			       w->bytes ? (double)w->flops / (double)w->bytes : 0, bound_of(&rf, w), d.p50, d.p95, d.p99,
-			       d.ci_lo, d.ci_hi, w->op && tprof_op_nominal(w->op) ? "true" : "false");
-			if (o.by_range) {
-				printf(",\"alloc_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"peak_live_growth\":%" PRIu64
-				       ",\"kernel_ns\":%" PRIu64 ",\"by_op\":[",
-				       w->alloc_bytes, w->allocs, w->peak_growth, w->kernel_ns);
-				for (size_t j = 0; j < w->nsub; j++) {
-					printf("%s{\"name\":", j ? "," : "");
-					tprof_json_str(stdout, w->sub[j].name);
-					printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"flops\":%" PRIu64 "}",
-					       w->sub[j].calls, w->sub[j].self_ns, w->sub[j].flops);
-				}
-				printf("]");
-			}
-			printf("}");
-		}
-		printf("],");
-		print_steps(&r, 1);
-		printf("}\n");
+	if (json || co.csv) {
+		put_ops(&co, &r, n, &rf, o.by_range);
 		goto out;
 	}
 
@@ -623,7 +740,7 @@ int cmd_ops(int argc, char **argv)
 			printf("%-26s %7s %9s %5.1f%%\n", "(idle OpenMP threads)", "", tprof_fmt_in(r.idle_ns, u_self, a),
 			       100.0 * (double)r.idle_ns / wall);
 	}
-	print_steps(&r, 0);
+	print_steps(&r);
 out:
 	ops_free(&r);
 	tprof_trace_close(t);

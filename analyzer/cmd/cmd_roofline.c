@@ -12,6 +12,7 @@
 #include "cmd/cmds.h"
 #include "analysis/roofline.h"
 #include "base/util.h"
+#include "out/table.h"
 
 /* One figure: what it is, its value and unit, and a remark; "not known" for 0. */
 static void figure(const char *what, double v, const char *unit, const char *remark)
@@ -108,54 +109,91 @@ static void print_text(const struct tprof_roofline *r)
 	printf(".\n");
 }
 
-/* A figure as the JSON writes it: %.6g, 0 when not finite. */
-static void csv_num(double v, int last)
+/* --json and --csv (out/table.h). The figures: one row, the JSON's top-level members (--csv), then
+ * the FMA peaks of each instruction set (--csv=by_isa). Columns added later go at the end of their
+ * table, so that a reader that takes CSV columns by position keeps working. */
+static const struct out_col roofline_cols[] = {
+	{"version", OUT_I64, "", NULL, NULL},
+	{"cpu", OUT_STR, "", NULL, NULL},
+	{"cores", OUT_I64, "cores", NULL, NULL},
+	{"isa", OUT_STR, "", NULL, NULL},
+	{"fp32_gflops_1core", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"fp32_gflops_all", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"fp64_gflops_1core", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"fp64_gflops_all", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"stream_gbs_1core", OUT_F64, "GB/s", "%.6g", NULL},
+	{"stream_gbs_all", OUT_F64, "GB/s", "%.6g", NULL},
+	{"stream_array_mib", OUT_F64, "MiB", "%.6g", NULL},
+	{"seconds", OUT_F64, "s", "%.6g", NULL},
+	{"measured_at", OUT_I64, "s", NULL, NULL},
+	{"busy", OUT_BOOL, "", NULL, NULL},
+	{"source", OUT_STR, "", NULL, NULL},
+	{"others_from", OUT_STR, "", NULL, NULL},
+	{"cache_path", OUT_STR, "", NULL, NULL},
+	{"cache_saved", OUT_BOOL, "", NULL, NULL},
+	{"ridge_fp32", OUT_F64, "FLOP/byte", "%.6g", NULL},
+	{"ridge_fp64", OUT_F64, "FLOP/byte", "%.6g", NULL},
+};
+static const struct out_table roofline_table = {"roofline", NULL, roofline_cols, OUT_NCOLS(roofline_cols),
+						OUT_INLINE};
+
+static const struct out_col isa_cols[] = {
+	{"isa", OUT_STR, "", NULL, NULL},
+	{"fp32_gflops_1core", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"fp32_gflops_all", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"fp64_gflops_1core", OUT_F64, "GFLOP/s", "%.6g", NULL},
+	{"fp64_gflops_all", OUT_F64, "GFLOP/s", "%.6g", NULL},
+};
+static const struct out_table isa_table = {"by_isa", "by_isa", isa_cols, OUT_NCOLS(isa_cols), 0};
+
+/* A figure as the cache file writes it: 0 when not finite. */
+static void put_figure(struct out *w, double v)
 {
-	printf("%.6g%s", isfinite(v) ? v : 0.0, last ? TPROF_CSV_EOL : ",");
+	out_f64(w, isfinite(v) ? v : 0.0);
 }
 
-/* The JSON's scalar fields, in its order, as one row. */
-static void print_csv(const struct tprof_roofline *r)
+/* The roofline as --json or --csv. A write error leaves the exit status as it was. */
+static void put_roofline(const struct cmd_opts *o, const struct tprof_roofline *r)
 {
-	printf("version,cpu,cores,isa,fp32_gflops_1core,fp32_gflops_all,fp64_gflops_1core,fp64_gflops_all,"
-	       "stream_gbs_1core,stream_gbs_all,stream_array_mib,seconds,measured_at,busy,source,others_from,"
-	       "cache_path,cache_saved,ridge_fp32,ridge_fp64" TPROF_CSV_EOL);
-	printf("%d,", TPROF_ROOFLINE_VERSION);
-	tprof_csv_str(stdout, r->cpu);
-	printf(",%d,", r->cores);
-	tprof_csv_str(stdout, r->isa);
-	putchar(',');
-	csv_num(r->fp32_gflops_1core, 0);
-	csv_num(r->fp32_gflops_all, 0);
-	csv_num(r->fp64_gflops_1core, 0);
-	csv_num(r->fp64_gflops_all, 0);
-	csv_num(r->stream_gbs_1core, 0);
-	csv_num(r->stream_gbs_all, 0);
-	csv_num(r->stream_array_mib, 0);
-	csv_num(r->seconds, 0);
-	printf("%lld,%s,", (long long)r->measured_at, r->busy ? "true" : "false");
-	tprof_csv_str(stdout, r->source);
-	putchar(',');
-	tprof_csv_str(stdout, r->others_from);
-	putchar(',');
-	tprof_csv_str(stdout, r->cache_path);
-	printf(",%s,", r->cache_saved ? "true" : "false");
-	csv_num(tprof_roofline_ridge(r, 32), 0);
-	csv_num(tprof_roofline_ridge(r, 64), 1);
-}
-
-static void print_csv_isa(const struct tprof_roofline *r)
-{
-	printf("isa,fp32_gflops_1core,fp32_gflops_all,fp64_gflops_1core,fp64_gflops_all" TPROF_CSV_EOL);
+	struct out w;
+	cmd_out_begin(&w, o);
+	out_table_begin(&w, &roofline_table);
+	out_row_begin(&w);
+	out_i64(&w, TPROF_ROOFLINE_VERSION);
+	out_str(&w, r->cpu);
+	out_i64(&w, r->cores);
+	out_str(&w, r->isa);
+	put_figure(&w, r->fp32_gflops_1core);
+	put_figure(&w, r->fp32_gflops_all);
+	put_figure(&w, r->fp64_gflops_1core);
+	put_figure(&w, r->fp64_gflops_all);
+	put_figure(&w, r->stream_gbs_1core);
+	put_figure(&w, r->stream_gbs_all);
+	put_figure(&w, r->stream_array_mib);
+	put_figure(&w, r->seconds);
+	out_i64(&w, r->measured_at);
+	out_bool(&w, r->busy);
+	out_str(&w, r->source);
+	out_str(&w, r->others_from);
+	out_str(&w, r->cache_path);
+	out_bool(&w, r->cache_saved);
+	put_figure(&w, tprof_roofline_ridge(r, 32));
+	put_figure(&w, tprof_roofline_ridge(r, 64));
+	out_row_end(&w);
+	out_table_end(&w);
+	out_table_begin(&w, &isa_table);
 	for (int i = 0; i < r->nisa; i++) {
-		const struct tprof_roofline_isa *o = &r->by_isa[i];
-		tprof_csv_str(stdout, o->name);
-		putchar(',');
-		csv_num(o->fp32_gflops_1core, 0);
-		csv_num(o->fp32_gflops_all, 0);
-		csv_num(o->fp64_gflops_1core, 0);
-		csv_num(o->fp64_gflops_all, 1);
+		const struct tprof_roofline_isa *b = &r->by_isa[i];
+		out_row_begin(&w);
+		out_str(&w, b->name);
+		put_figure(&w, b->fp32_gflops_1core);
+		put_figure(&w, b->fp32_gflops_all);
+		put_figure(&w, b->fp64_gflops_1core);
+		put_figure(&w, b->fp64_gflops_all);
+		out_row_end(&w);
 	}
+	out_table_end(&w);
+	out_end(&w);
 }
 
 #define USAGE                                                                                      \
@@ -189,16 +227,10 @@ int cmd_roofline(int argc, char **argv)
 		return rc;
 	struct tprof_roofline r;
 	rc = tprof_roofline_get(&r, flags);
-	if (o.json) {
-		tprof_roofline_json(stdout, &r);
-		putchar('\n');
-	} else if (o.csv == 1) {
-		print_csv(&r);
-	} else if (o.csv == 2) {
-		print_csv_isa(&r);
-	} else {
+	if (o.json || o.csv)
+		put_roofline(&o, &r);
+	else
 		print_text(&r);
-	}
 	if (rc != 0)
 		tprof_err("roofline: the measurement failed");
 	return rc == 0 ? 0 : 2;
