@@ -81,9 +81,6 @@ double tprof_roofline_ridge(const struct tprof_roofline *r, int fp_bits);
  * min(compute roof, intensity x bandwidth roof). fp_bits is 32 or 64. */
 double tprof_roofline_attainable(const struct tprof_roofline *r, int fp_bits, double flop_per_byte);
 
-/* Writes r as one JSON object (no newline): every field above plus ridge_fp32 and ridge_fp64. */
-void tprof_roofline_json(FILE *f, const struct tprof_roofline *r);
-
 /* The cache (roofline_cache.c). read: 0 when path holds a measurement of this machine (same version,
  * CPU model and core count, an ISA this CPU runs), 1 when there is no such cache, -1 when the file
  * cannot be read (errno), -2 when it is not the JSON object tprof writes. write: through a temporary

@@ -1,7 +1,6 @@
 /* The roofline's cache file (analysis/roofline.h): the measurement written as one JSON object,
  * atomically (a temporary file renamed), and read back with a small JSON reader that rejects what is
- * not JSON and takes only a measurement of this machine. tprof_roofline_json writes the same object
- * for `tprof roofline --json` readers of the cache format. */
+ * not JSON and takes only a measurement of this machine. */
 #include "analysis/roofline.h"
 
 #include <errno.h>
@@ -20,8 +19,8 @@ static void json_num(FILE *f, const char *key, double v)
 	fprintf(f, ",\"%s\":%.6g", key, isfinite(v) ? v : 0.0);
 }
 
-/* The measurement's fields; with `all`, also where they came from and the ridge points. */
-static void json_fields(FILE *f, const struct tprof_roofline *r, int all)
+/* The measurement's fields, as the cache holds them. */
+static void json_fields(FILE *f, const struct tprof_roofline *r)
 {
 	fprintf(f, "{\"version\":%d,\"cpu\":", TPROF_ROOFLINE_VERSION);
 	tprof_json_str(f, r->cpu);
@@ -48,23 +47,7 @@ static void json_fields(FILE *f, const struct tprof_roofline *r, int all)
 	json_num(f, "stream_array_mib", r->stream_array_mib);
 	json_num(f, "seconds", r->seconds);
 	fprintf(f, ",\"measured_at\":%lld,\"busy\":%s", (long long)r->measured_at, r->busy ? "true" : "false");
-	if (all) {
-		fprintf(f, ",\"source\":");
-		tprof_json_str(f, r->source);
-		fprintf(f, ",\"others_from\":");
-		tprof_json_str(f, r->others_from);
-		fprintf(f, ",\"cache_path\":");
-		tprof_json_str(f, r->cache_path);
-		fprintf(f, ",\"cache_saved\":%s", r->cache_saved ? "true" : "false");
-		json_num(f, "ridge_fp32", tprof_roofline_ridge(r, 32));
-		json_num(f, "ridge_fp64", tprof_roofline_ridge(r, 64));
-	}
 	fputc('}', f);
-}
-
-void tprof_roofline_json(FILE *f, const struct tprof_roofline *r)
-{
-	json_fields(f, r, 1);
 }
 
 #define JSON_DEPTH 4
@@ -327,7 +310,7 @@ int tprof_roofline_cache_write(const struct tprof_roofline *r, const char *path)
 		errno = e;
 		return -1;
 	}
-	json_fields(f, r, 0);
+	json_fields(f, r);
 	fputc('\n', f);
 	int bad = ferror(f);
 	bad |= fclose(f) != 0;

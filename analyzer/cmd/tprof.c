@@ -2,6 +2,7 @@
 #include <elfutils/libdwfl.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h> /* its version macros only: libtprof.so links it, not tprof */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,8 +112,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 1, argv + 1);
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			int rc = commands[i].fn(argc - 1, argv + 1);
+			/* output that could not be written is bad output (record ends as its program did) */
+			if (rc == 0 && commands[i].fn != cmd_record && (fflush(stdout) != 0 || ferror(stdout))) {
+				tprof_err("%s: cannot write the output: %s", argv[1], strerror(errno ? errno : EIO));
+				return TPROF_EXIT_INPUT;
+			}
+			return rc;
+		}
 	fprintf(stderr, "tprof: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 1;

@@ -11,10 +11,10 @@
 #include "base/util.h"
 #include "out/frames.h"
 
-static void misuse(const struct out *o, const char *what)
+__attribute__((noreturn)) static void misuse(const struct out *o, const char *what)
 {
-	tprof_bug("output table %s, column %zu: %s", o->t ? (o->t->csv ? o->t->csv : o->t->json) : "-", o->col,
-		  what);
+	const char *name = !o->t ? "-" : o->t->csv ? o->t->csv : o->t->json ? o->t->json : "(top level)";
+	tprof_bug("output table %s, column %zu: %s", name, o->col, what);
 }
 
 /* ---- JSON structure ---- */
@@ -159,6 +159,7 @@ void out_row_begin(struct out *o)
 	if (!o->t || o->in_row)
 		misuse(o, "row begun outside a table or inside a row");
 	o->in_row = 1;
+	o->tail = 0;
 	o->col = 0;
 	o->group = NULL;
 	o->csv_field = 0;
@@ -188,13 +189,14 @@ void out_row_end(struct out *o)
 		fputs(TPROF_CSV_EOL, o->f);
 	}
 	o->in_row = 0;
+	o->tail = 0;
 }
 
 /* The column the next value fills, checked; in JSON its key (and group) is written. NULL: the
  * value goes nowhere (text, or a CSV table not asked for). Outside a row: out_key's key. */
 static const struct out_col *next_col(struct out *o, enum out_type type, int is_null)
 {
-	if (!o->in_row) {
+	if (!o->in_row || o->tail) {
 		if (o->fmt != OUT_JSON)
 			return NULL;
 		json_key(o, o->key);
@@ -225,7 +227,7 @@ static const struct out_col *next_col(struct out *o, enum out_type type, int is_
 /* Whether the value is written: JSON always, CSV in the table asked for. */
 static int writes(const struct out *o)
 {
-	return o->fmt == OUT_JSON || (o->fmt == OUT_CSV && o->on && o->in_row);
+	return o->fmt == OUT_JSON || (o->fmt == OUT_CSV && o->on && o->in_row && !o->tail);
 }
 
 static void null_fields(struct out *o, const struct out_col *c)
@@ -368,13 +370,20 @@ void out_list(struct out *o, const char *const *v, size_t n)
 
 void out_key(struct out *o, const char *key)
 {
-	if (o->in_row)
-		misuse(o, "out_key inside a row");
+	if (o->in_row) {
+		if (o->col != o->t->ncols)
+			misuse(o, "out_key inside a row before its last column");
+		if (o->fmt == OUT_JSON)
+			close_group(o);
+		o->tail = 1;
+	}
 	o->key = key;
 }
 
 void out_obj_begin(struct out *o)
 {
+	if (o->in_row && !o->tail)
+		misuse(o, "a JSON object inside a row's columns");
 	if (o->fmt != OUT_JSON)
 		return;
 	json_open(o, o->key, '{');
@@ -389,6 +398,8 @@ void out_obj_end(struct out *o)
 
 void out_arr_begin(struct out *o)
 {
+	if (o->in_row && !o->tail)
+		misuse(o, "a JSON array inside a row's columns");
 	if (o->fmt != OUT_JSON)
 		return;
 	json_open(o, o->key, '[');

@@ -63,6 +63,7 @@ struct out {
 	const struct out_table *t; /* the table being written */
 	int on;                   /* CSV: t is the table written */
 	int in_row;
+	int tail;                 /* JSON-only members after the row's last column (out_key) */
 	size_t col;               /* the next column of the row */
 	const char *group;        /* JSON: the group object open in the row */
 	int csv_field;            /* CSV: a field was written in this record */
@@ -92,7 +93,8 @@ void out_pair(struct out *o, double lo, double hi);
 void out_stack(struct out *o, const struct stack_frame *fr, size_t n);
 void out_list(struct out *o, const char *const *v, size_t n);
 
-/* JSON members outside the tables (no-ops in CSV): out_key names the next value or container. */
+/* JSON members outside the tables (no-ops in CSV): out_key names the next value or container. In a
+ * row, after its last column, out_key begins JSON-only members of that row (a nested list). */
 void out_key(struct out *o, const char *key);
 void out_obj_begin(struct out *o);
 void out_obj_end(struct out *o);

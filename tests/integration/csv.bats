@@ -22,7 +22,7 @@ H_SCALLS="calls,bytes,temporary,truncated,$STACK"
 H_SPEAK="bytes,blocks,truncated,$STACK"
 H_STEMP="temporary,calls,bytes,truncated,$STACK"
 H_OPS="name,calls,self_ns,total_ns,flops,macs,bytes,gflops_per_s,percent_of_peak,fp_bits,intensity,bound,p50_ns,p95_ns,p99_ns,ci95_lo_ns,ci95_hi_ns,flops_nominal"
-H_RANGES="$H_OPS,alloc_bytes,allocs,peak_live_growth"
+H_RANGES="$H_OPS,alloc_bytes,allocs,peak_live_growth,kernel_ns"
 H_OPTHREADS="tid,name,main,wall_ns,kernel_ns,pool_ns,outside_ns,idle_ns,calls"
 H_OPREGIONS="opened_by,regions,threads,wall_ns,busy_ns,imbalance"
 H_STEPS="count,skipped,mean_ns,std_ns,p50_ns,p95_ns,ci95_lo_ns,ci95_hi_ns,flops_per_step"
@@ -191,4 +191,15 @@ for esc in ('quote" back\\\\slash ', "line\\nbreak\\r\\ttab ", "\\x01\\x1f ctl \
     assert len(lines) == 1 and lines[0][len(esc):].split()[0] == "4", (esc, lines)
 PY
 	[ ! -e /tmp/tprof_hostile_canary ]
+}
+
+@test "output that cannot be written (a full disk): a message and exit status 2, in every format" {
+	[ -w /dev/full ] || skip "no /dev/full"
+	traced "$B/progs/stacks_leak"
+	for args in "report" "report --json" "leaks --csv" "summary --json" "dump"; do
+		run bash -c '"$0" $1 t.trace >/dev/full' "$B/tprof" "$args"
+		echo "$args: $status $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"cannot write the output: No space left on device"* ]]
+	done
 }
