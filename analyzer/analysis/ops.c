@@ -20,6 +20,19 @@ struct region_span {
 	size_t region;       /* index into state.regions */
 };
 
+/* A thread's open ranges, innermost last, and the path of their names. */
+#define MAX_RANGE_DEPTH 64
+struct open_range {
+	size_t row;
+	size_t inst; /* index into ranges */
+	uint64_t start_live, max_live;
+	size_t path_len; /* length of path before this range's name was appended */
+};
+struct open_ranges {
+	struct open_range stack[MAX_RANGE_DEPTH];
+	char path[1024];
+};
+
 struct thr {
 	uint32_t tid;
 	uint64_t first, last; /* ticks */
@@ -28,16 +41,9 @@ struct thr {
 	size_t ncalls, cap;
 	struct region_span *spans; /* by begin */
 	size_t nspans, cap_spans;
-	/* open ranges, innermost last */
-	struct open_range {
-		size_t row;
-		size_t inst; /* index into ranges */
-		uint64_t start_live, max_live;
-		size_t path_len; /* length of path before this range's name was appended */
-	} stack[64];
+	struct open_ranges *ro; /* made at the thread's first range: most threads open none */
 	unsigned depth;
 	uint64_t folded; /* ranges opened past the 64th and not yet closed: their pops are theirs */
-	char path[1024];
 };
 
 struct range_inst {
@@ -205,20 +211,22 @@ static void range_push(struct state *s, const struct tprof_annot *a)
 {
 	struct thr *h = thread_of(s, a->tid);
 	const char *name = a->name && a->name < s->t->nannot_names ? s->t->annot_names[a->name] : "?";
-	size_t len = strlen(h->path);
-	if (h->depth == sizeof(h->stack) / sizeof(h->stack[0])) {
+	if (!h->ro)
+		h->ro = xcalloc(1, sizeof(*h->ro));
+	size_t len = strlen(h->ro->path);
+	if (h->depth == MAX_RANGE_DEPTH) {
 		h->folded++; /* deeper ranges are folded into the 64th */
 		return;
 	}
-	snprintf(h->path + len, sizeof(h->path) - len, "%s%s", len ? "/" : "", name);
+	snprintf(h->ro->path + len, sizeof(h->ro->path) - len, "%s%s", len ? "/" : "", name);
 	struct ops_result *r = s->r;
-	size_t row = row_for(r, h->path, 0, 32);
+	size_t row = row_for(r, h->ro->path, 0, 32);
 	if (s->nranges == s->cap_ranges) {
 		s->cap_ranges = s->cap_ranges ? 2 * s->cap_ranges : 64;
 		s->ranges = xrealloc(s->ranges, s->cap_ranges * sizeof(*s->ranges));
 	}
 	s->ranges[s->nranges] = (struct range_inst){a->tid, a->tick, UINT64_MAX, row, a->tick >= s->window};
-	h->stack[h->depth++] = (struct open_range){row, s->nranges, 0, 0, len};
+	h->ro->stack[h->depth++] = (struct open_range){row, s->nranges, 0, 0, len};
 	s->nranges++;
 }
 
@@ -231,7 +239,7 @@ static void range_pop(struct state *s, uint32_t tid, uint64_t tick)
 	}
 	if (!h->depth)
 		return; /* a pop without a push: ignored */
-	struct open_range *o = &h->stack[--h->depth];
+	struct open_range *o = &h->ro->stack[--h->depth];
 	struct range_inst *ri = &s->ranges[o->inst];
 	ri->end = tick;
 	if (ri->kept) {
@@ -243,7 +251,7 @@ static void range_pop(struct state *s, uint32_t tid, uint64_t tick)
 		if (o->max_live - o->start_live > w->peak_growth)
 			w->peak_growth = o->max_live - o->start_live;
 	}
-	h->path[o->path_len] = 0; /* names may contain '/': cut where this one was appended */
+	h->ro->path[o->path_len] = 0; /* names may contain '/': cut where this one was appended */
 }
 
 /* The region with number id (1, 2, ...: the preload numbers them in order), made on first sight. */
@@ -275,7 +283,7 @@ static void omp_annot(struct state *s, struct thr *h, const struct tprof_annot *
 		/* the ranges open on this thread now (replayed in sequence order) */
 		g->ranges = xmalloc((h->depth + 1) * sizeof(size_t));
 		for (unsigned d = 0; d < h->depth; d++)
-			g->ranges[g->nranges++] = h->stack[d].inst;
+			g->ranges[g->nranges++] = h->ro->stack[d].inst;
 	} else if (a->kind == TPROF_ANNOT_OMP_BEGIN) {
 		if (h->nspans == h->cap_spans) {
 			h->cap_spans = h->cap_spans ? 2 * h->cap_spans : 16;
@@ -298,7 +306,7 @@ static void apply_annot(struct state *s, const struct tprof_annot *a, uint64_t l
 	if (a->kind == TPROF_ANNOT_PUSH) {
 		range_push(s, a);
 		if (h->depth)
-			h->stack[h->depth - 1].start_live = h->stack[h->depth - 1].max_live = live;
+			h->ro->stack[h->depth - 1].start_live = h->ro->stack[h->depth - 1].max_live = live;
 	} else if (a->kind == TPROF_ANNOT_POP) {
 		range_pop(s, a->tid, a->tick);
 	} else if (a->kind == TPROF_ANNOT_OMP_FORK || a->kind == TPROF_ANNOT_OMP_BEGIN ||
@@ -339,7 +347,7 @@ static int replay(struct state *s)
 		struct thr *h = thread_of(s, e.tid);
 		seen(h, e.tick);
 		for (unsigned d = 0; d < h->depth; d++) {
-			struct open_range *o = &h->stack[d];
+			struct open_range *o = &h->ro->stack[d];
 			if (hs.live_bytes > o->max_live)
 				o->max_live = hs.live_bytes;
 			if (c.taken_ptr && e.tick >= s->window) {
@@ -751,6 +759,7 @@ static void state_free(struct state *s)
 		free(s->thr[i].calls);
 		free(s->thr[i].parent);
 		free(s->thr[i].spans);
+		free(s->thr[i].ro);
 	}
 	free(s->thr);
 	struct thr_ix *x, *tmp;

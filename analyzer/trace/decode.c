@@ -86,9 +86,7 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 		}
 		size_t got = *dctx ? ZSTD_decompressDCtx(*dctx, c->zbuf, b->raw_len, data, len) : (size_t)-1;
 		if (ZSTD_isError(got) || got != b->raw_len) {
-			rd_set_err(out->err, sizeof(out->err), t->path, b->off,
-				"corrupt: compressed EVENTS block of thread %u does not decompress to its %u bytes",
-				c->tid, b->raw_len);
+			out->err = (struct dec_err){DEC_ERR_DECOMPRESS, NULL, b->off, b->raw_len, c->tid};
 			return -1;
 		}
 		data = c->zbuf;
@@ -120,7 +118,7 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 	}
 	/* pairing slots: about two per event of a chunk; a larger table drops what the smaller held,
 	 * which only pairs within a chunk */
-	unsigned bits = 4;
+	unsigned bits = 2;
 	while (bits < PEND_BITS && (1ull << bits) < 2 * (c->count < CHUNK ? c->count : CHUNK))
 		bits++;
 	if (bits > c->pend_bits) {
@@ -137,8 +135,7 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 	c->blk = b;
 	return 0;
 bad:
-	rd_set_err(out->err, sizeof(out->err), t->path, b->off, "corrupt: %s (record 0) in an EVENTS block of thread %u",
-		what, c->tid);
+	out->err = (struct dec_err){DEC_ERR_RECORD, what, b->off, 0, c->tid};
 	return -1;
 }
 
@@ -175,7 +172,9 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	uint64_t base = c->evno;
 	while (c->ri < c->count && (n < limit || run != SIZE_MAX)) {
 		if (n + 2 > out->cap) {
-			out->cap = out->cap ? 2 * out->cap : (limit < c->count - c->ri ? limit : c->count - c->ri) + 8;
+			/* first: what this chunk can hold (the room for a pair's two halves besides), so that
+			 * the many threads of a few events each hold a few events each */
+			out->cap = out->cap ? 2 * out->cap : (limit < c->count - c->ri ? limit : c->count - c->ri) + 2;
 			out->ev = xrealloc(out->ev, out->cap * sizeof(*out->ev));
 		}
 		struct tprof_event *ev = out->ev;
@@ -190,9 +189,7 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 			uint32_t our = rd_id_find(p, r.stack);
 			if (!our) {
 				out->n = run == SIZE_MAX ? n : run;
-				rd_set_err(out->err, sizeof(out->err), t->path, b->off,
-					"corrupt: an event of thread %u refers to stack %u, which is not defined",
-					c->tid, r.stack);
+				out->err = (struct dec_err){DEC_ERR_STACK, NULL, b->off, r.stack, c->tid};
 				goto fail;
 			}
 			stack = p->stacks[our].canon;
@@ -244,8 +241,7 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	return;
 bad:
 	out->n = run == SIZE_MAX ? n : run;
-	rd_set_err(out->err, sizeof(out->err), t->path, b->off, "corrupt: %s (record %llu) in an EVENTS block of thread %u",
-		what, (unsigned long long)c->ri, c->tid);
+	out->err = (struct dec_err){DEC_ERR_RECORD, what, b->off, c->ri, c->tid};
 fail:
 	/* a pair may span the events kept and the ones dropped: keep none */
 	for (size_t i = 0; i < out->n; i++)
@@ -258,3 +254,23 @@ fail:
  * of them: the reader's memory does not grow with the length of the trace, and the mapping is not
  * trimmed (a TLB shootdown while the decode thread runs) block by block. The decode thread only
  * reads blocks no cursor has begun, above the mark. */
+
+void rd_dec_err_text(const struct tprof_trace *t, const struct dec_err *e, char *buf, size_t len)
+{
+	switch (e->kind) {
+	case DEC_ERR_DECOMPRESS:
+		rd_set_err(buf, len, t->path, e->off,
+			   "corrupt: compressed EVENTS block of thread %u does not decompress to its %llu bytes", e->tid,
+			   (unsigned long long)e->value);
+		return;
+	case DEC_ERR_STACK:
+		rd_set_err(buf, len, t->path, e->off,
+			   "corrupt: an event of thread %u refers to stack %llu, which is not defined", e->tid,
+			   (unsigned long long)e->value);
+		return;
+	case DEC_ERR_RECORD:
+		break;
+	}
+	rd_set_err(buf, len, t->path, e->off, "corrupt: %s (record %llu) in an EVENTS block of thread %u", e->what,
+		   (unsigned long long)e->value, e->tid);
+}

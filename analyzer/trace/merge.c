@@ -75,8 +75,15 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 		}
 	}
 	if (!c->d.blk) { /* between blocks */
-		if (c->next_block == c->nblocks)
+		if (c->next_block == c->nblocks) { /* the thread's events are all read: its buffers go */
+			free(c->own.ev);
+			c->own.ev = NULL;
+			c->own.cap = 0;
+			free(c->d.pend);
+			c->d.pend = NULL;
+			c->d.pend_bits = 0;
 			return 0;
+		}
 		const struct block_ref *b = &c->blocks[c->next_block++];
 		c->held = rd_take_job(p, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
 		if (!c->held && rd_begin_block(t, &p->dctx, &c->d, b, &c->own) < 0) {
@@ -96,7 +103,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 	if (c->next < c->end)
 		return 1;
 corrupt:
-	snprintf(t->err, sizeof(t->err), "%s", s->err);
+	rd_dec_err_text(t, &s->err, t->err, sizeof(t->err));
 	rd_progress_end(p); /* the message that follows starts on a line of its own */
 	return -1;
 }

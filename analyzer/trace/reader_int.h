@@ -25,11 +25,22 @@ struct block_ref {
 #define CHUNK 2048
 
 /* Decoded events (a realloc as its two): a chunk, or a whole block from the decode thread. */
+/* What was wrong with a block, kept small (one per block decoded ahead, one per thread) and made
+ * into a message only when the merge comes to it (rd_dec_err_text). */
+enum dec_err_kind { DEC_ERR_RECORD, DEC_ERR_DECOMPRESS, DEC_ERR_STACK };
+struct dec_err {
+	enum dec_err_kind kind;
+	const char *what;  /* DEC_ERR_RECORD: a constant string */
+	uint64_t off;      /* the block's payload */
+	uint64_t value;    /* the record, the decompressed size, or the stack id */
+	uint32_t tid;
+};
+
 struct decoded {
 	struct tprof_event *ev;
 	size_t n, cap;
-	int status;   /* 1: events; -1: corrupt after the n events */
-	char err[512];
+	int status;   /* 1: events; -1: corrupt after the n events (err) */
+	struct dec_err err;
 };
 
 /* An allocation of the events being decoded that no later event has freed yet (see pair_event). */
@@ -191,6 +202,8 @@ int rd_annot_by_seq(const void *a, const void *b);
 void rd_merge_duplicate_stacks(struct tprof_trace *t);
 
 /* decode.c */
+/* The message of a block's error ("FILE: byte N: corrupt: ..."), into buf. */
+void rd_dec_err_text(const struct tprof_trace *t, const struct dec_err *e, char *buf, size_t len);
 int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockdec *c, const struct block_ref *b,
 		   struct decoded *out);
 void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit);

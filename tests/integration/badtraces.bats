@@ -327,3 +327,23 @@ PY
 		[[ "$output" == *"pass 2^64 at event 4"* ]]
 	done
 }
+
+@test "inputs made to blow up a reader, under 10 MB each: every command ends in 2 s and 64 MiB" {
+	ldd "$B/tprof" | grep -q libasan && skip "ASan's own memory and time"
+	py="$TPROF_ROOT/tests/integration/mktrace.py"
+	$PY "$py" threads.trace --threads 20000 >/dev/null  # once: 14 s and 735 MB at 20,000 threads
+	$PY "$py" sid.trace --stack-id 16777215 >/dev/null  # once: 400 MB to 1.4 GB
+	$PY "$py" z.trace --zraw 1048576 >/dev/null         # claims 1 MiB decompressed
+	$PY "$py" huge.trace --huge --events 9 >/dev/null   # byte totals past 2^64
+	for f in threads sid z huge; do
+		[ "$(stat -c %s $f.trace)" -lt 10000000 ]
+		for c in report leaks peak allocs summary ops dump "export --folded f.txt" "export --chrome c.json" \
+			"diff $f.trace"; do
+			# shellcheck disable=SC2086 # c is words
+			TPROF_PEAK_GFLOPS=100 /usr/bin/time -o t.txt -f "%e %M" "$B/tprof" $c $f.trace >/dev/null 2>&1 || true
+			read -r secs kib < <(tail -1 t.txt) # after "Command exited with non-zero status"
+			echo "# $f: $c: $secs s, $kib KiB"
+			$PY -c 'import sys; sys.exit(not (float(sys.argv[1]) <= 2 and int(sys.argv[2]) <= 65536))' "$secs" "$kib"
+		done
+	done
+}
