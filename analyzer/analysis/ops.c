@@ -906,7 +906,7 @@ void ops_free(struct ops_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom; 1.96 beyond. */
+/* Two-sided 97.5 % quantiles of Student's t: a table to 30 degrees of freedom, an expansion beyond. */
 static double t975(size_t df)
 {
 	static const double q[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -916,7 +916,11 @@ static double t975(size_t df)
 		return 0;
 	if (df <= 30)
 		return q[df];
-	return df <= 60 ? 2.000 : df <= 120 ? 1.980 : 1.960;
+	/* Cornish-Fisher expansion of Student's t about the normal quantile: within 1e-4 from 30 degrees
+	 * of freedom on (a fixed value per range of df, as before, made the interval narrower than 95 %) */
+	const double z = 1.959963985, z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z, v = (double)df;
+	return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v) +
+	       (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * v * v * v);
 }
 
 /* Nearest-rank percentile of a sorted sample. */
