@@ -206,7 +206,7 @@ static const struct out_col *next_col(struct out *o, enum out_type type, int is_
 	if (o->col >= o->t->ncols)
 		misuse(o, "more values than columns");
 	const struct out_col *c = &o->t->cols[o->col++];
-	if (c->type != type && !is_null)
+	if (c->type != type && !is_null && !(c->type == OUT_NUM && type == OUT_U64))
 		misuse(o, "value of another type than its column");
 	if (o->fmt == OUT_JSON) {
 		if (o->group != c->group && (!o->group || !c->group || strcmp(o->group, c->group) != 0)) {
@@ -350,6 +350,53 @@ void out_stack(struct out *o, const struct stack_frame *fr, size_t n)
 	}
 	csv_sep(o);
 	stack_print_csv(o->f, fr, n);
+}
+
+void out_num(struct out *o, double v)
+{
+	next_col(o, OUT_NUM, 0);
+	if (!writes(o))
+		return;
+	if (o->fmt == OUT_CSV)
+		csv_sep(o);
+	if (!isfinite(v)) {
+		if (o->fmt == OUT_JSON)
+			fputs("null", o->f);
+		return;
+	}
+	fprintf(o->f, v == floor(v) && fabs(v) < 9007199254740992.0 ? "%.0f" : "%.6g", v);
+}
+
+void out_labels(struct out *o, const char *const *v, size_t n)
+{
+	next_col(o, OUT_LABELS, 0);
+	if (!writes(o))
+		return;
+	if (o->fmt == OUT_JSON) {
+		fputc('[', o->f);
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				fputc(',', o->f);
+			tprof_json_str(o->f, v[i]);
+		}
+		fputc(']', o->f);
+		return;
+	}
+	csv_sep(o);
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	char *joined = xmalloc(len), *p = joined;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(v[i]);
+		if (i)
+			*p++ = ';';
+		memcpy(p, v[i], l);
+		p += l;
+	}
+	*p = 0;
+	tprof_csv_str(o->f, joined);
+	free(joined);
 }
 
 void out_list(struct out *o, const char *const *v, size_t n)

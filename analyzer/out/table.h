@@ -15,7 +15,10 @@
  *   OUT_PAIR "x_ns": JSON [lo, hi], CSV x_lo_ns, x_hi_ns;
  *   OUT_STACK "stack": JSON the frames, CSV function, file, line, module, offset (the innermost
  *     frame's) and stack (every frame's label, joined by ';');
- *   OUT_LIST: a JSON list of strings, no CSV field.
+ *   OUT_LIST: a JSON list of strings, no CSV field;
+ *   OUT_LABELS: a JSON list of strings, one CSV field that joins them with ';';
+ *   OUT_NUM: a number that is an integer in some rows and a rate in others (diff's figures):
+ *     out_u64 exactly, out_num as an integer when it is one (below 2^53), else to 6 digits.
  * null is an empty field. */
 #ifndef TPROF_OUT_TABLE_H
 #define TPROF_OUT_TABLE_H
@@ -28,7 +31,7 @@ struct stack_frame;
 
 enum out_format { OUT_TEXT, OUT_JSON, OUT_CSV };
 
-enum out_type { OUT_U64, OUT_I64, OUT_F64, OUT_STR, OUT_BOOL, OUT_PAIR, OUT_STACK, OUT_LIST };
+enum out_type { OUT_U64, OUT_I64, OUT_F64, OUT_STR, OUT_BOOL, OUT_PAIR, OUT_STACK, OUT_LIST, OUT_NUM, OUT_LABELS };
 
 struct out_col {
 	const char *name;  /* the JSON member; the CSV column (see above for groups, pairs, stacks) */
@@ -92,6 +95,8 @@ void out_null(struct out *o);
 void out_pair(struct out *o, double lo, double hi);
 void out_stack(struct out *o, const struct stack_frame *fr, size_t n);
 void out_list(struct out *o, const char *const *v, size_t n);
+void out_labels(struct out *o, const char *const *v, size_t n);
+void out_num(struct out *o, double v);
 
 /* JSON members outside the tables (no-ops in CSV): out_key names the next value or container. In a
  * row, after its last column, out_key begins JSON-only members of that row (a nested list). */

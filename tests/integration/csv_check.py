@@ -83,7 +83,9 @@ def flatten(row, header):
     cols = []
     for k, v in row.items():
         lo = (k[:-3] + "_lo_ns") if k.endswith("_ns") else k + "_lo"
-        if k == "stack" and (isinstance(v, list) or v is None):
+        if k == "stack" and isinstance(v, list) and v and all(isinstance(f, str) for f in v):
+            cols.append(k)  # labels (diff's sites): one field, joined by ';'
+        elif k == "stack" and (isinstance(v, list) or v is None):
             cols += ["function", "file", "line", "module", "offset", "stack"]
         elif (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)) or \
                 (v is None and lo in header):
