@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmdline.h"
 #include "base/util.h"
 
 /* At most this many frames per return address: inlining deeper than that keeps the innermost ones
@@ -117,19 +116,6 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
 	}
 	stack_table_set_live(tab, s);
 	return 0;
-}
-
-int stacks_find_peak(const char *path, struct heap_stats *peak)
-{
-	struct tprof_trace *t = cmd_open_trace(path);
-	if (!t)
-		return 2;
-	int r = heap_analyze(t, peak);
-	if (r < 0)
-		tprof_warn("%s", t->err);
-	heap_release(peak);
-	tprof_trace_close(t);
-	return r < 0 ? 2 : 0;
 }
 
 void temporaries_init(struct temporaries *tp)

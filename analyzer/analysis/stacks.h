@@ -62,17 +62,12 @@ uint32_t *stack_table_sorted(const struct stack_table *tab, enum stack_order ord
  * The caller releases s with heap_release. */
 int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s, struct stack_table *tab);
 
-/* The second pass of the peak commands: replays t to the peak a first pass found (stacks_find_peak)
+/* The second pass of the peak commands: replays t to the peak a first pass found (heap_analyze)
  * and puts what was live there into tab's live figures; an empty table when nothing was ever live.
  * Returns 0, or -1 with t->err set: a corrupt record, or a replay that does not reach that peak
  * (the file changed between the passes). The caller releases s with heap_release. */
 int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, struct heap_stats *s,
 			  struct stack_table *tab);
-
-/* A first pass over the trace at path for its peak (peak_bytes, peak_blocks, peak_seq, peak_tick
- * and the other totals of heap_analyze; no live map is kept). Returns 0, or 2 after printing why
- * the trace could not be read. */
-int stacks_find_peak(const char *path, struct heap_stats *peak);
 
 /* Temporary allocations, as heaptrack defines them: an allocation freed before the next allocation of
  * the same thread, i.e. the thread's most recent allocation, freed by that thread. Per thread the

@@ -18,6 +18,7 @@
 #include "trace/reader.h"
 #include "analysis/stacks.h"
 #include "out/frames.h"
+#include "out/table.h"
 #include "base/util.h"
 
 #define USAGE "usage: tprof allocs [--json | --csv[=by_allocations|by_bytes|histogram]] [--top N] FILE"
@@ -73,6 +74,8 @@ static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals 
 	}
 	tot->allocations = s.allocations;
 	tot->bytes = s.bytes_allocated;
+	if (r >= 0)
+		r = heap_overflow(&s, t);
 	heap_release(&s);
 	temporaries_free(&tp);
 	if (r < 0)
@@ -80,37 +83,79 @@ static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals 
 	return r;
 }
 
-static void print_sites_json(const char *name, const uint32_t *ids, size_t n, struct stack_table *tab,
-			     struct stack_sym *ss)
+/* The tables of --json and --csv (out/table.h): the sites by number of allocations and by bytes, with
+ * the same columns, and the size histogram. Columns added later go at the end of a table, so that a
+ * reader that takes CSV columns by position keeps working. */
+static const struct out_col site_cols[] = {
+	{"allocations", OUT_U64, "calls", NULL, NULL},
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"temporary", OUT_U64, "calls", NULL, NULL},
+	{"truncated", OUT_BOOL, "", NULL, NULL},
+	{"stack", OUT_STACK, "", NULL, NULL},
+};
+static const struct out_table by_allocs_table = {"by_allocations", "by_allocations", site_cols,
+						 OUT_NCOLS(site_cols), 0};
+static const struct out_table by_bytes_table = {"by_bytes", "by_bytes", site_cols, OUT_NCOLS(site_cols), 0};
+
+static const struct out_col hist_cols[] = {
+	{"min", OUT_U64, "bytes", NULL, NULL},
+	{"max", OUT_U64, "bytes", NULL, NULL},
+	{"allocations", OUT_U64, "calls", NULL, NULL},
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+};
+static const struct out_table hist_table = {"histogram", "histogram", hist_cols, OUT_NCOLS(hist_cols), 0};
+
+/* One table of sites. Its stacks are symbolized only when the table is written: in JSON, or when
+ * --csv asked for it. */
+static void sites_table(struct out *w, const struct out_table *tb, const uint32_t *ids, size_t n,
+			struct stack_table *tab, struct stack_sym *ss)
 {
-	printf(",\"%s\":[", name);
-	for (size_t i = 0; i < n; i++) {
+	out_table_begin(w, tb);
+	for (size_t i = 0; i < n && out_table_written(w); i++) {
 		const struct stack_cost *sc = &tab->cost[ids[i]];
 		size_t nf;
 		int trunc;
 		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &nf, &trunc);
-		printf("%s{\"allocations\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"temporary\":%" PRIu64
-		       ",\"truncated\":%s,\"stack\":",
-		       i ? "," : "", sc->blocks, sc->bytes, sc->temporary, trunc ? "true" : "false");
-		stack_print_json(stdout, fr, nf);
-		putchar('}');
+		out_row_begin(w);
+		out_u64(w, sc->blocks);
+		out_u64(w, sc->bytes);
+		out_u64(w, sc->temporary);
+		out_bool(w, trunc);
+		out_stack(w, fr, nf);
+		out_row_end(w);
 	}
-	putchar(']');
+	out_table_end(w);
 }
 
-static void print_sites_csv(const uint32_t *ids, size_t n, struct stack_table *tab, struct stack_sym *ss)
+/* --json, or the one table --csv asked for. */
+static void print_tables(const struct cmd_opts *o, const struct totals *tot, size_t nsites, const uint32_t *by_allocs,
+			 const uint32_t *by_bytes, size_t shown, struct stack_table *tab, struct stack_sym *ss)
 {
-	printf("allocations,bytes,temporary,truncated," STACK_CSV_HEADER TPROF_CSV_EOL);
-	for (size_t i = 0; i < n; i++) {
-		const struct stack_cost *sc = &tab->cost[ids[i]];
-		size_t nf;
-		int trunc;
-		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &nf, &trunc);
-		printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,", sc->blocks, sc->bytes, sc->temporary,
-		       trunc ? "true" : "false");
-		stack_print_csv(stdout, fr, nf);
-		printf(TPROF_CSV_EOL);
+	struct out w;
+	cmd_out_begin(&w, o);
+	out_key(&w, "allocations");
+	out_u64(&w, tot->allocations);
+	out_key(&w, "bytes_allocated");
+	out_u64(&w, tot->bytes);
+	out_key(&w, "temporary");
+	out_u64(&w, tot->temporary);
+	out_key(&w, "sites");
+	out_u64(&w, nsites);
+	sites_table(&w, &by_allocs_table, by_allocs, shown, tab, ss);
+	sites_table(&w, &by_bytes_table, by_bytes, shown, tab, ss);
+	out_table_begin(&w, &hist_table);
+	for (unsigned k = 0; k < NBUCKETS; k++) {
+		if (!tot->hist_allocs[k])
+			continue;
+		out_row_begin(&w);
+		out_u64(&w, bucket_min(k));
+		out_u64(&w, bucket_max(k));
+		out_u64(&w, tot->hist_allocs[k]);
+		out_u64(&w, tot->hist_bytes[k]);
+		out_row_end(&w);
 	}
+	out_table_end(&w);
+	out_end(&w); /* a failed write is reported by main (tprof.c), as for every command */
 }
 
 static void print_sites_text(const char *title, const uint32_t *ids, size_t n, size_t nsites,
@@ -159,32 +204,8 @@ int cmd_allocs(int argc, char **argv)
 	size_t shown = o.top && o.top < nsites ? o.top : nsites;
 	struct stack_sym *ss = stack_sym_new(t);
 	char a[32], b[32], c[32];
-	if (o.json) {
-		printf("{\"allocations\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64
-		       ",\"sites\":%zu",
-		       tot.allocations, tot.bytes, tot.temporary, nsites);
-		print_sites_json("by_allocations", by_allocs, shown, &tab, ss);
-		print_sites_json("by_bytes", by_bytes, shown, &tab, ss);
-		printf(",\"histogram\":[");
-		int first = 1;
-		for (unsigned k = 0; k < NBUCKETS; k++) {
-			if (!tot.hist_allocs[k])
-				continue;
-			printf("%s{\"min\":%" PRIu64 ",\"max\":%" PRIu64 ",\"allocations\":%" PRIu64
-			       ",\"bytes\":%" PRIu64 "}",
-			       first ? "" : ",", bucket_min(k), bucket_max(k), tot.hist_allocs[k],
-			       tot.hist_bytes[k]);
-			first = 0;
-		}
-		printf("]}\n");
-	} else if (o.csv == 1 || o.csv == 2) {
-		print_sites_csv(o.csv == 1 ? by_allocs : by_bytes, shown, &tab, ss);
-	} else if (o.csv == 3) {
-		printf("min,max,allocations,bytes" TPROF_CSV_EOL);
-		for (unsigned k = 0; k < NBUCKETS; k++)
-			if (tot.hist_allocs[k])
-				printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 TPROF_CSV_EOL, bucket_min(k),
-				       bucket_max(k), tot.hist_allocs[k], tot.hist_bytes[k]);
+	if (o.json || o.csv) {
+		print_tables(&o, &tot, nsites, by_allocs, by_bytes, shown, &tab, ss);
 	} else {
 		printf("tprof allocs: ");
 		tprof_text_str(stdout, t->path, 0);

@@ -243,24 +243,17 @@ int cmd_export(int argc, char **argv)
 		return export_chrome(o.file, e.out, &e.c);
 	const char *file = o.file, *out = e.out;
 	enum metric m = e.m;
-	struct heap_stats peak;
-	memset(&peak, 0, sizeof(peak));
-	if (m == M_PEAK) {
-		rc = stacks_find_peak(file, &peak);
-		if (rc)
-			return rc;
-	}
-	struct tprof_trace *t = cmd_open_trace(file);
+	struct heap_stats peak, s;
+	struct stack_table tab;
+	struct tprof_trace *t = m == M_PEAK ? cmd_open_at_peak(file, &peak, &s, &tab) : cmd_open_trace(file);
 	if (!t)
 		return 2;
-	struct heap_stats s;
-	struct stack_table tab;
-	stack_table_init(&tab, t);
+	if (m != M_PEAK)
+		stack_table_init(&tab, t);
 	struct stack_sym *ss = NULL;
 	FILE *f = NULL;
 	rc = 0;
-	if (m == M_PEAK ? stacks_replay_to_peak(t, &peak, &s, &tab) < 0
-			: stacks_replay(t, UINT64_MAX, &s, &tab) < 0) {
+	if (m != M_PEAK && stacks_replay(t, UINT64_MAX, &s, &tab) < 0) {
 		tprof_err("%s", t->err);
 		rc = 2;
 		goto out;

@@ -6,7 +6,7 @@
  * --kinds picks the kinds listed (the three lost ones by default), --error-exitcode makes a leak of
  * those kinds the exit status. Without a scan the trace can trust, every block is listed as in use
  * and the output says why. Text reads like valgrind's; --json is for tools and tests; --csv lists
- * the records. */
+ * the records (both written through out/table.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@
 #include "trace/reader.h"
 #include "analysis/stacks.h"
 #include "out/frames.h"
+#include "out/table.h"
 #include "analysis/suppress.h"
 #include "base/util.h"
 
@@ -84,7 +85,37 @@ static const char *kind_json(const struct leak_view *v, int kind)
 	return v->lc->classified ? leak_kind_name(kind) : "unclassified";
 }
 
-static void print_json(const struct leak_view *v)
+/* The tables of --json and --csv (out/table.h): the records listed, JSON's "leaks" and --csv's one
+ * table, whose columns added later go at its end, so that a reader that takes CSV columns by position
+ * keeps working; and the suppressions that matched, in JSON only. */
+static const struct out_col leak_cols[] = {
+	{"kind", OUT_STR, "", NULL, NULL},
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"blocks", OUT_U64, "blocks", NULL, NULL},
+	{"indirect_bytes", OUT_U64, "bytes", NULL, NULL},
+	{"truncated", OUT_BOOL, "", NULL, NULL},
+	{"stack", OUT_STACK, "", NULL, NULL},
+};
+static const struct out_table leak_table = {"leaks", "leaks", leak_cols, OUT_NCOLS(leak_cols), 0};
+
+static const struct out_col supp_cols[] = {
+	{"rule", OUT_STR, "", NULL, NULL},
+	{"origin", OUT_STR, "", NULL, NULL},
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"blocks", OUT_U64, "blocks", NULL, NULL},
+	{"records", OUT_U64, "records", NULL, NULL},
+};
+static const struct out_table supp_table = {NULL, "suppressions", supp_cols, OUT_NCOLS(supp_cols), 0};
+
+/* A JSON member outside the tables: its key and its number. */
+static void put_key_u64(struct out *w, const char *key, uint64_t v)
+{
+	out_key(w, key);
+	out_u64(w, v);
+}
+
+/* The JSON document, or the CSV table of the records listed. */
+static void print_tables(const struct cmd_opts *o, const struct leak_view *v)
 {
 	const struct tprof_trace *t = v->t;
 	const struct heap_stats *s = v->s;
@@ -94,92 +125,96 @@ static void print_json(const struct leak_view *v)
 			rep_bytes += v->kind[k].bytes;
 			rep_blocks += v->kind[k].blocks;
 		}
-	printf("{\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64, s->live_bytes, s->live_blocks);
-	printf(",\"suppressed_bytes\":%" PRIu64 ",\"suppressed_blocks\":%" PRIu64, v->sup_total.bytes,
-	       v->sup_total.blocks);
-	printf(",\"reported_bytes\":%" PRIu64 ",\"reported_blocks\":%" PRIu64, rep_bytes, rep_blocks);
-	printf(",\"classified\":%s,\"not_classified\":", v->lc->classified ? "true" : "false");
-	if (v->lc->classified)
-		printf("null");
-	else
-		tprof_json_str(stdout, v->lc->why);
-	printf(",\"kinds\":[");
-	int first = 1;
+	struct out w;
+	cmd_out_begin(&w, o);
+	put_key_u64(&w, "leaked_bytes", s->live_bytes);
+	put_key_u64(&w, "leaked_blocks", s->live_blocks);
+	put_key_u64(&w, "suppressed_bytes", v->sup_total.bytes);
+	put_key_u64(&w, "suppressed_blocks", v->sup_total.blocks);
+	put_key_u64(&w, "reported_bytes", rep_bytes);
+	put_key_u64(&w, "reported_blocks", rep_blocks);
+	out_key(&w, "classified");
+	out_bool(&w, v->lc->classified);
+	out_key(&w, "not_classified");
+	out_str(&w, v->lc->classified ? NULL : v->lc->why);
+	out_key(&w, "kinds");
+	out_arr_begin(&w);
 	for (int k = LEAK_KINDS - 1; k >= 0; k--)
-		if (v->kinds >> k & 1) {
-			printf("%s\"%s\"", first ? "" : ",", leak_kind_name(k));
-			first = 0;
-		}
-	printf("],\"summary\":{");
-	for (int k = LEAK_KINDS - 1; k >= 0; k--)
-		printf("\"%s\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"suppressed_bytes\":%" PRIu64
-		       ",\"suppressed_blocks\":%" PRIu64 "},",
-		       leak_kind_name(k), v->kind[k].bytes, v->kind[k].blocks, v->suppressed[k].bytes,
-		       v->suppressed[k].blocks);
-	printf("\"unclassified\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"suppressed_bytes\":%" PRIu64
-	       ",\"suppressed_blocks\":%" PRIu64 "}}",
-	       v->kind[UNCLASSIFIED].bytes, v->kind[UNCLASSIFIED].blocks, v->suppressed[UNCLASSIFIED].bytes,
-	       v->suppressed[UNCLASSIFIED].blocks);
-	printf(",\"reachable_via_heuristic\":{");
-	first = 1;
+		if (v->kinds >> k & 1)
+			out_str(&w, leak_kind_name(k));
+	out_arr_end(&w);
+	out_key(&w, "summary");
+	out_obj_begin(&w);
+	for (int k = LEAK_KINDS - 1; k >= -1; k--) {
+		int i = k < 0 ? UNCLASSIFIED : k; /* the kinds, then the blocks without one */
+		out_key(&w, k < 0 ? "unclassified" : leak_kind_name(k));
+		out_obj_begin(&w);
+		put_key_u64(&w, "bytes", v->kind[i].bytes);
+		put_key_u64(&w, "blocks", v->kind[i].blocks);
+		put_key_u64(&w, "suppressed_bytes", v->suppressed[i].bytes);
+		put_key_u64(&w, "suppressed_blocks", v->suppressed[i].blocks);
+		out_obj_end(&w);
+	}
+	out_obj_end(&w);
+	out_key(&w, "reachable_via_heuristic");
+	out_obj_begin(&w);
 	for (int h = 1; h <= TPROF_LEAK_HEUR_MAX; h++)
 		if (v->heur[h].blocks) {
-			printf("%s\"%s\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 "}", first ? "" : ",",
-			       leak_heuristic_name(h), v->heur[h].bytes, v->heur[h].blocks);
-			first = 0;
+			out_key(&w, leak_heuristic_name(h));
+			out_obj_begin(&w);
+			put_key_u64(&w, "bytes", v->heur[h].bytes);
+			put_key_u64(&w, "blocks", v->heur[h].blocks);
+			out_obj_end(&w);
 		}
-	printf("}");
+	out_obj_end(&w);
 	const struct tprof_leakscan *l = &t->leaks;
-	if (l->present)
-		printf(",\"scan\":{\"ns\":%" PRIu64 ",\"threads_stopped\":%" PRIu64 ",\"threads_not_stopped\":%" PRIu64
-		       ",\"root_bytes\":%" PRIu64 ",\"block_bytes\":%" PRIu64 "}",
-		       l->ns, l->threads_stopped, l->threads_missed, l->root_bytes, l->block_bytes);
-	else
-		printf(",\"scan\":null");
-	printf(",\"records\":%zu,\"complete\":%s,\"lost_events\":%" PRIu64 ",\"leaks\":[", v->nrec,
-	       t->complete ? "true" : "false", t->lost_events);
+	out_key(&w, "scan");
+	if (l->present) {
+		out_obj_begin(&w);
+		put_key_u64(&w, "ns", l->ns);
+		put_key_u64(&w, "threads_stopped", l->threads_stopped);
+		put_key_u64(&w, "threads_not_stopped", l->threads_missed);
+		put_key_u64(&w, "root_bytes", l->root_bytes);
+		put_key_u64(&w, "block_bytes", l->block_bytes);
+		out_obj_end(&w);
+	} else {
+		out_null(&w);
+	}
+	put_key_u64(&w, "records", v->nrec);
+	out_key(&w, "complete");
+	out_bool(&w, t->complete);
+	put_key_u64(&w, "lost_events", t->lost_events);
+	out_table_begin(&w, &leak_table);
 	for (size_t i = 0; i < v->shown; i++) {
 		const struct leak_rec *r = &v->rec[i];
 		size_t n;
 		int trunc;
 		const struct stack_frame *fr = stack_frames(v->ss, r->id, r->seq, &n, &trunc);
-		printf("%s{\"kind\":\"%s\",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"indirect_bytes\":%" PRIu64
-		       ",\"truncated\":%s,\"stack\":",
-		       i ? "," : "", kind_json(v, r->kind), r->bytes, r->blocks, r->indirect, trunc ? "true" : "false");
-		stack_print_json(stdout, fr, n);
-		putchar('}');
+		out_row_begin(&w);
+		out_str(&w, kind_json(v, r->kind));
+		out_u64(&w, r->bytes);
+		out_u64(&w, r->blocks);
+		out_u64(&w, r->indirect);
+		out_bool(&w, trunc);
+		out_stack(&w, fr, n);
+		out_row_end(&w);
 	}
-	printf("],\"suppressions\":[");
-	first = 1;
+	out_table_end(&w);
+	out_table_begin(&w, &supp_table);
 	for (size_t i = 0; i < v->supp->n; i++) {
 		const struct supp_rule *r = &v->supp->rules[i];
 		if (!r->blocks)
 			continue;
-		printf("%s{\"rule\":", first ? "" : ",");
-		tprof_json_str(stdout, r->text);
-		printf(",\"origin\":");
-		tprof_json_str(stdout, r->origin);
-		printf(",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"records\":%" PRIu64 "}", r->bytes,
-		       r->blocks, r->stacks);
-		first = 0;
+		out_row_begin(&w);
+		out_str(&w, r->text);
+		out_str(&w, r->origin);
+		out_u64(&w, r->bytes);
+		out_u64(&w, r->blocks);
+		out_u64(&w, r->stacks);
+		out_row_end(&w);
 	}
-	printf("]}\n");
-}
-
-/* One row per record listed in the JSON's "leaks". */
-static void print_csv(const struct leak_view *v)
-{
-	printf("kind,bytes,blocks,indirect_bytes,truncated," STACK_CSV_HEADER TPROF_CSV_EOL);
-	for (size_t i = 0; i < v->shown; i++) {
-		const struct leak_rec *r = &v->rec[i];
-		size_t n;
-		int trunc;
-		const struct stack_frame *fr = stack_frames(v->ss, r->id, r->seq, &n, &trunc);
-		printf("%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,", kind_json(v, r->kind), r->bytes, r->blocks,
-		       r->indirect, trunc ? "true" : "false");
-		stack_print_csv(stdout, fr, n);
-		printf(TPROF_CSV_EOL);
-	}
+	out_table_end(&w);
+	out_end(&w); /* a failed write is reported by main (tprof.c), as for every command */
 }
 
 static const char *plural(uint64_t n)
@@ -361,10 +396,10 @@ static void group(const struct heap_stats *s, const struct leak_class *lc, struc
 	}
 }
 
-/* The report of one trace (out: 0 text, 1 JSON, 2 CSV, -1 nothing but *reported); returns 0, or 2
- * when the trace cannot be read. *reported: the blocks of the chosen kinds left after suppressions
- * (every unsuppressed block when the trace cannot be classified). */
-static int leaks_of(struct leaks_opts *l, const char *file, int out, size_t top, uint64_t *reported,
+/* The report of one trace, printed as o asks (o NULL: nothing but *reported); returns 0, or 2 when
+ * the trace cannot be read. *reported: the blocks of the chosen kinds left after suppressions (every
+ * unsuppressed block when the trace cannot be classified). */
+static int leaks_of(struct leaks_opts *l, const char *file, const struct cmd_opts *o, uint64_t *reported,
 		    struct leak_view *summary)
 {
 	int rc;
@@ -430,14 +465,12 @@ static int leaks_of(struct leaks_opts *l, const char *file, int out, size_t top,
 		}
 	}
 	tprof_sort(v.rec, v.nrec, sizeof(*v.rec), cmp_rec);
-	v.shown = top && top < v.nrec ? top : v.nrec;
-	if (out == 1)
-		print_json(&v);
-	else if (out == 2)
-		print_csv(&v);
-	else if (out == 0)
+	v.shown = o && o->top && o->top < v.nrec ? o->top : v.nrec;
+	if (o && (o->json || o->csv))
+		print_tables(o, &v);
+	else if (o)
 		print_text(&v);
-	if (out >= 0)
+	if (o)
 		stack_sym_warn(v.ss);
 	*reported = 0;
 	for (size_t i = 0; i < v.nrec; i++)
@@ -473,7 +506,7 @@ int cmd_leaks(int argc, char **argv)
 		if (l.defaults)
 			supp_add_default(&l.supp);
 		uint64_t reported;
-		rc = leaks_of(&l, o.file, o.json ? 1 : o.csv ? 2 : 0, o.top, &reported, NULL);
+		rc = leaks_of(&l, o.file, &o, &reported, NULL);
 		if (rc == 0 && l.error_exitcode && reported)
 			rc = l.error_exitcode;
 	}
@@ -488,7 +521,7 @@ int leaks_check(const char *path, int kinds, int code)
 	supp_add_default(&l.supp);
 	uint64_t reported = 0;
 	struct leak_view v = {0};
-	int rc = leaks_of(&l, path, -1, 0, &reported, &v);
+	int rc = leaks_of(&l, path, NULL, &reported, &v);
 	if (rc == 0) {
 		char a[32], b[32];
 		if (!v.classified) {

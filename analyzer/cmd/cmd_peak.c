@@ -1,8 +1,8 @@
 /* tprof peak: the exact peak of live requested bytes (the same peak as tprof report's) and what was
  * live at that moment, grouped by allocation stack, largest first. Two passes over the trace, so
  * that memory stays bounded by live blocks and distinct stacks: the first finds the sequence number
- * of the allocation that reached the peak, the second replays up to that event with stacks. --csv
- * lists the records of what was live. */
+ * of the allocation that reached the peak, the second replays up to that event with stacks. --json
+ * and --csv are written through out/table.h; --csv lists the records of what was live. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +14,20 @@
 #include "trace/reader.h"
 #include "analysis/stacks.h"
 #include "out/frames.h"
+#include "out/table.h"
 #include "base/util.h"
 
 #define USAGE "usage: tprof peak [--json | --csv] [--top N] FILE"
+
+/* What was live at the peak, by allocation stack: JSON's "live", --csv's one table. Columns added
+ * later go at the end, so that a reader that takes CSV columns by position keeps working. */
+static const struct out_col live_cols[] = {
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"blocks", OUT_U64, "blocks", NULL, NULL},
+	{"truncated", OUT_BOOL, "", NULL, NULL},
+	{"stack", OUT_STACK, "", NULL, NULL},
+};
+static const struct out_table live_table = {"live", "live", live_cols, OUT_NCOLS(live_cols), 0};
 
 /* Where the peak fell: the step (0, 1, ... between the program's tprof_step boundaries; -1 before
  * the first, nsteps after the last) and the innermost range open on the thread that allocated
@@ -84,26 +95,15 @@ int cmd_peak(int argc, char **argv)
 	if (rc != CMD_RUN)
 		return rc;
 	const char *file = o.file;
-	int json = o.json;
+	int tables = o.json || o.csv; /* else text */
 	size_t top = o.top;
-	struct heap_stats peak;
-	rc = stacks_find_peak(file, &peak);
-	if (rc)
-		return rc;
-
-	struct tprof_trace *t = cmd_open_trace(file);
+	struct heap_stats peak, s;
+	struct stack_table tab;
+	struct tprof_trace *t = cmd_open_at_peak(file, &peak, &s, &tab);
 	if (!t)
 		return 2;
-	struct heap_stats s;
-	struct stack_table tab;
-	stack_table_init(&tab, t);
 	struct stack_sym *ss = NULL;
 	uint32_t *ids = NULL;
-	if (stacks_replay_to_peak(t, &peak, &s, &tab) < 0) {
-		tprof_err("%s", t->err);
-		rc = 2;
-		goto out;
-	}
 	size_t nrec;
 	ids = stack_table_sorted(&tab, STACK_BY_BYTES, &nrec);
 	ss = stack_sym_new(t);
@@ -113,23 +113,29 @@ int cmd_peak(int argc, char **argv)
 	long nsteps = 0, step = peak.peak_bytes ? peak_step(t, peak.peak_seq, &nsteps) : -2;
 	char range[1024];
 	peak_range(t, peak.peak_bytes ? peak.peak_seq : 0, peak.peak_tid, range, sizeof(range), 0);
-	if (json) {
-		printf("{\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
-		       ",\"peak_seq\":%" PRIu64 ",\"peak_tid\":%u,\"peak_step\":",
-		       peak.peak_bytes, peak.peak_blocks, when, peak.peak_bytes ? peak.peak_seq : 0,
-		       peak.peak_bytes ? peak.peak_tid : 0);
+	struct out w;
+	if (tables) {
+		cmd_out_begin(&w, &o);
+		out_key(&w, "peak_bytes");
+		out_u64(&w, peak.peak_bytes);
+		out_key(&w, "peak_blocks");
+		out_u64(&w, peak.peak_blocks);
+		out_key(&w, "peak_time_ns");
+		out_u64(&w, when);
+		out_key(&w, "peak_seq");
+		out_u64(&w, peak.peak_bytes ? peak.peak_seq : 0);
+		out_key(&w, "peak_tid");
+		out_u64(&w, peak.peak_bytes ? peak.peak_tid : 0);
+		out_key(&w, "peak_step");
 		if (step >= 0 && step < nsteps)
-			printf("%ld", step);
+			out_u64(&w, (uint64_t)step);
 		else
-			printf("null");
-		printf(",\"peak_range\":");
-		if (range[0])
-			tprof_json_str(stdout, range);
-		else
-			printf("null");
-		printf(",\"records\":%zu,\"live\":[", nrec);
-	} else if (o.csv) {
-		printf("bytes,blocks,truncated," STACK_CSV_HEADER TPROF_CSV_EOL);
+			out_null(&w);
+		out_key(&w, "peak_range");
+		out_str(&w, range[0] ? range : NULL);
+		out_key(&w, "records");
+		out_u64(&w, nrec);
+		out_table_begin(&w, &live_table);
 	} else {
 		printf("tprof peak: ");
 		tprof_text_str(stdout, t->path, 0);
@@ -163,15 +169,13 @@ int cmd_peak(int argc, char **argv)
 		size_t n;
 		int trunc;
 		const struct stack_frame *fr = stack_frames(ss, ids[i], sc->seq, &n, &trunc);
-		if (json) {
-			printf("%s{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"truncated\":%s,\"stack\":",
-			       i ? "," : "", sc->bytes, sc->blocks, trunc ? "true" : "false");
-			stack_print_json(stdout, fr, n);
-			putchar('}');
-		} else if (o.csv) {
-			printf("%" PRIu64 ",%" PRIu64 ",%s,", sc->bytes, sc->blocks, trunc ? "true" : "false");
-			stack_print_csv(stdout, fr, n);
-			printf(TPROF_CSV_EOL);
+		if (tables) {
+			out_row_begin(&w);
+			out_u64(&w, sc->bytes);
+			out_u64(&w, sc->blocks);
+			out_bool(&w, trunc);
+			out_stack(&w, fr, n);
+			out_row_end(&w);
 		} else {
 			printf("\n%s bytes in %s block%s (%.1f%% of the peak): record %zu of %zu\n",
 			       tprof_commas(sc->bytes, a), tprof_commas(sc->blocks, b),
@@ -180,14 +184,15 @@ int cmd_peak(int argc, char **argv)
 			stack_print_text(stdout, fr, n, trunc, "    ");
 		}
 	}
-	if (json)
-		printf("]}\n");
+	if (tables) {
+		out_table_end(&w);
+		out_end(&w); /* a failed write is reported by main (tprof.c), as for every command */
+	}
 	stack_sym_warn(ss);
-out:
 	free(ids);
 	stack_sym_free(ss);
 	heap_release(&s);
 	stack_table_free(&tab);
 	tprof_trace_close(t);
-	return rc;
+	return 0;
 }

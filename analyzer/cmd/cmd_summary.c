@@ -18,6 +18,7 @@
 #include "trace/reader.h"
 #include "analysis/stacks.h"
 #include "out/frames.h"
+#include "out/table.h"
 #include "base/util.h"
 
 #define USAGE                                                                                              \
@@ -106,12 +107,11 @@ static int replay(struct tprof_trace *t, struct summary *m)
 			at_peak(m);
 	}
 	temporaries_free(&tp);
-	return r;
+	return r < 0 ? r : heap_overflow(&m->hs, t);
 }
 
 /* The four tables. */
 enum table { BY_CALLS, PEAK, TEMPORARY, IN_USE, NTABLES };
-static const char *const table_key[NTABLES] = {"by_calls", "peak_consumers", "by_temporary", "in_use_at_exit"};
 static const char *const table_title[NTABLES] = {"most calls to allocation functions", "largest consumers at the peak",
 						 "most temporary allocations", "in use at exit"};
 
@@ -155,31 +155,35 @@ static uint32_t *sorted(const struct summary *m, enum table k, size_t *n)
 	return ids;
 }
 
-/* A table's figures for one site, as JSON members or CSV fields (same order). */
-static void figures(FILE *f, const struct site *s, enum table k, int json)
-{
-	static const char *const names[NTABLES][3] = {{"calls", "bytes", "temporary"},
-						      {"bytes", "blocks", NULL},
-						      {"temporary", "calls", "bytes"},
-						      {"bytes", "blocks", NULL}};
-	const uint64_t v[NTABLES][3] = {{s->calls, s->bytes, s->temporary},
-					{s->peak_bytes, s->peak_blocks, 0},
-					{s->temporary, s->calls, s->bytes},
-					{s->live_bytes, s->live_blocks, 0}};
-	for (int i = 0; i < 3 && names[k][i]; i++) {
-		if (json)
-			fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", names[k][i], v[k][i]);
-		else
-			fprintf(f, "%" PRIu64 ",", v[k][i]);
-	}
-}
-
-static const char *csv_header(enum table k)
-{
-	static const char *const h[NTABLES] = {"calls,bytes,temporary,", "bytes,blocks,", "temporary,calls,bytes,",
-					       "bytes,blocks,"};
-	return h[k];
-}
+/* The four tables of --json and --csv (out/table.h), in the order of enum table: a site's figures,
+ * then truncated and its stack. Columns added later go at the end of a table, so that a reader that
+ * takes CSV columns by position keeps working. */
+static const struct out_col calls_cols[] = {
+	{"calls", OUT_U64, "calls", NULL, NULL},
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"temporary", OUT_U64, "calls", NULL, NULL},
+	{"truncated", OUT_BOOL, "", NULL, NULL},
+	{"stack", OUT_STACK, "", NULL, NULL},
+};
+static const struct out_col live_cols[] = {
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"blocks", OUT_U64, "blocks", NULL, NULL},
+	{"truncated", OUT_BOOL, "", NULL, NULL},
+	{"stack", OUT_STACK, "", NULL, NULL},
+};
+static const struct out_col temporary_cols[] = {
+	{"temporary", OUT_U64, "calls", NULL, NULL},
+	{"calls", OUT_U64, "calls", NULL, NULL},
+	{"bytes", OUT_U64, "bytes", NULL, NULL},
+	{"truncated", OUT_BOOL, "", NULL, NULL},
+	{"stack", OUT_STACK, "", NULL, NULL},
+};
+static const struct out_table site_tables[NTABLES] = {
+	{"by_calls", "by_calls", calls_cols, OUT_NCOLS(calls_cols), 0},
+	{"peak_consumers", "peak_consumers", live_cols, OUT_NCOLS(live_cols), 0},
+	{"by_temporary", "by_temporary", temporary_cols, OUT_NCOLS(temporary_cols), 0},
+	{"in_use_at_exit", "in_use_at_exit", live_cols, OUT_NCOLS(live_cols), 0},
+};
 
 static void table_text(const struct summary *m, enum table k, const uint32_t *ids, size_t n, size_t shown,
 		       struct stack_sym *ss)
@@ -214,36 +218,42 @@ static void table_text(const struct summary *m, enum table k, const uint32_t *id
 	}
 }
 
-static void table_json(const struct summary *m, enum table k, const uint32_t *ids, size_t shown, struct stack_sym *ss)
+/* Table k's rows. Their stacks are symbolized only when the table is written: in JSON, or when --csv
+ * asked for it. */
+static void table_out(struct out *w, const struct summary *m, enum table k, const uint32_t *ids, size_t shown,
+		      struct stack_sym *ss)
 {
-	printf(",\"%s\":[", table_key[k]);
-	for (size_t i = 0; i < shown; i++) {
+	out_table_begin(w, &site_tables[k]);
+	for (size_t i = 0; i < shown && out_table_written(w); i++) {
 		const struct site *s = &m->site[ids[i]];
 		size_t nf;
 		int trunc;
 		const struct stack_frame *fr = stack_frames(ss, ids[i], s->seq, &nf, &trunc);
-		printf("%s{", i ? "," : "");
-		figures(stdout, s, k, 1);
-		printf(",\"truncated\":%s,\"stack\":", trunc ? "true" : "false");
-		stack_print_json(stdout, fr, nf);
-		putchar('}');
+		out_row_begin(w);
+		switch (k) {
+		case BY_CALLS:
+			out_u64(w, s->calls);
+			out_u64(w, s->bytes);
+			out_u64(w, s->temporary);
+			break;
+		case PEAK:
+			out_u64(w, s->peak_bytes);
+			out_u64(w, s->peak_blocks);
+			break;
+		case TEMPORARY:
+			out_u64(w, s->temporary);
+			out_u64(w, s->calls);
+			out_u64(w, s->bytes);
+			break;
+		default:
+			out_u64(w, s->live_bytes);
+			out_u64(w, s->live_blocks);
+		}
+		out_bool(w, trunc);
+		out_stack(w, fr, nf);
+		out_row_end(w);
 	}
-	putchar(']');
-}
-
-static void table_csv(const struct summary *m, enum table k, const uint32_t *ids, size_t shown, struct stack_sym *ss)
-{
-	printf("%struncated," STACK_CSV_HEADER TPROF_CSV_EOL, csv_header(k));
-	for (size_t i = 0; i < shown; i++) {
-		const struct site *s = &m->site[ids[i]];
-		size_t nf;
-		int trunc;
-		const struct stack_frame *fr = stack_frames(ss, ids[i], s->seq, &nf, &trunc);
-		figures(stdout, s, k, 0);
-		printf("%s,", trunc ? "true" : "false");
-		stack_print_csv(stdout, fr, nf);
-		printf(TPROF_CSV_EOL);
-	}
+	out_table_end(w);
 }
 
 static void totals_text(const struct tprof_trace *t, const struct summary *m, const struct leak_class *lc,
@@ -291,32 +301,62 @@ static void totals_text(const struct tprof_trace *t, const struct summary *m, co
 		       tprof_commas(s->reused_live, a));
 }
 
-static void totals_json(const struct tprof_trace *t, const struct summary *m, const struct leak_class *lc,
-			size_t nsites)
+/* The totals: JSON's top-level members (none in CSV). */
+static void totals_out(struct out *w, const struct tprof_trace *t, const struct summary *m, const struct leak_class *lc,
+		       size_t nsites)
 {
 	const struct heap_stats *s = &m->hs;
-	printf("{\"file\":");
-	tprof_json_str(stdout, t->path);
-	printf(",\"program\":");
-	tprof_json_str(stdout, t->info.program);
-	printf(",\"pid\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"allocations\":%" PRIu64
-	       ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"sites\":%zu"
-	       ",\"peak_bytes\":%" PRIu64 ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
-	       ",\"in_use_bytes\":%" PRIu64 ",\"in_use_blocks\":%" PRIu64 ",\"reused_live_addresses\":%" PRIu64
-	       ",\"leaks_classified\":%s",
-	       t->info.pid, cmd_trace_duration_ns(t), s->allocations + s->failed, s->allocations, s->frees,
-	       s->bytes_allocated, m->temporary, nsites, s->peak_bytes, s->peak_blocks,
-	       tprof_trace_ns(t, s->peak_tick), s->live_bytes, s->live_blocks, s->reused_live,
-	       lc->classified ? "true" : "false");
+	out_key(w, "file");
+	out_str(w, t->path);
+	out_key(w, "program");
+	out_str(w, t->info.program);
+	out_key(w, "pid");
+	out_u64(w, t->info.pid);
+	out_key(w, "duration_ns");
+	out_u64(w, cmd_trace_duration_ns(t));
+	out_key(w, "calls");
+	out_u64(w, s->allocations + s->failed);
+	out_key(w, "allocations");
+	out_u64(w, s->allocations);
+	out_key(w, "frees");
+	out_u64(w, s->frees);
+	out_key(w, "bytes_allocated");
+	out_u64(w, s->bytes_allocated);
+	out_key(w, "temporary");
+	out_u64(w, m->temporary);
+	out_key(w, "sites");
+	out_u64(w, nsites);
+	out_key(w, "peak_bytes");
+	out_u64(w, s->peak_bytes);
+	out_key(w, "peak_blocks");
+	out_u64(w, s->peak_blocks);
+	out_key(w, "peak_time_ns");
+	out_u64(w, tprof_trace_ns(t, s->peak_tick));
+	out_key(w, "in_use_bytes");
+	out_u64(w, s->live_bytes);
+	out_key(w, "in_use_blocks");
+	out_u64(w, s->live_blocks);
+	out_key(w, "reused_live_addresses");
+	out_u64(w, s->reused_live);
+	out_key(w, "leaks_classified");
+	out_bool(w, lc->classified);
 	uint64_t kb[LEAK_KINDS + 1] = {0}, kn[LEAK_KINDS + 1] = {0};
 	if (lc->classified)
 		leak_class_totals(lc, s, kb, kn);
 	for (int k = LEAK_KINDS - 1; k >= 0; k--) {
+		char bytes[64], blocks[64];
+		snprintf(bytes, sizeof(bytes), "%s_bytes", leak_kind_key(k));
+		snprintf(blocks, sizeof(blocks), "%s_blocks", leak_kind_key(k));
+		out_key(w, bytes);
 		if (lc->classified)
-			printf(",\"%s_bytes\":%" PRIu64 ",\"%s_blocks\":%" PRIu64, leak_kind_key(k), kb[k],
-			       leak_kind_key(k), kn[k]);
+			out_u64(w, kb[k]);
 		else
-			printf(",\"%s_bytes\":null,\"%s_blocks\":null", leak_kind_key(k), leak_kind_key(k));
+			out_null(w);
+		out_key(w, blocks);
+		if (lc->classified)
+			out_u64(w, kn[k]);
+		else
+			out_null(w);
 	}
 }
 
@@ -352,13 +392,13 @@ int cmd_summary(int argc, char **argv)
 		shown[k] = o.top && o.top < n[k] ? o.top : n[k];
 	}
 	struct stack_sym *ss = stack_sym_new(t);
-	if (o.json) {
-		totals_json(t, &m, &lc, n[BY_CALLS]);
+	if (o.json || o.csv) {
+		struct out w;
+		cmd_out_begin(&w, &o);
+		totals_out(&w, t, &m, &lc, n[BY_CALLS]);
 		for (int k = 0; k < NTABLES; k++)
-			table_json(&m, (enum table)k, ids[k], shown[k], ss);
-		printf("}\n");
-	} else if (o.csv) {
-		table_csv(&m, (enum table)(o.csv - 1), ids[o.csv - 1], shown[o.csv - 1], ss);
+			table_out(&w, &m, (enum table)k, ids[k], shown[k], ss);
+		out_end(&w); /* a failed write is reported by main (tprof.c), as for every command */
 	} else {
 		totals_text(t, &m, &lc, n[BY_CALLS]);
 		for (int k = 0; k < NTABLES; k++)

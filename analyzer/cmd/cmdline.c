@@ -8,6 +8,7 @@
 #include "cmd/cmdline.h"
 #include "out/table.h"
 #include "trace/reader.h"
+#include "analysis/heap.h"
 #include "analysis/stacks.h"
 #include "base/util.h"
 
@@ -219,4 +220,28 @@ static void warn_one(void *ctx, const char *path, enum tprof_sym_status st)
 void stack_sym_warn(struct stack_sym *ss)
 {
 	stack_sym_problems(ss, warn_one, NULL);
+}
+
+struct tprof_trace *cmd_open_at_peak(const char *path, struct heap_stats *peak, struct heap_stats *s,
+				     struct stack_table *tab)
+{
+	struct tprof_trace *t = cmd_open_trace(path);
+	if (!t)
+		return NULL;
+	int r = heap_analyze(t, peak); /* the first pass: where the peak is */
+	if (r < 0)
+		tprof_err("%s", t->err);
+	heap_release(peak);
+	tprof_trace_close(t);
+	if (r < 0 || !(t = cmd_open_trace(path)))
+		return NULL;
+	stack_table_init(tab, t);
+	if (stacks_replay_to_peak(t, peak, s, tab) < 0) {
+		tprof_err("%s", t->err);
+		heap_release(s);
+		stack_table_free(tab);
+		tprof_trace_close(t);
+		return NULL;
+	}
+	return t;
 }

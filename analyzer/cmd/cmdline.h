@@ -11,6 +11,8 @@
 
 struct tprof_trace;
 struct out;
+struct heap_stats;
+struct stack_table;
 
 #define CMD_JSON 1u /* accept --json */
 #define CMD_TOP 2u  /* accept --top N (digits, 0: all) */
@@ -87,6 +89,12 @@ uint64_t cmd_trace_duration_ns(const struct tprof_trace *t);
  * (file missing, build-id mismatch, no symbols), for the modules looked up so far. */
 struct stack_sym;
 void stack_sym_warn(struct stack_sym *ss);
+
+/* Both passes of the peak commands (peak, export --metric peak): the trace at path read once for its
+ * peak (*peak), then opened again and replayed to it, what was live there in tab and s. Returns that
+ * trace (the caller frees s, tab and it), or NULL after saying why (exit status 2). */
+struct tprof_trace *cmd_open_at_peak(const char *path, struct heap_stats *peak, struct heap_stats *s,
+				     struct stack_table *tab);
 
 /* The progress line of long reads (cmd/progress.c): on from the start of main, off for output
  * that must stay clean. */

@@ -154,6 +154,11 @@ void out_table_end(struct out *o)
 	o->t = NULL;
 }
 
+int out_table_written(const struct out *o)
+{
+	return o->fmt == OUT_JSON || (o->fmt == OUT_CSV && o->on);
+}
+
 void out_row_begin(struct out *o)
 {
 	if (!o->t || o->in_row)

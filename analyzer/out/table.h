@@ -83,6 +83,9 @@ int out_end(struct out *o);
  * row must give every column. A mistake here is the program's, and aborts with a message. */
 void out_table_begin(struct out *o, const struct out_table *t);
 void out_table_end(struct out *o);
+/* Whether the table just begun is written (JSON: always; CSV: the one asked for), so that a command
+ * need not compute what no format will show (symbolize stacks, say). */
+int out_table_written(const struct out *o);
 void out_row_begin(struct out *o);
 void out_row_end(struct out *o);
 

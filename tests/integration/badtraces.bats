@@ -320,7 +320,7 @@ PY
 	$PY "$TPROF_ROOT/tests/integration/mktrace.py" huge3.trace --huge --events 3 >/dev/null
 	"$B/tprof" report --json huge3.trace >r.json
 	[ "$(jget r.json bytes_allocated)" = 13835058055282163712 ]
-	for cmd in report leaks peak allocs summary ops "export --chrome -o x.json" "plot -o pics"; do
+	for cmd in report leaks peak allocs summary ops "export --chrome x.json" "export --folded f.txt" "plot -o pics"; do
 		run "$B/tprof" $cmd huge.trace
 		echo "$cmd: $status $output"
 		[ "$status" -eq 2 ]
