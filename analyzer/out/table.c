@@ -357,6 +357,18 @@ void out_stack(struct out *o, const struct stack_frame *fr, size_t n)
 	stack_print_csv(o->f, fr, n);
 }
 
+/* A JSON list of strings. */
+static void json_strs(struct out *o, const char *const *v, size_t n)
+{
+	fputc('[', o->f);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', o->f);
+		tprof_json_str(o->f, v[i]);
+	}
+	fputc(']', o->f);
+}
+
 void out_num(struct out *o, double v)
 {
 	next_col(o, OUT_NUM, 0);
@@ -378,13 +390,7 @@ void out_labels(struct out *o, const char *const *v, size_t n)
 	if (!writes(o))
 		return;
 	if (o->fmt == OUT_JSON) {
-		fputc('[', o->f);
-		for (size_t i = 0; i < n; i++) {
-			if (i)
-				fputc(',', o->f);
-			tprof_json_str(o->f, v[i]);
-		}
-		fputc(']', o->f);
+		json_strs(o, v, n);
 		return;
 	}
 	csv_sep(o);
@@ -407,15 +413,8 @@ void out_labels(struct out *o, const char *const *v, size_t n)
 void out_list(struct out *o, const char *const *v, size_t n)
 {
 	next_col(o, OUT_LIST, 0);
-	if (o->fmt != OUT_JSON)
-		return;
-	fputc('[', o->f);
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			fputc(',', o->f);
-		tprof_json_str(o->f, v[i]);
-	}
-	fputc(']', o->f);
+	if (o->fmt == OUT_JSON)
+		json_strs(o, v, n);
 }
 
 /* ---- JSON outside tables ---- */
