@@ -149,14 +149,6 @@ int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const 
 	return temporary;
 }
 
-int stacks_parse_top(const char *arg, size_t *top)
-{
-	if (!arg || !*arg || strspn(arg, "0123456789") != strlen(arg) || strlen(arg) > 12)
-		return -1;
-	*top = (size_t)strtoull(arg, NULL, 10);
-	return 0;
-}
-
 /* ---- symbolized frames */
 
 struct stack_sym {

@@ -82,10 +82,6 @@ void temporaries_free(struct temporaries *tp);
 /* After heap_step(e) changed c: 1 when what c gave back was a temporary allocation. */
 int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const struct heap_change *c);
 
-/* The N of the stack commands' --top N: digits only, 0 meaning all. 0 on success, -1 when arg is
- * NULL or not such a number. */
-int stacks_parse_top(const char *arg, size_t *top);
-
 /* ---- symbolized frames */
 
 /* One frame of a symbolized stack. A return address whose code was inlined yields several frames,
