@@ -439,6 +439,7 @@ static void before_fork(void)
 	if (atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard) {
 		tprof_tls.guard++;
 		tprof_recorder_ensure();
+		tprof_region_learn_self();
 		tprof_stacks_warm();
 		tprof_tls.guard--;
 	}

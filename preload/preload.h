@@ -131,6 +131,8 @@ void tprof_malloc_owner(char *out, size_t cap);
 void tprof_recorder_ensure(void);
 /* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
 void tprof_region_forget(void);
+/* Reads this process's executable and arguments once, for the headers of its fork children. */
+void tprof_region_learn_self(void);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;
  * returns the pointer and its file offset, or NULL when the file or the address space is full. */
 void *tprof_shm_alloc(uint64_t len, uint64_t *off);

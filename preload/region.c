@@ -1,8 +1,9 @@
 /* The shared memory of libtprof.so and how a process hands it to a recorder. At start-up (and in
  * every fork child) the process creates a memfd, creates its trace file (exclusively, in its own
  * working directory, with its own permissions), connects to a recorder over an abstract unix
- * socket, sends both descriptors and waits for one byte of answer; then it closes every descriptor
- * it opened. What stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor
+ * socket and sends both descriptors (without waiting for an answer where the kernel lets the
+ * recorder identify a sender that is gone: see register_once); then it closes every descriptor it
+ * opened. What stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor
  * limit can see. A recorder is found through TPROF_RECORDER (tprof record sets it), else at the
  * name of the nearest traced ancestor that started one, else started here (tprof-recorder beside
  * libtprof.so, detached: it is not this process's child).
@@ -28,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +51,7 @@ static uint64_t piece_end; /* file offset where the last piece ends */
 
 static char recorder_name[108]; /* the socket this process registered at, for its fork children */
 static size_t recorder_name_len;
+static pid_t recorder_pid; /* the process listening there (SO_PEERCRED) */
 
 #define FIRST_PIECE (4ull << 20)
 
@@ -124,37 +127,48 @@ out:
 /* ---- descriptors, carefully ---- */
 
 /* The program may run at a descriptor limit it has used up, or below the three descriptors
- * registration holds at once: for the moment of registration the limit is raised and then put
- * back. A privileged process (CAP_SYS_RESOURCE) may go past its hard limit; others get their soft
- * limit raised to the hard one, and at a hard limit with fewer than three free they are not
- * traced (and say so). */
+ * registration holds at once. Registration first tries without touching the limit; only when it
+ * ran into it (EMFILE) is the limit raised for a second try, and then put back. A privileged
+ * process (CAP_SYS_RESOURCE) may go past its hard limit; others get their soft limit raised to the
+ * hard one, and at a hard limit with fewer than three free they are not traced (and say so). */
 struct nofile_guard {
 	struct rlimit old;
 	int raised;
 };
 
-static void nofile_raise(struct nofile_guard *g)
+static int emfile_seen; /* a descriptor could not be had for the limit (set by the steps below) */
+
+static void note_fd_error(void)
+{
+	if (errno == EMFILE)
+		emfile_seen = 1;
+}
+
+/* 1 when the limit was raised */
+static int nofile_raise(struct nofile_guard *g)
 {
 	g->raised = 0;
 	if (getrlimit(RLIMIT_NOFILE, &g->old) != 0)
-		return;
+		return 0;
 	if (g->old.rlim_max != RLIM_INFINITY && g->old.rlim_max < 1024) {
 		struct rlimit r = {g->old.rlim_max + 16, g->old.rlim_max + 16};
 		if (setrlimit(RLIMIT_NOFILE, &r) == 0) {
 			g->raised = 1;
-			return;
+			return 1;
 		}
 	}
 	if (g->old.rlim_cur >= g->old.rlim_max)
-		return;
+		return 0;
 	struct rlimit r = {g->old.rlim_max, g->old.rlim_max};
 	g->raised = setrlimit(RLIMIT_NOFILE, &r) == 0;
+	return g->raised;
 }
 
 static void nofile_restore(struct nofile_guard *g)
 {
 	if (g->raised)
 		setrlimit(RLIMIT_NOFILE, &g->old);
+	g->raised = 0;
 }
 
 static void say(const char *a, const char *b, const char *c)
@@ -229,7 +243,9 @@ static int open_trace(char *path, size_t cap, pid_t pid)
 		if (errno != EEXIST)
 			break;
 	}
-	say("cannot create ", path, "; not tracing");
+	note_fd_error();
+	if (!emfile_seen)
+		say("cannot create ", path, "; not tracing");
 	return -1;
 }
 
@@ -270,8 +286,10 @@ static int try_connect(const char *name, size_t len)
 		return -1;
 	memcpy(a.sun_path, name, len);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		note_fd_error();
 		return -1;
+	}
 	if (connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) != 0) {
 		close(fd);
 		return -1;
@@ -283,6 +301,7 @@ static int try_connect(const char *name, size_t len)
 		close(fd);
 		return -1;
 	}
+	recorder_pid = cred.pid;
 	return fd;
 }
 
@@ -318,8 +337,10 @@ static int spawn_recorder(const char *name, size_t len)
 	a.sun_family = AF_UNIX;
 	memcpy(a.sun_path, name, len);
 	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (lfd < 0)
+	if (lfd < 0) {
+		note_fd_error();
 		return -1;
+	}
 	if (bind(lfd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) != 0 ||
 	    listen(lfd, 64) != 0) {
 		int e = errno;
@@ -433,18 +454,23 @@ void tprof_recorder_ensure(void)
 	if (recorder_name_len)
 		return;
 	int saved = errno;
-	struct nofile_guard g;
-	nofile_raise(&g);
+	struct nofile_guard g = {.raised = 0};
+	emfile_seen = 0;
 	int sock = find_recorder(0);
+	if (sock < 0 && emfile_seen && nofile_raise(&g))
+		sock = find_recorder(0);
 	if (sock >= 0)
 		close(sock);
 	nofile_restore(&g);
 	errno = saved;
 }
 
-static int send_hello(int sock, int memfd, int tracefd)
+/* Sends the memory file and the trace file. With answer, waits for the recorder's byte (it sizes
+ * the file first); without, the file is sized and the header written already, and a recorder that
+ * refuses says so in the shared memory (recorder_gone). */
+static int send_hello(int sock, int memfd, int tracefd, int answer)
 {
-	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), 0};
+	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), answer ? 0 : TPROF_HELLO_NO_ANSWER};
 	struct iovec iov = {&h, sizeof(h)};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
@@ -464,6 +490,8 @@ static int send_hello(int sock, int memfd, int tracefd)
 	while (w < 0 && errno == EINTR);
 	if (w != (ssize_t)sizeof(h))
 		return -1;
+	if (!answer)
+		return 0;
 	struct timeval tv = {10, 0};
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	char ack = 0;
@@ -472,6 +500,30 @@ static int send_hello(int sock, int memfd, int tracefd)
 		r = recv(sock, &ack, 1, 0);
 	while (r < 0 && errno == EINTR);
 	return r == 1 && ack == 1 ? 0 : -1;
+}
+
+/* Whether this process may register without waiting for an answer: its recorder must learn who
+ * it is from the socket alone, even after it is gone (SO_PEERPIDFD, Linux 6.5), and the process
+ * must be allowed a file of the memory file's (sparse) size. Asked once per process image. */
+static int kernel_ok = -1; /* known before a fork: inherited by the children */
+
+static int no_answer_ok(void)
+{
+	int kernel = kernel_ok;
+	if (kernel < 0) {
+		struct utsname u;
+		unsigned long major = 0, minor = 0;
+		if (uname(&u) == 0) {
+			char *end;
+			major = strtoul(u.release, &end, 10);
+			if (*end == '.')
+				minor = strtoul(end + 1, NULL, 10);
+		}
+		kernel = kernel_ok = major > 6 || (major == 6 && minor >= 5);
+	}
+	struct rlimit r;
+	return kernel && getrlimit(RLIMIT_FSIZE, &r) == 0 &&
+	       (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= TPROF_SHM_FILE_BYTES);
 }
 
 /* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
@@ -510,34 +562,36 @@ void tprof_malloc_owner(char *out, size_t cap)
 	out[n] = 0;
 }
 
-int tprof_region_start(int child)
+/* What a fork child's header copies from its parent instead of asking /proc again (each read is
+ * five system calls): the executable, and the arguments as they were when the parent first read
+ * them. Kept by the first registration, or before the first fork of a process that has none. */
+static struct {
+	char exe[sizeof(((struct tprof_shm *)0)->exe)];
+	char cmdline[sizeof(((struct tprof_shm *)0)->cmdline)];
+	uint32_t exe_len, cmdline_len;
+	int known;
+} self_id;
+
+void tprof_region_learn_self(void)
 {
-	int saved = errno;
-	int rc = -1, memfd = -1, tracefd = -1, sock = -1;
-	struct nofile_guard g;
-	nofile_raise(&g);
-	pid_t pid = getpid();
-	memfd = (int)syscall(SYS_memfd_create, "tprof", (long)MFD_CLOEXEC);
-	if (memfd < 0) {
-		say("cannot create shared memory: ", strerror(errno), "; not tracing");
-		goto out;
-	}
-	/* The recorder sizes the file (it may have a larger file size limit than the program). */
-	char path[4096];
-	tracefd = open_trace(path, sizeof(path), pid);
-	if (tracefd < 0)
-		goto out;
-	sock = find_recorder(child);
-	if (sock < 0 || send_hello(sock, memfd, tracefd) != 0) {
-		if (sock >= 0 || !child)
-			say("no recorder took ", path, "; not tracing");
-		unlink(path);
-		goto out;
-	}
+	if (self_id.known)
+		return;
+	ssize_t en = readlink("/proc/self/exe", self_id.exe, sizeof(self_id.exe));
+	self_id.exe_len = en > 0 ? (uint32_t)en : 0;
+	ssize_t cn = tprof_proc_read("/proc/self/cmdline", self_id.cmdline, sizeof(self_id.cmdline));
+	self_id.cmdline_len = cn > 0 ? (uint32_t)cn : 0;
+	self_id.known = 1;
+	no_answer_ok();
+}
+
+/* Maps the first piece of the memory file and writes the header; returns it, or NULL. The magic
+ * number goes last: the recorder waits for it. */
+static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
+{
 	uint8_t *m = mmap(NULL, FIRST_PIECE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (m == MAP_FAILED) {
 		say("cannot map shared memory: ", strerror(errno), "; not tracing");
-		goto out;
+		return NULL;
 	}
 	pieces[0] = (struct piece){0, FIRST_PIECE, m};
 	piece_end = FIRST_PIECE;
@@ -563,12 +617,14 @@ int tprof_region_start(int child)
 	s->rss_interval_ms = tprof_cfg.rss_interval_ms;
 	s->compress = (uint32_t)tprof_cfg.compress;
 	s->leakscan = (uint32_t)tprof_cfg.leakscan;
+	s->scan_reader = (int32_t)recorder_pid;
 	memcpy(s->trace_path, path, strlen(path) + 1);
 	/* read here: the process may be gone before its recorder could look */
-	ssize_t en = readlink("/proc/self/exe", s->exe, sizeof(s->exe));
-	s->exe_len = en > 0 ? (uint32_t)en : 0;
-	ssize_t cn = tprof_proc_read("/proc/self/cmdline", s->cmdline, sizeof(s->cmdline));
-	s->cmdline_len = cn > 0 ? (uint32_t)cn : 0;
+	tprof_region_learn_self();
+	memcpy(s->exe, self_id.exe, self_id.exe_len);
+	s->exe_len = self_id.exe_len;
+	memcpy(s->cmdline, self_id.cmdline, self_id.cmdline_len);
+	s->cmdline_len = self_id.cmdline_len;
 	tprof_malloc_owner(s->malloc_owner, sizeof(s->malloc_owner));
 	if (tprof_cfg.rss_interval_ms) {
 		s->start_rss_bytes = tprof_rss_now();
@@ -576,11 +632,56 @@ int tprof_region_start(int child)
 	}
 	atomic_store(&s->seq, 1);
 	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
-	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE); /* the recorder waits for it */
+	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE);
+	return s;
+}
+
+/* One try at registration; -1 with emfile_seen when the descriptor limit was in the way. */
+static int register_once(int child, pid_t pid)
+{
+	int rc = -1, memfd = -1, tracefd = -1, sock = -1;
+	struct tprof_shm *s = NULL;
+	memfd = (int)syscall(SYS_memfd_create, "tprof", (long)MFD_CLOEXEC);
+	if (memfd < 0) {
+		note_fd_error();
+		if (!emfile_seen)
+			say("cannot create shared memory: ", strerror(errno), "; not tracing");
+		goto out;
+	}
+	char path[4096];
+	tracefd = open_trace(path, sizeof(path), pid);
+	if (tracefd < 0)
+		goto out;
+	sock = find_recorder(child);
+	if (sock < 0) {
+		if (!child && !emfile_seen)
+			say("no recorder took ", path, "; not tracing");
+		unlink(path);
+		goto out;
+	}
+	/* Without waiting for an answer when the process may size the file itself; else the
+	 * recorder sizes it (it may have a larger file size limit than the program) and answers. */
+	int answer = !(no_answer_ok() && ftruncate(memfd, (off_t)TPROF_SHM_FILE_BYTES) == 0);
+	if (!answer && !(s = map_header(memfd, path, pid)))
+		goto fail;
+	if (send_hello(sock, memfd, tracefd, answer) != 0) {
+		say("no recorder took ", path, "; not tracing");
+		goto fail;
+	}
+	if (answer && !(s = map_header(memfd, path, pid)))
+		goto out;
 	atomic_fetch_add(&s->kick, 1);
 	tprof_futex_wake(&s->kick);
 	tprof_shm = s;
 	rc = 0;
+	goto out;
+fail:
+	if (s) {
+		munmap(s, FIRST_PIECE);
+		atomic_store(&npieces, 0);
+		piece_end = 0;
+	}
+	unlink(path);
 out:
 	if (sock >= 0)
 		close(sock);
@@ -588,7 +689,25 @@ out:
 		close(tracefd);
 	if (memfd >= 0)
 		close(memfd);
-	nofile_restore(&g);
+	return rc;
+}
+
+int tprof_region_start(int child)
+{
+	int saved = errno;
+	pid_t pid = getpid();
+	struct nofile_guard g = {.raised = 0};
+	emfile_seen = 0;
+	int rc = register_once(child, pid);
+	if (rc != 0 && emfile_seen) {
+		if (nofile_raise(&g)) {
+			emfile_seen = 0;
+			rc = register_once(child, pid);
+		}
+		if (rc != 0 && emfile_seen)
+			say("too few descriptors left to register", "", "; not tracing");
+		nofile_restore(&g);
+	}
 	errno = saved;
 	return rc;
 }
