@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "preload.h"
+#include "unwind.h"
 #include "sys.h"
 
 __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
@@ -94,6 +95,7 @@ static void read_config(void)
 	tprof_cfg.debug = env_flag("TPROF_DEBUG", 0);
 	tprof_cfg.freeres = env_flag("TPROF_FREERES", 1);
 	tprof_cfg.leakscan = env_flag("TPROF_LEAKSCAN", 1);
+	tprof_cfg.verify_stacks = env_flag("TPROF_VERIFY_STACKS", 0);
 	tprof_cfg.output = getenv("TPROF_OUTPUT");
 	const char *ts = getenv("TPROF_TIMESTAMPS");
 	if (ts && strcmp(ts, "all") == 0)
@@ -210,6 +212,10 @@ static void on_thread_exit(void *arg)
 		memcpy(t->slot->exit_name, name, sizeof(name));
 		atomic_store_explicit(&t->slot->exit_named, 1, memory_order_release);
 	}
+	/* the slot's next thread takes the stack walk's cache (the recorder frees the slot only once
+	 * this thread is gone) */
+	t->ucache_spare = tprof_tls.ucache;
+	tprof_tls.ucache = NULL;
 	errno = saved;
 }
 
@@ -285,6 +291,11 @@ again:
 		slot->ring_entries = tprof_cfg.ring_entries;
 	}
 	slot->tid = tprof_gettid();
+	if (!tprof_tls.ucache && t->ucache_spare) {
+		tprof_tls.ucache = t->ucache_spare;
+		t->ucache_spare = NULL;
+		tprof_unwind_new_thread();
+	}
 	/* its name now, for the recorder, which may first look when the thread is gone */
 	if (prctl(PR_GET_NAME, slot->start_name) != 0)
 		slot->start_name[0] = 0;

@@ -61,6 +61,7 @@ struct tprof_real {
 struct tprof_thread {
 	struct tprof_shm_thread *slot;
 	struct tprof_ring *ring; /* mapped on first use, kept for the slot's next thread */
+	void *ucache_spare;      /* the stack walk cache of the slot's last thread, for its next */
 };
 
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
@@ -72,6 +73,7 @@ struct tprof_tls {
 	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
 	int unwound;                 /* tprof_stacks_warm has set up libunwind's caches for this thread */
 	int64_t omp_region;          /* the OpenMP region whose body or task this thread runs (omp.c); 0: none */
+	void *ucache;                /* the fast stack walk's rules and stack pages (unwind.c) */
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
 
@@ -89,6 +91,7 @@ struct tprof_config {
 	unsigned depth;        /* TPROF_DEPTH: frames per stack, 0 = no stacks */
 	int compress;          /* TPROF_COMPRESS (default 1): zstd-compress event blocks */
 	uint32_t rss_interval_ms; /* TPROF_RSS_INTERVAL_MS (default 10): RSS sampling period, 0 = off */
+	int verify_stacks;     /* TPROF_VERIFY_STACKS=1: check every capture against a full libunwind unwind */
 };
 
 extern struct tprof_real tprof_real;

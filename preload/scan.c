@@ -147,6 +147,8 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
  * and the tables it uses are not to be entered again; the trace then says it was not scanned. */
 void tprof_scan_at_end(int reason)
 {
+	if (tprof_shm && tprof_shm->pid == (int32_t)syscall(SYS_getpid))
+		tprof_stacks_verify_report();
 	if (tprof_tls.guard || !scan_wanted())
 		return;
 	struct tprof_shm *shm = tprof_shm;

@@ -22,6 +22,7 @@
 #include "preload.h"
 #include "stacks.h"
 #include "sys.h"
+#include "unwind.h"
 
 #define SLOT_BITS 21 /* 2 Mi slots: under half full up to a million distinct stacks */
 #define SLOTS (1u << SLOT_BITS)
@@ -234,6 +235,7 @@ void tprof_stacks_warm(void)
 	set_policy();
 	void *buf[4];
 	unw_backtrace(buf, 4);
+	tprof_unwind_here(buf, 4); /* the fast walk's cache, for fork children too */
 	tprof_tls.unwound = 1;
 }
 
@@ -311,25 +313,102 @@ static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 	return 0;
 }
 
+/* TPROF_VERIFY_STACKS: the captures checked and those that differed from the reference. */
+static _Atomic uint64_t verified, differed, fell_back;
+
+/* The reference: libunwind stepping frame by frame through the DWARF rules (no trace cache). */
+static __attribute__((noinline)) int reference_unwind(void **buf, int cap)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	int n = 0;
+	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+		return 0;
+	do {
+		unw_word_t ip;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0)
+			break;
+		buf[n++] = (void *)ip;
+	} while (n < cap && unw_step(&c) > 0);
+	return n;
+}
+
+/* Leaves out tprof's own frames wherever they are: the hook's at the top, and in the middle a
+ * kernel wrapper's or an OpenMP region's body (a kernel that allocates, a pool thread). */
+static int drop_own(void **buf, int got)
+{
+	int n = 0;
+	for (int i = 0; i < got; i++)
+		if ((uintptr_t)buf[i] < self_lo || (uintptr_t)buf[i] >= self_hi)
+			buf[n++] = buf[i];
+	return n;
+}
+
+static void verify(void *const *got, int n, int cut)
+{
+	void *ref[TPROF_DEPTH_MAX + 64];
+	int m = drop_own(ref, reference_unwind(ref, (int)(sizeof(ref) / sizeof(ref[0]))));
+	int same = cut ? m >= n : m == n;
+	for (int i = 0; same && i < n; i++)
+		same = ref[i] == got[i];
+	atomic_fetch_add(&verified, 1);
+	if (same)
+		return;
+	if (atomic_fetch_add(&differed, 1) < 3 && tprof_cfg.debug) {
+		struct tprof_sbuf b = {.n = 0};
+		tprof_sb_str(&b, "tprof: stack differs from the reference:\n  fast");
+		for (int i = 0; i < n && i < 24; i++) {
+			tprof_sb_str(&b, " ");
+			tprof_sb_hex(&b, (uint64_t)(uintptr_t)got[i]);
+		}
+		tprof_sb_str(&b, "\n  ref ");
+		for (int i = 0; i < m && i < 24; i++) {
+			tprof_sb_str(&b, " ");
+			tprof_sb_hex(&b, (uint64_t)(uintptr_t)ref[i]);
+		}
+		tprof_sb_str(&b, "\n");
+		tprof_sb_emit(&b);
+	}
+}
+
+void tprof_stacks_verify_report(void)
+{
+	static _Atomic int done;
+	if (!tprof_cfg.verify_stacks || atomic_exchange(&done, 1))
+		return;
+	struct tprof_sbuf b = {.n = 0};
+	tprof_sb_str(&b, "tprof: stack check: ");
+	tprof_sb_u64(&b, atomic_load(&verified));
+	tprof_sb_str(&b, " captures compared with libunwind, ");
+	tprof_sb_u64(&b, atomic_load(&differed));
+	tprof_sb_str(&b, " differed, ");
+	tprof_sb_u64(&b, atomic_load(&fell_back));
+	tprof_sb_str(&b, " left to libunwind\n");
+	tprof_sb_emit(&b);
+}
+
 uint32_t tprof_stack_capture(void)
 {
 	if (max_depth == 0)
 		return 0;
 	void *buf[TPROF_DEPTH_MAX + 8];
-	int got = unw_backtrace(buf, (int)max_depth + 8);
-	/* tprof's own frames are left out wherever they are: the hook's at the top, and in the middle a
-	 * kernel wrapper's or an OpenMP region's body (a kernel that allocates, a pool thread) */
-	int n = 0;
-	for (int i = 0; i < got; i++)
-		if ((uintptr_t)buf[i] < self_lo || (uintptr_t)buf[i] >= self_hi)
-			buf[n++] = buf[i];
+	int cap = (int)max_depth + 8;
+	int got = tprof_unwind_here(buf, cap);
+	if (got < 0) { /* a frame the fast walk cannot read exactly */
+		got = unw_backtrace(buf, cap);
+		if (tprof_cfg.verify_stacks)
+			atomic_fetch_add(&fell_back, 1);
+	}
+	int n = drop_own(buf, got);
 	int truncated = 0;
 	if (n > (int)max_depth) {
 		n = (int)max_depth;
 		truncated = 1;
-	} else if (got == (int)max_depth + 8) {
+	} else if (got == cap) {
 		truncated = 1; /* the buffer filled: there may be more */
 	}
+	if (tprof_cfg.verify_stacks)
+		verify(buf, n, truncated);
 	if (n <= 0)
 		return 0;
 	return intern((const uint64_t *)buf, (unsigned)n, truncated);
@@ -460,8 +539,10 @@ void tprof_modules_scan(int closing)
 	for (uint32_t i = 0; i < n; i++)
 		if (!c.present[i] && !atomic_load(&shm->modules[i].unload_seq))
 			atomic_store(&shm->modules[i].unload_seq, seq);
-	if (closing)
+	if (closing) {
 		atomic_fetch_add(&generation, 1);
+		tprof_unwind_forget_code();
+	}
 	atomic_store_explicit(&shm->modules_busy, 0, memory_order_release);
 	errno = saved;
 }

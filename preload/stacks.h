@@ -29,6 +29,8 @@ void tprof_stacks_warm(void);
 /* Captures the calling thread's stack, skipping libtprof.so's own frames, and returns its id; 0 when
  * stacks are off or the table is full. Call with the hook guard held. */
 uint32_t tprof_stack_capture(void);
+/* TPROF_VERIFY_STACKS=1: one line on stderr, once, with how many captures matched libunwind's. */
+void tprof_stacks_verify_report(void);
 
 /* Brings the shared module table up to date with what is loaded (dlopen, dlclose and exit call it;
  * it takes the loader's lock, so never from a heap hook; when another thread is scanning for long,

@@ -57,6 +57,19 @@ static inline void tprof_sb_u64(struct tprof_sbuf *s, uint64_t v)
 		s->b[s->n++] = tmp[--i];
 }
 
+static inline void tprof_sb_hex(struct tprof_sbuf *s, uint64_t v)
+{
+	char tmp[16];
+	int i = 0;
+	do {
+		tmp[i++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	tprof_sb_str(s, "0x");
+	while (i && s->n < sizeof(s->b) - 1)
+		s->b[s->n++] = tmp[--i];
+}
+
 /* Writes the message to stderr, retrying short writes; errno is preserved. */
 static inline void tprof_sb_emit(struct tprof_sbuf *s)
 {

@@ -337,3 +337,28 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 		grep -q '^tprof: warning: cut.trace: trace cut at byte [0-9]* after [0-9]* complete blocks: the rest is lost' err.txt
 	done
 }
+
+# every capture of the check program compared with a full libunwind unwind: the fast walk of
+# preload/unwind.c must give the same frames or leave the capture to libunwind
+check_walk() {
+	local prog=$1 out
+	"$prog" 300 "$B/progs/libstacks_plugin.so" >bare.out
+	TPROF_VERIFY_STACKS=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$prog" 300 \
+		"$B/progs/libstacks_plugin.so" >traced.out 2>traced.err
+	settled t.trace
+	cmp bare.out traced.out
+	out=$(grep '^tprof: stack check:' traced.err)
+	echo "$out"
+	[[ $out =~ ^tprof:\ stack\ check:\ ([0-9]+)\ captures\ compared\ with\ libunwind,\ ([0-9]+)\ differed,\ ([0-9]+)\ left ]]
+	local n=${BASH_REMATCH[1]} bad=${BASH_REMATCH[2]} left=${BASH_REMATCH[3]}
+	[ "$bad" = 0 ]
+	[ "$n" -ge 20000 ]
+	[ "$left" -ge 1 ]            # signal frames: libunwind's
+	[ $((left * 10)) -lt "$n" ]  # the rest: the fast walk's
+	"$B/tprof" report t.trace >/dev/null
+}
+
+@test "stack walk: randomized recursion (frame pointers or not, alloca, signals, longjmp, exceptions, threads, dlclose) matches libunwind" {
+	check_walk "$B/progs/unwind_check"
+	check_walk "$B/progs/unwind_check_O0"
+}

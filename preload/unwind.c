@@ -1,0 +1,574 @@
+/* The fast stack walk of libtprof.so on x86-64: the return addresses of the calling thread, from
+ * the DWARF call frame information every x86-64 object carries (.eh_frame), without libunwind on
+ * the common path. A frame's rule (where its caller's stack pointer, frame pointer and return
+ * address are, relative to its own stack pointer or frame pointer) is computed once per return
+ * address from the object's .eh_frame_hdr (found with _dl_find_object, which is lock-free and safe
+ * while other threads dlopen and dlclose) and kept in a per-thread cache; a walk is then a cache
+ * probe and one or two loads per frame. Every stack word read is first checked to lie on a page
+ * this thread has seen readable (process_vm_readv, once per page). Whatever the rules cannot say
+ * exactly (a signal frame, a CFA or register given by a DWARF expression, code without unwind
+ * information, an odd encoding) makes the walk give up, and the caller unwinds with libunwind
+ * instead: the fast walk never guesses. TPROF_VERIFY_STACKS=1 compares every capture with a full
+ * libunwind unwind (stacks.c). */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "sys.h"
+#include "unwind.h"
+
+#if defined(__x86_64__)
+
+#define RULES 1024 /* per thread, direct-mapped by return address */
+#define PAGES 64   /* stack pages known readable, direct-mapped */
+#define MAX_FRAME (16u << 20) /* a frame larger than this is taken for a broken rule */
+
+/* A frame's rule: the CFA (the caller's stack pointer) is rsp or rbp + cfa_off; the return address
+ * is at CFA + ra_off; the caller's rbp is at CFA + rbp_off, or unchanged. Its flags say which
+ * (F_*), and F_LAST that the return address is undefined: the outermost frame. */
+struct rule {
+	uint64_t ip; /* the return address the rule is for; 0: empty */
+	int32_t cfa_off;
+	int16_t rbp_off, ra_off;
+};
+struct cache {
+	uint64_t generation;
+	struct rule r[RULES];
+	uint8_t flags[RULES]; /* bit 0 valid, 1 last, 2 cfa_rbp, 3 rbp_saved */
+	uint64_t page[PAGES]; /* page number + 1; 0: empty */
+};
+#define F_VALID 1u
+#define F_LAST 2u
+#define F_CFA_RBP 4u
+#define F_RBP_SAVED 8u
+
+static _Atomic uint64_t unwind_generation = 1;
+
+void tprof_unwind_forget_code(void)
+{
+	atomic_fetch_add(&unwind_generation, 1);
+}
+
+static struct cache *cache_get(void)
+{
+	struct cache *c = tprof_tls.ucache;
+	if (unlikely(!c)) {
+		void *m = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		c = m;
+		c->generation = atomic_load_explicit(&unwind_generation, memory_order_acquire);
+		tprof_tls.ucache = c;
+	}
+	uint64_t g = atomic_load_explicit(&unwind_generation, memory_order_acquire);
+	if (unlikely(c->generation != g)) { /* code was unloaded: addresses may mean other code now */
+		memset(c->r, 0, sizeof(c->r));
+		memset(c->flags, 0, sizeof(c->flags));
+		c->generation = g;
+	}
+	return c;
+}
+
+void tprof_unwind_new_thread(void)
+{
+	struct cache *c = tprof_tls.ucache;
+	if (c)
+		memset(c->page, 0, sizeof(c->page)); /* another thread's stack */
+}
+
+/* ---- reading the stack ---- */
+
+static int page_readable(uint64_t page)
+{
+	char b;
+	struct iovec local = {&b, 1}, remote = {(void *)(uintptr_t)(page << 12), 1};
+	int saved = errno;
+	long r = syscall(SYS_process_vm_readv, (long)tprof_gettid(), &local, 1L, &remote, 1L, 0L);
+	errno = saved;
+	return r == 1;
+}
+
+/* *out = the word at a, when a's page is known readable (or found so now). */
+static inline int load(struct cache *c, uint64_t a, uint64_t *out)
+{
+	if (unlikely(a & 7))
+		return -1;
+	uint64_t page = a >> 12;
+	uint64_t *slot = &c->page[page % PAGES];
+	if (unlikely(*slot != page + 1)) {
+		if (!page_readable(page))
+			return -1;
+		*slot = page + 1;
+	}
+	*out = *(const uint64_t *)(uintptr_t)a;
+	return 0;
+}
+
+/* ---- DWARF call frame information ---- */
+
+struct rd {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint64_t uleb(struct rd *r)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	for (;;) {
+		if (r->p >= r->end || shift > 63) {
+			r->bad = 1;
+			return 0;
+		}
+		uint8_t b = *r->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+	}
+}
+
+static int64_t sleb(struct rd *r)
+{
+	int64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+	do {
+		if (r->p >= r->end || shift > 63) {
+			r->bad = 1;
+			return 0;
+		}
+		b = *r->p++;
+		v |= (int64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	if (shift < 64 && (b & 0x40))
+		v |= -((int64_t)1 << shift);
+	return v;
+}
+
+static uint64_t fixed(struct rd *r, unsigned n)
+{
+	if ((size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return 0;
+	}
+	uint64_t v = 0;
+	memcpy(&v, r->p, n);
+	r->p += n;
+	if (n == 4 && (v & 0x80000000u))
+		v |= 0xffffffff00000000ull; /* sign-extended; callers of unsigned forms mask */
+	return v;
+}
+
+/* A pointer in one of the DW_EH_PE encodings used by .eh_frame (absolute, pc-relative or relative
+ * to .eh_frame_hdr; 2, 4 or 8 bytes; uleb/sleb). Others: bad. */
+static uint64_t encoded(struct rd *r, uint8_t enc, uint64_t datarel)
+{
+	if (enc == 0xff) /* DW_EH_PE_omit */
+		return 0;
+	uint64_t here = (uint64_t)(uintptr_t)r->p, v;
+	switch (enc & 0x0f) {
+	case 0x00: v = fixed(r, 8); break;                       /* absptr */
+	case 0x01: v = uleb(r); break;                           /* uleb128 */
+	case 0x02: v = fixed(r, 2); break;                       /* udata2 */
+	case 0x03: v = fixed(r, 4) & 0xffffffffu; break;         /* udata4 */
+	case 0x04: v = fixed(r, 8); break;                       /* udata8 */
+	case 0x09: v = (uint64_t)sleb(r); break;                 /* sleb128 */
+	case 0x0a: v = (uint64_t)(int64_t)(int16_t)fixed(r, 2); break; /* sdata2 */
+	case 0x0b: v = fixed(r, 4); break;                       /* sdata4 */
+	case 0x0c: v = fixed(r, 8); break;                       /* sdata8 */
+	default: r->bad = 1; return 0;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;                /* absolute */
+	case 0x10: v += here; break;     /* pcrel */
+	case 0x30: v += datarel; break;  /* datarel: from .eh_frame_hdr */
+	default: r->bad = 1; return 0;
+	}
+	if (enc & 0x80) /* indirect */
+		r->bad = 1;
+	return v;
+}
+
+static unsigned enc_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x00: case 0x04: case 0x0c: return 8;
+	default: return 0;
+	}
+}
+
+/* The rule state of the CFA program, for the registers a walk needs. */
+enum { K_SAME, K_OFFSET, K_UNDEF, K_OTHER };
+struct regrule {
+	uint8_t kind;
+	int64_t off;
+};
+struct state {
+	uint8_t cfa_reg; /* DWARF number: 7 rsp, 6 rbp; else unsupported */
+	uint8_t cfa_expr;
+	int64_t cfa_off;
+	struct regrule rbp, ra;
+};
+
+#define DW_RBP 6
+#define DW_RSP 7
+
+static struct regrule *reg_of(struct state *s, uint64_t reg, uint64_t ra_reg)
+{
+	if (reg == DW_RBP)
+		return &s->rbp;
+	if (reg == ra_reg)
+		return &s->ra;
+	return NULL;
+}
+
+/* Runs a CFA program until the location passes pc; 0 on success. init: the CIE's state (for
+ * DW_CFA_restore). */
+static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align, int64_t data_align,
+		   uint64_t ra_reg, struct state *s, const struct state *init)
+{
+	struct state stack[8];
+	int depth = 0;
+	while (r->p < r->end && !r->bad) {
+		uint8_t op = *r->p++;
+		uint64_t reg, delta = 0;
+		struct regrule *rr;
+		switch (op & 0xc0) {
+		case 0x40: /* advance_loc */
+			delta = (op & 0x3f) * code_align;
+			goto advance;
+		case 0x80: /* offset */
+			rr = reg_of(s, op & 0x3f, ra_reg);
+			delta = uleb(r);
+			if (rr)
+				*rr = (struct regrule){K_OFFSET, (int64_t)delta * data_align};
+			continue;
+		case 0xc0: /* restore */
+			rr = reg_of(s, op & 0x3f, ra_reg);
+			if (rr)
+				*rr = *reg_of((struct state *)init, op & 0x3f, ra_reg);
+			continue;
+		}
+		switch (op) {
+		case 0x00: /* nop */
+			continue;
+		case 0x02: delta = fixed(r, 1) * code_align; goto advance;
+		case 0x03: delta = (fixed(r, 2) & 0xffff) * code_align; goto advance;
+		case 0x04: delta = (fixed(r, 4) & 0xffffffffu) * code_align; goto advance;
+		case 0x05: /* offset_extended */
+			reg = uleb(r);
+			delta = uleb(r);
+			if ((rr = reg_of(s, reg, ra_reg)))
+				*rr = (struct regrule){K_OFFSET, (int64_t)delta * data_align};
+			continue;
+		case 0x06: /* restore_extended */
+			reg = uleb(r);
+			if ((rr = reg_of(s, reg, ra_reg)))
+				*rr = *reg_of((struct state *)init, reg, ra_reg);
+			continue;
+		case 0x07: /* undefined */
+			if ((rr = reg_of(s, uleb(r), ra_reg)))
+				rr->kind = K_UNDEF;
+			continue;
+		case 0x08: /* same_value */
+			if ((rr = reg_of(s, uleb(r), ra_reg)))
+				rr->kind = K_SAME;
+			continue;
+		case 0x09: /* register */
+			reg = uleb(r);
+			uleb(r);
+			if ((rr = reg_of(s, reg, ra_reg)))
+				rr->kind = K_OTHER;
+			continue;
+		case 0x0a: /* remember_state */
+			if (depth == 8)
+				return -1;
+			stack[depth++] = *s;
+			continue;
+		case 0x0b: /* restore_state */
+			if (depth == 0)
+				return -1;
+			*s = stack[--depth];
+			continue;
+		case 0x0c: /* def_cfa */
+			s->cfa_reg = (uint8_t)uleb(r);
+			s->cfa_off = (int64_t)uleb(r);
+			s->cfa_expr = 0;
+			continue;
+		case 0x0d: /* def_cfa_register */
+			s->cfa_reg = (uint8_t)uleb(r);
+			s->cfa_expr = 0;
+			continue;
+		case 0x0e: /* def_cfa_offset */
+			s->cfa_off = (int64_t)uleb(r);
+			continue;
+		case 0x0f: /* def_cfa_expression */
+			delta = uleb(r);
+			if ((uint64_t)(r->end - r->p) < delta)
+				return -1;
+			r->p += delta;
+			s->cfa_expr = 1;
+			continue;
+		case 0x10: /* expression */
+		case 0x16: /* val_expression */
+			reg = uleb(r);
+			delta = uleb(r);
+			if ((uint64_t)(r->end - r->p) < delta)
+				return -1;
+			r->p += delta;
+			if ((rr = reg_of(s, reg, ra_reg)))
+				rr->kind = K_OTHER;
+			continue;
+		case 0x11: /* offset_extended_sf */
+			reg = uleb(r);
+			{
+				int64_t o = sleb(r);
+				if ((rr = reg_of(s, reg, ra_reg)))
+					*rr = (struct regrule){K_OFFSET, o * data_align};
+			}
+			continue;
+		case 0x12: /* def_cfa_sf */
+			s->cfa_reg = (uint8_t)uleb(r);
+			s->cfa_off = sleb(r) * data_align;
+			s->cfa_expr = 0;
+			continue;
+		case 0x13: /* def_cfa_offset_sf */
+			s->cfa_off = sleb(r) * data_align;
+			continue;
+		case 0x14: /* val_offset */
+		case 0x15: /* val_offset_sf */
+			reg = uleb(r);
+			if (op == 0x14)
+				uleb(r);
+			else
+				sleb(r);
+			if ((rr = reg_of(s, reg, ra_reg)))
+				rr->kind = K_OTHER;
+			continue;
+		case 0x2e: /* GNU_args_size */
+			uleb(r);
+			continue;
+		case 0x2f: /* GNU_negative_offset_extended */
+			reg = uleb(r);
+			delta = uleb(r);
+			if ((rr = reg_of(s, reg, ra_reg)))
+				*rr = (struct regrule){K_OFFSET, -(int64_t)delta * data_align};
+			continue;
+		default: /* set_loc and anything unknown */
+			return -1;
+		}
+	advance:
+		loc += delta;
+		if (loc > pc)
+			return 0;
+	}
+	return r->bad ? -1 : 0;
+}
+
+/* Computes the rule for return address ip (the call is at ip - 1); 0 on success. */
+static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
+{
+	uint64_t pc = ip - 1;
+	struct dl_find_object fo;
+	if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0 || !fo.dlfo_eh_frame)
+		return -1;
+	const uint8_t *hdr = fo.dlfo_eh_frame;
+	/* .eh_frame_hdr: version 1, then the encodings of eh_frame_ptr, fde_count and the table,
+	 * which must be a sorted table of 4-byte datarel pairs to be searched */
+	if (hdr[0] != 1 || hdr[3] != 0x3b)
+		return -1;
+	struct rd r = {hdr + 4, hdr + 4 + 16, 0};
+	encoded(&r, hdr[1], (uint64_t)(uintptr_t)hdr);
+	uint64_t count = encoded(&r, hdr[2], (uint64_t)(uintptr_t)hdr);
+	if (r.bad || count == 0 || count > (1u << 26))
+		return -1;
+	const int32_t *table = (const int32_t *)(const void *)r.p;
+	int64_t rel = (int64_t)(pc - (uint64_t)(uintptr_t)hdr);
+	uint64_t lo = 0, hi = count;
+	if (rel < table[0])
+		return -1;
+	while (hi - lo > 1) { /* the last entry whose start is <= pc */
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (table[2 * mid] <= rel)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const uint8_t *fde = hdr + table[2 * lo + 1];
+	/* the FDE */
+	uint32_t len;
+	memcpy(&len, fde, 4);
+	if (len == 0 || len == 0xffffffffu)
+		return -1;
+	const uint8_t *fde_end = fde + 4 + len;
+	int32_t cie_delta;
+	memcpy(&cie_delta, fde + 4, 4);
+	const uint8_t *cie = fde + 4 - cie_delta;
+	uint32_t clen;
+	memcpy(&clen, cie, 4);
+	if (clen == 0 || clen == 0xffffffffu)
+		return -1;
+	struct rd c = {cie + 8, cie + 4 + clen, 0};
+	uint32_t cie_id;
+	memcpy(&cie_id, cie + 4, 4);
+	if (cie_id != 0)
+		return -1;
+	uint8_t version = (uint8_t)fixed(&c, 1);
+	if (version != 1 && version != 3)
+		return -1;
+	const char *aug = (const char *)c.p;
+	size_t augn = strnlen(aug, (size_t)(c.end - c.p));
+	if (augn == (size_t)(c.end - c.p))
+		return -1;
+	c.p += augn + 1;
+	uint64_t code_align = uleb(&c);
+	int64_t data_align = sleb(&c);
+	uint64_t ra_reg = version == 1 ? fixed(&c, 1) & 0xff : uleb(&c);
+	uint8_t fde_enc = 0; /* absptr */
+	if (aug[0] == 'z') {
+		uint64_t n = uleb(&c);
+		const uint8_t *after = c.p + n;
+		for (const char *a = aug + 1; *a && !c.bad; a++) {
+			switch (*a) {
+			case 'R': fde_enc = (uint8_t)fixed(&c, 1); break;
+			case 'L': fixed(&c, 1); break;
+			case 'P': {
+				uint8_t pe = (uint8_t)fixed(&c, 1);
+				unsigned sz = enc_size(pe);
+				if (!sz || (size_t)(c.end - c.p) < sz)
+					return -1;
+				c.p += sz;
+				break;
+			}
+			default: return -1; /* 'S' (a signal frame) and anything else */
+			}
+		}
+		if (c.bad || after > c.end)
+			return -1;
+		c.p = after;
+	} else if (aug[0]) {
+		return -1;
+	}
+	if (c.bad || code_align == 0)
+		return -1;
+	struct rd f = {fde + 8, fde_end, 0};
+	uint64_t start = encoded(&f, fde_enc, 0);
+	struct rd fr = f; /* the range: same size, no pc-relative part */
+	uint64_t range = encoded(&fr, fde_enc & 0x0f, 0);
+	f.p = fr.p;
+	if (f.bad || fr.bad || pc < start || pc >= start + range)
+		return -1;
+	if (aug[0] == 'z') {
+		uint64_t n = uleb(&f);
+		if (f.bad || (uint64_t)(f.end - f.p) < n)
+			return -1;
+		f.p += n;
+	}
+	struct state init = {DW_RSP, 0, 8, {K_SAME, 0}, {K_UNDEF, 0}}, s;
+	s = init;
+	if (run_cfa(&c, start, UINT64_MAX, code_align, data_align, ra_reg, &s, &init) != 0)
+		return -1;
+	init = s;
+	if (run_cfa(&f, start, pc, code_align, data_align, ra_reg, &s, &init) != 0)
+		return -1;
+	if (s.cfa_expr || (s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off < 0 ||
+	    s.cfa_off > (int64_t)MAX_FRAME)
+		return -1;
+	uint8_t fl = F_VALID;
+	if (s.ra.kind == K_UNDEF)
+		fl |= F_LAST;
+	else if (s.ra.kind != K_OFFSET || s.ra.off < -32768 || s.ra.off > 32767)
+		return -1;
+	if (s.cfa_reg == DW_RBP)
+		fl |= F_CFA_RBP;
+	if (s.rbp.kind == K_OFFSET) {
+		if (s.rbp.off < -32768 || s.rbp.off > 32767)
+			return -1;
+		fl |= F_RBP_SAVED;
+	} else if (s.rbp.kind != K_SAME) {
+		return -1;
+	}
+	*out = (struct rule){ip, (int32_t)s.cfa_off, (int16_t)s.rbp.off, (int16_t)s.ra.off};
+	*flags = fl;
+	return 0;
+}
+
+/* The walk: frames from the caller of tprof_unwind_here on, as unw_backtrace gives them; -1 when a
+ * frame is beyond the rules. */
+int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
+	__attribute__((visibility("hidden")));
+int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
+{
+	struct cache *c = cache_get();
+	if (!c)
+		return -1;
+	int n = 0;
+	while (n < cap) {
+		buf[n++] = (void *)(uintptr_t)ip;
+		unsigned k = (unsigned)((ip ^ (ip >> 11)) % RULES);
+		struct rule *ru = &c->r[k];
+		if (unlikely(ru->ip != ip || !(c->flags[k] & F_VALID))) {
+			struct rule nr;
+			uint8_t fl;
+			if (compute_rule(ip, &nr, &fl) != 0)
+				return -1;
+			*ru = nr;
+			c->flags[k] = fl;
+		}
+		uint8_t fl = c->flags[k];
+		if (fl & F_LAST)
+			break;
+		uint64_t cfa = ((fl & F_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)ru->cfa_off;
+		if (cfa <= sp || cfa - sp > MAX_FRAME)
+			return -1;
+		uint64_t next;
+		if (load(c, cfa + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
+			return -1;
+		if ((fl & F_RBP_SAVED) && load(c, cfa + (uint64_t)(int64_t)ru->rbp_off, &rbp) != 0)
+			return -1;
+		sp = cfa;
+		ip = next;
+		if (ip == 0)
+			break;
+	}
+	return n;
+}
+
+/* The entry: the return address into the caller, the caller's stack pointer (past that return
+ * address) and its frame pointer, then the walk. */
+__asm__(".text\n"
+	".align 16\n"
+	".globl tprof_unwind_here\n"
+	".hidden tprof_unwind_here\n"
+	".type tprof_unwind_here,@function\n"
+	"tprof_unwind_here:\n"
+	"\t.cfi_startproc\n"
+	"\tmovq (%rsp), %rdx\n"
+	"\tleaq 8(%rsp), %rcx\n"
+	"\tmovq %rbp, %r8\n"
+	"\tjmp tprof_unwind_walk\n"
+	"\t.cfi_endproc\n"
+	".size tprof_unwind_here, .-tprof_unwind_here\n");
+
+#else /* no fast walk elsewhere: libunwind does it all */
+
+void tprof_unwind_forget_code(void) {}
+void tprof_unwind_new_thread(void) {}
+int tprof_unwind_here(void **buf, int cap)
+{
+	(void)buf;
+	(void)cap;
+	return -1;
+}
+
+#endif

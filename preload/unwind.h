@@ -1,0 +1,14 @@
+/* The fast stack walk (unwind.c): return addresses from the .eh_frame rules of the code, cached per
+ * thread, with libunwind left for what the rules cannot say exactly. */
+#ifndef TPROF_UNWIND_H
+#define TPROF_UNWIND_H
+
+/* Fills buf with up to cap return addresses, the first one in the caller's own frame (as
+ * unw_backtrace does); returns how many, or -1 when some frame needs libunwind. */
+int tprof_unwind_here(void **buf, int cap) __attribute__((visibility("hidden")));
+/* Code was unloaded (dlclose): every thread drops the rules it computed. */
+void tprof_unwind_forget_code(void);
+/* The calling thread takes a cache another thread left: forget that thread's stack pages. */
+void tprof_unwind_new_thread(void);
+
+#endif
