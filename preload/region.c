@@ -1,9 +1,8 @@
 /* The shared memory of libtprof.so and how a process hands it to a recorder. At start-up (and in
  * every fork child) the process creates a memfd, creates its trace file (exclusively, in its own
  * working directory, with its own permissions), connects to a recorder over an abstract unix
- * socket and sends both descriptors (without waiting for an answer where the kernel lets the
- * recorder identify a sender that is gone: see register_once); then it closes every descriptor it
- * opened. What stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor
+ * socket, sends both descriptors and waits for one byte of answer; then it closes every descriptor
+ * it opened. What stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor
  * limit can see. A recorder is found through TPROF_RECORDER (tprof record sets it), else at the
  * name of the nearest traced ancestor that started one, else started here (tprof-recorder beside
  * libtprof.so, detached: it is not this process's child).
@@ -29,7 +28,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,7 +49,6 @@ static uint64_t piece_end; /* file offset where the last piece ends */
 
 static char recorder_name[108]; /* the socket this process registered at, for its fork children */
 static size_t recorder_name_len;
-static pid_t recorder_pid; /* the process listening there (SO_PEERCRED) */
 
 #define FIRST_PIECE (4ull << 20)
 
@@ -301,7 +298,6 @@ static int try_connect(const char *name, size_t len)
 		close(fd);
 		return -1;
 	}
-	recorder_pid = cred.pid;
 	return fd;
 }
 
@@ -465,12 +461,11 @@ void tprof_recorder_ensure(void)
 	errno = saved;
 }
 
-/* Sends the memory file and the trace file. With answer, waits for the recorder's byte (it sizes
- * the file first); without, the file is sized and the header written already, and a recorder that
- * refuses says so in the shared memory (recorder_gone). */
-static int send_hello(int sock, int memfd, int tracefd, int answer)
+/* Sends the memory file and the trace file, and waits for the recorder's byte (it sizes the file
+ * first, and starts the writer that advances the clock epochs before the process goes on). */
+static int send_hello(int sock, int memfd, int tracefd)
 {
-	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), answer ? 0 : TPROF_HELLO_NO_ANSWER};
+	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), 0};
 	struct iovec iov = {&h, sizeof(h)};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
@@ -490,8 +485,6 @@ static int send_hello(int sock, int memfd, int tracefd, int answer)
 	while (w < 0 && errno == EINTR);
 	if (w != (ssize_t)sizeof(h))
 		return -1;
-	if (!answer)
-		return 0;
 	struct timeval tv = {10, 0};
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	char ack = 0;
@@ -500,66 +493,6 @@ static int send_hello(int sock, int memfd, int tracefd, int answer)
 		r = recv(sock, &ack, 1, 0);
 	while (r < 0 && errno == EINTR);
 	return r == 1 && ack == 1 ? 0 : -1;
-}
-
-/* Whether this process may register without waiting for an answer: its recorder must learn who
- * it is from the socket alone, even after it is gone (SO_PEERPIDFD, Linux 6.5), and the process
- * must be allowed a file of the memory file's (sparse) size. Asked once per process image. */
-static int kernel_ok = -1; /* known before a fork: inherited by the children */
-
-static int no_answer_ok(void)
-{
-	int kernel = kernel_ok;
-	if (kernel < 0) {
-		struct utsname u;
-		unsigned long major = 0, minor = 0;
-		if (uname(&u) == 0) {
-			char *end;
-			major = strtoul(u.release, &end, 10);
-			if (*end == '.')
-				minor = strtoul(end + 1, NULL, 10);
-		}
-		kernel = kernel_ok = major > 6 || (major == 6 && minor >= 5);
-	}
-	struct rlimit r;
-	return kernel && getrlimit(RLIMIT_FSIZE, &r) == 0 &&
-	       (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= TPROF_SHM_FILE_BYTES);
-}
-
-/* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
-void tprof_region_forget(void)
-{
-	uint32_t n = atomic_load(&npieces);
-	for (uint32_t i = 0; i < n; i++)
-		munmap(pieces[i].addr, pieces[i].len);
-	atomic_store(&npieces, 0);
-	piece_end = 0;
-	tprof_shm = NULL;
-}
-
-/* The module whose malloc this program's calls reach, when it is not ours: the executable defines
- * one, or an allocator was preloaded ahead of us. Looked up once (the constructor asks first): no
- * library loaded later can come before those in the global scope. */
-void tprof_malloc_owner(char *out, size_t cap)
-{
-	static char owner[sizeof(((struct tprof_shm *)0)->malloc_owner)];
-	static int known;
-	if (!known) {
-		void *seen = dlsym(RTLD_DEFAULT, "malloc");
-		Dl_info mine, theirs;
-		if (seen && dladdr((void *)&tprof_region_start, &mine) && dladdr(seen, &theirs) &&
-		    theirs.dli_fbase != mine.dli_fbase) {
-			const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname
-										   : program_invocation_name;
-			size_t n = strnlen(name, sizeof(owner) - 1);
-			memcpy(owner, name, n);
-			owner[n] = 0;
-		}
-		known = 1;
-	}
-	size_t n = strnlen(owner, cap - 1);
-	memcpy(out, owner, n);
-	out[n] = 0;
 }
 
 /* What a fork child's header copies from its parent instead of asking /proc again (each read is
@@ -581,7 +514,6 @@ void tprof_region_learn_self(void)
 	ssize_t cn = tprof_proc_read("/proc/self/cmdline", self_id.cmdline, sizeof(self_id.cmdline));
 	self_id.cmdline_len = cn > 0 ? (uint32_t)cn : 0;
 	self_id.known = 1;
-	no_answer_ok();
 }
 
 /* Maps the first piece of the memory file and writes the header; returns it, or NULL. The magic
@@ -617,7 +549,6 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	s->rss_interval_ms = tprof_cfg.rss_interval_ms;
 	s->compress = (uint32_t)tprof_cfg.compress;
 	s->leakscan = (uint32_t)tprof_cfg.leakscan;
-	s->scan_reader = (int32_t)recorder_pid;
 	memcpy(s->trace_path, path, strlen(path) + 1);
 	/* read here: the process may be gone before its recorder could look */
 	tprof_region_learn_self();
@@ -659,29 +590,18 @@ static int register_once(int child, pid_t pid)
 		unlink(path);
 		goto out;
 	}
-	/* Without waiting for an answer when the process may size the file itself; else the
-	 * recorder sizes it (it may have a larger file size limit than the program) and answers. */
-	int answer = !(no_answer_ok() && ftruncate(memfd, (off_t)TPROF_SHM_FILE_BYTES) == 0);
-	if (!answer && !(s = map_header(memfd, path, pid)))
-		goto fail;
-	if (send_hello(sock, memfd, tracefd, answer) != 0) {
+	/* the recorder sizes the file (it may have a larger file size limit than the program) */
+	if (send_hello(sock, memfd, tracefd) != 0) {
 		say("no recorder took ", path, "; not tracing");
-		goto fail;
+		unlink(path);
+		goto out;
 	}
-	if (answer && !(s = map_header(memfd, path, pid)))
+	if (!(s = map_header(memfd, path, pid)))
 		goto out;
 	atomic_fetch_add(&s->kick, 1);
 	tprof_futex_wake(&s->kick);
 	tprof_shm = s;
 	rc = 0;
-	goto out;
-fail:
-	if (s) {
-		munmap(s, FIRST_PIECE);
-		atomic_store(&npieces, 0);
-		piece_end = 0;
-	}
-	unlink(path);
 out:
 	if (sock >= 0)
 		close(sock);

@@ -158,15 +158,12 @@ struct tprof_shm {
 
 /* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with two
  * descriptors: the memfd and the trace file it created. The recorder answers one byte: 1 when it
- * took the process, 0 when it refused. With TPROF_HELLO_NO_ANSWER the process has sized the file
- * and written the header already and does not wait: it may be gone when the message is read, and
- * a refusal is written into its memory instead (recorder_gone). */
-#define TPROF_HELLO_NO_ANSWER 1u
+ * took the process, 0 when it refused. */
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */
 	uint32_t version;
 	int32_t pid;
-	uint64_t flags; /* TPROF_HELLO_* */
+	uint64_t reserved; /* 0 */
 };
 
 /* Where a recorder listens: an abstract unix socket, "\0tprof.<uid>.<pid>.<starttime>" of the

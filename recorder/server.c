@@ -1,6 +1,5 @@
 /* The recorder's registration server. A traced process image connects, sends its shared memory
- * and its trace file (preload/region.c), and gets one byte back (unless it said it does not wait:
- * then a refusal is written into its memory); the server sizes the memory file,
+ * and its trace file (preload/region.c), and gets one byte back; the server sizes the memory file,
  * starts a writer thread for the image (recorder/writer.c) and goes back to waiting. It also waits
  * on every traced process's pidfd, so that a writer learns of its process's end (and its zombie is
  * read) at once. A process that registers again under the same pid and start time has exec'd: its
@@ -11,13 +10,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -182,28 +178,18 @@ static void close_fds(int *fds, int n)
 
 /* A pidfd of the process at the other end of conn and its start time, which with the pid names it
  * for good (an exec keeps both); 0 on success. The socket's own pidfd is the connecting process's
- * for sure; else the pidfd is taken between two readings of the start time. A process that did
- * not wait for an answer may be gone already: it is taken all the same (its events are in its
- * memory), with its start time unknown (0) unless it was read while the process lived, and no
- * pidfd once it has been reaped. */
-static int peer_process(int conn, pid_t pid, int gone_ok, int *pidfd, uint64_t *starttime)
+ * for sure; else the pidfd is taken between two readings of the start time. */
+static int peer_process(int conn, pid_t pid, int *pidfd, uint64_t *starttime)
 {
 	socklen_t len = sizeof(*pidfd);
-	*starttime = 0;
 	if (getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, pidfd, &len) == 0 && *pidfd >= 0) {
 		struct pollfd pf = {*pidfd, POLLIN, 0};
 		if (tprof_proc_starttime(pid, starttime) == 0 && poll(&pf, 1, 0) == 0)
 			return 0; /* read while the process still lived: its own */
-		*starttime = 0;
-		if (gone_ok)
-			return 0; /* the pidfd says it is gone */
 		close(*pidfd);
 		*pidfd = -1;
 		return -1;
 	}
-	*pidfd = -1;
-	if (gone_ok && errno == ESRCH)
-		return 0; /* reaped already */
 	uint64_t again;
 	if (tprof_proc_starttime(pid, starttime) != 0)
 		return -1;
@@ -216,24 +202,6 @@ static int peer_process(int conn, pid_t pid, int gone_ok, int *pidfd, uint64_t *
 		return -1;
 	}
 	return 0;
-}
-
-/* A process that did not wait for an answer learns of a refusal from its own memory: it stops
- * recording and never waits for a recorder (recorder_gone). Its trace file stays empty. */
-static void refuse_in_memory(int memfd, pid_t pid)
-{
-	struct stat st;
-	if (memfd < 0 || fstat(memfd, &st) != 0 || (uint64_t)st.st_size < sizeof(struct tprof_shm))
-		return;
-	size_t at = offsetof(struct tprof_shm, recorder_gone) & ~(size_t)4095;
-	uint8_t *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, (off_t)at);
-	if (m == MAP_FAILED)
-		return;
-	_Atomic uint32_t *gone = (_Atomic uint32_t *)(m + offsetof(struct tprof_shm, recorder_gone) - at);
-	atomic_store(gone, 1);
-	tprof_futex_wake(gone);
-	munmap(m, 4096);
-	fprintf(stderr, "tprof: the recorder could not take pid %d; not tracing it\n", (int)pid);
 }
 
 /* One registration: check, start the writer, answer. */
@@ -266,23 +234,18 @@ static void take(int conn)
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!entries[i].w)
 			slot = i;
-	int no_answer = r == (ssize_t)sizeof(h) && h.flags == TPROF_HELLO_NO_ANSWER;
 	if (r != (ssize_t)sizeof(h) || nfds != 2 || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
-	    (h.flags & ~(uint64_t)TPROF_HELLO_NO_ANSWER) ||
 	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.pid != h.pid ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
-	    ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 ||
-	    peer_process(conn, h.pid, no_answer, &pidfd, &starttime) != 0) {
+	    ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 || peer_process(conn, h.pid, &pidfd, &starttime) != 0) {
 		send(conn, &no, 1, MSG_NOSIGNAL);
-		if (no_answer && r == (ssize_t)sizeof(h) && cred.uid == getuid())
-			refuse_in_memory(fds[0], h.pid);
 		close_fds(fds, nfds);
 		if (pidfd >= 0)
 			close(pidfd);
 		return;
 	}
 	/* the same process again: an exec; its previous image's writer finishes that trace */
-	for (int i = 0; starttime && i < high; i++) {
+	for (int i = 0; i < high; i++) {
 		struct entry *e = &entries[i];
 		if (e->w && e->pid == h.pid && e->starttime == starttime && e->pidfd >= 0) {
 			tprof_writer_exec(e->w);
@@ -291,21 +254,12 @@ static void take(int conn)
 		}
 	}
 	struct tprof_writer_args a = {.pid = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1]};
-	int keep = no_answer ? fcntl(fds[0], F_DUPFD_CLOEXEC, 0) : -1; /* to refuse after all */
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
 		send(conn, &no, 1, MSG_NOSIGNAL);
-		refuse_in_memory(keep, h.pid);
-		if (keep >= 0)
-			close(keep);
-		if (pidfd >= 0)
-			close(pidfd);
+		close(pidfd);
 		return;
 	}
-	if (keep >= 0)
-		close(keep);
-	if (pidfd < 0)
-		tprof_writer_gone(w); /* reaped before we read its message */
 	entries[slot] = (struct entry){w, h.pid, starttime, pidfd};
 	nentries++;
 	if (slot >= high)
