@@ -68,7 +68,7 @@ $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
 	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
 
 $(BUILD)/libtprof.so: $(PRELOAD_OBJ)
-	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ -lunwind -ldl -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs -o $@ $^ -lunwind -ldl -lpthread
 
 # the release, for tprof --version
 $(BUILD)/obj/analyzer/cmd/tprof.o: CFLAGS += -DTPROF_RELEASE='"$(VERSION)"'

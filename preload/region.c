@@ -495,6 +495,42 @@ static int send_hello(int sock, int memfd, int tracefd)
 	return r == 1 && ack == 1 ? 0 : -1;
 }
 
+/* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
+void tprof_region_forget(void)
+{
+	uint32_t n = atomic_load(&npieces);
+	for (uint32_t i = 0; i < n; i++)
+		munmap(pieces[i].addr, pieces[i].len);
+	atomic_store(&npieces, 0);
+	piece_end = 0;
+	tprof_shm = NULL;
+}
+
+/* The module whose malloc this program's calls reach, when it is not ours: the executable defines
+ * one, or an allocator was preloaded ahead of us. Looked up once (the constructor asks first): no
+ * library loaded later can come before those in the global scope. */
+void tprof_malloc_owner(char *out, size_t cap)
+{
+	static char owner[sizeof(((struct tprof_shm *)0)->malloc_owner)];
+	static int known;
+	if (!known) {
+		void *seen = dlsym(RTLD_DEFAULT, "malloc");
+		Dl_info mine, theirs;
+		if (seen && dladdr((void *)&tprof_region_start, &mine) && dladdr(seen, &theirs) &&
+		    theirs.dli_fbase != mine.dli_fbase) {
+			const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname
+										   : program_invocation_name;
+			size_t n = strnlen(name, sizeof(owner) - 1);
+			memcpy(owner, name, n);
+			owner[n] = 0;
+		}
+		known = 1;
+	}
+	size_t n = strnlen(owner, cap - 1);
+	memcpy(out, owner, n);
+	out[n] = 0;
+}
+
 /* What a fork child's header copies from its parent instead of asking /proc again (each read is
  * five system calls): the executable, and the arguments as they were when the parent first read
  * them. Kept by the first registration, or before the first fork of a process that has none. */
