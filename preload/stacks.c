@@ -24,8 +24,13 @@
 #include "sys.h"
 #include "unwind.h"
 
-#define SLOT_BITS 21 /* 2 Mi slots: under half full up to a million distinct stacks */
-#define SLOTS (1u << SLOT_BITS)
+/* The table grows in levels, each 8 times the one before, all in one reservation: a process with
+ * a few hundred stacks touches a few pages of its first level (each page touched costs a fault),
+ * not one page of a large table per stack. A stack lives in the level it was inserted into;
+ * lookups try every level in use, inserts go into the newest, and the next is opened when the
+ * newest is half full. */
+#define LEVELS 5
+static const uint8_t level_bits[LEVELS] = {10, 13, 16, 19, 21}; /* the last: 2 Mi slots */
 #define MAX_PROBES 128
 #define TAG_BUSY 1ull
 #define ARENA_CHUNKS 256 /* 1 GiB of frames at most */
@@ -45,7 +50,11 @@ struct chunk {
 	uint64_t off;
 };
 
-static struct slot *slots;
+static struct slot *levels[LEVELS];
+static _Atomic uint32_t level_used[LEVELS]; /* stacks inserted into each level */
+static _Atomic uint32_t top_level;          /* the newest level in use */
+static struct slot *table;                  /* every level, reserved together */
+static size_t table_bytes;
 static struct chunk index_chunks[TPROF_STACK_CHUNKS];
 static struct chunk arena_chunks[ARENA_CHUNKS];
 static _Atomic uint64_t arena_pos; /* chunk << 32 | words used in it */
@@ -200,9 +209,9 @@ static void publish_own(void)
 	code_range((const void *)&max_depth, &lo, &hi);
 	tprof_shm->own[0][0] = lo;
 	tprof_shm->own[0][1] = hi;
-	if (slots) {
-		tprof_shm->own[1][0] = (uintptr_t)slots;
-		tprof_shm->own[1][1] = (uintptr_t)slots + (size_t)SLOTS * sizeof(*slots);
+	if (table) {
+		tprof_shm->own[1][0] = (uintptr_t)table;
+		tprof_shm->own[1][1] = (uintptr_t)table + table_bytes;
 	}
 }
 
@@ -215,13 +224,21 @@ int tprof_stacks_init(unsigned depth)
 	publish_own();
 	if (max_depth == 0)
 		return 0;
-	void *m = mmap(NULL, (size_t)SLOTS * sizeof(*slots), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t bytes = 0;
+	for (int k = 0; k < LEVELS; k++)
+		bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
 		max_depth = 0;
 		return -1;
 	}
-	slots = m;
+	table = m;
+	table_bytes = bytes;
+	struct slot *at = m;
+	for (int k = 0; k < LEVELS; k++) {
+		levels[k] = at;
+		at += (size_t)1 << level_bits[k];
+	}
 	atomic_store(&tprof_shm->stack_next_id, 1);
 	set_policy();
 	publish_own();
@@ -245,8 +262,11 @@ void tprof_stacks_reset(void)
 	memset(index_chunks, 0, sizeof(index_chunks));
 	memset(arena_chunks, 0, sizeof(arena_chunks));
 	atomic_store(&arena_pos, 0);
-	if (slots)
-		madvise(slots, (size_t)SLOTS * sizeof(*slots), MADV_DONTNEED); /* zero again */
+	if (table)
+		madvise(table, table_bytes, MADV_DONTNEED); /* zero again */
+	for (int l = 0; l < LEVELS; l++)
+		atomic_store(&level_used[l], 0);
+	atomic_store(&top_level, 0);
 	atomic_store(&tprof_shm->stack_next_id, 1);
 	publish_own();
 	tprof_modules_scan(0);
@@ -269,13 +289,29 @@ static inline int same(const struct slot *s, const uint64_t *f, unsigned n, int 
 	return s->depth == n && s->truncated == truncated && memcmp(s->frames, f, n * sizeof(*f)) == 0;
 }
 
+/* A stack's id: found in any level, else inserted into the newest. 0: no room. */
 static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 {
 	struct tprof_shm *shm = tprof_shm;
 	uint64_t tag = hash_frames(f, n, atomic_load_explicit(&generation, memory_order_relaxed));
-	uint32_t i = (uint32_t)tag & (SLOTS - 1);
-	for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & (SLOTS - 1)) {
-		struct slot *s = &slots[i];
+	uint32_t top = atomic_load_explicit(&top_level, memory_order_acquire);
+	for (uint32_t l = 0; l < top; l++) { /* the older levels: look only */
+		struct slot *tab = levels[l];
+		uint32_t mask = (1u << level_bits[l]) - 1;
+		uint32_t i = (uint32_t)tag & mask;
+		for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & mask) {
+			uint64_t t = atomic_load_explicit(&tab[i].tag, memory_order_acquire);
+			if (t == 0)
+				break;
+			if (t == tag && same(&tab[i], f, n, truncated))
+				return tab[i].id;
+		}
+	}
+	struct slot *tab = levels[top];
+	uint32_t mask = (1u << level_bits[top]) - 1;
+	uint32_t i = (uint32_t)tag & mask;
+	for (unsigned probe = 0; probe < MAX_PROBES; probe++, i = (i + 1) & mask) {
+		struct slot *s = &tab[i];
 		uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
 		if (t == tag) {
 			if (same(s, f, n, truncated))
@@ -307,6 +343,8 @@ static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 		s->truncated = (uint8_t)truncated;
 		s->id = id;
 		atomic_store_explicit(&s->tag, tag, memory_order_release);
+		if (atomic_fetch_add(&level_used[top], 1) + 1 == (mask + 1) / 2 && top + 1 < LEVELS)
+			atomic_store_explicit(&top_level, top + 1, memory_order_release);
 		return id;
 	}
 	atomic_fetch_add_explicit(&shm->stack_dropped, 1, memory_order_relaxed);
