@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "preload.h"
+#include "unwind.h"
 
 extern char **environ;
 
@@ -259,6 +260,7 @@ TPROF_EXPORT int dlclose(void *handle)
 	int saved = errno;
 	tprof_kernels_forget(); /* a kernel's library may be gone: look the real functions up again */
 	tprof_omp_forget();
+	tprof_unwind_forget_code(); /* and its stack walk rules with it, recording or not */
 	if (rec)
 		tprof_modules_scan(1);
 	errno = saved;

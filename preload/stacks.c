@@ -577,10 +577,8 @@ void tprof_modules_scan(int closing)
 	for (uint32_t i = 0; i < n; i++)
 		if (!c.present[i] && !atomic_load(&shm->modules[i].unload_seq))
 			atomic_store(&shm->modules[i].unload_seq, seq);
-	if (closing) {
+	if (closing)
 		atomic_fetch_add(&generation, 1);
-		tprof_unwind_forget_code();
-	}
 	atomic_store_explicit(&shm->modules_busy, 0, memory_order_release);
 	errno = saved;
 }
