@@ -147,10 +147,11 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
  * and the tables it uses are not to be entered again; the trace then says it was not scanned. */
 void tprof_scan_at_end(int reason)
 {
-	if (tprof_shm && tprof_shm->pid == (int32_t)syscall(SYS_getpid))
-		tprof_stacks_verify_report();
-	if (tprof_tls.guard || !scan_wanted())
+	if (tprof_tls.guard || !scan_wanted()) {
+		if (tprof_shm && tprof_shm->pid == (int32_t)syscall(SYS_getpid))
+			tprof_stacks_verify_report();
 		return;
+	}
 	struct tprof_shm *shm = tprof_shm;
 	int saved = errno;
 	tprof_tls.guard++;
@@ -170,6 +171,7 @@ void tprof_scan_at_end(int reason)
 	 * memcheck knows are undefined. (Walked before the others stop: the unwinder takes the
 	 * loader's lock.) */
 	uint64_t sp = stack_pointer(), psp = tprof_stacks_program_sp(shm->scan_regs);
+	tprof_stacks_verify_report(); /* the exit walk just made included */
 	note_stopped(shm, psp > sp && psp - sp < (64u << 20) ? psp : sp);
 	int32_t tids[TPROF_SCAN_THREADS];
 	uint32_t n = other_tasks(tids, TPROF_SCAN_THREADS - 1);

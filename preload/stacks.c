@@ -95,14 +95,31 @@ static void code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
  * of exit, _exit or quick_exit; _start after a return from main): the frames below it are the C
  * library's and tprof's on the way out; regs: that frame's callee-saved registers (rbx, rbp, r12 to
  * r15), the program's values, which those frames saved. 0 when the stack cannot be walked. */
-uint64_t tprof_stacks_program_sp(uint64_t regs[8])
+/* libunwind's per-thread cache of frame descriptions: each thread unwinds without locks. Set
+ * before libunwind's first use only (setting it empties and so touches its whole global cache,
+ * about 70 pages a process would fault in for nothing), and once: a fork child inherits both the
+ * policy and the caches. */
+static void libunwind_ready(void)
 {
-	extern void *__tls_get_addr(void *); /* ld.so's */
-	uintptr_t libc_lo = 0, libc_hi = 0, ld_lo = 0, ld_hi = 0;
-	code_range((const void *)&exit, &libc_lo, &libc_hi);
-	code_range((const void *)&__tls_get_addr, &ld_lo, &ld_hi);
+	static _Atomic int state; /* 0 not set, 1 being set, 2 set */
+	int expect = 0;
+	if (atomic_load_explicit(&state, memory_order_acquire) == 2)
+		return;
+	if (atomic_compare_exchange_strong(&state, &expect, 1)) {
+		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+		atomic_store_explicit(&state, 2, memory_order_release);
+		return;
+	}
+	for (int k = 0; k < 100000 && atomic_load_explicit(&state, memory_order_acquire) != 2; k++)
+		sched_yield();
+}
+
+static __attribute__((noinline)) uint64_t program_sp_libunwind(uint64_t regs[8], uintptr_t libc_lo,
+								 uintptr_t libc_hi, uintptr_t ld_lo, uintptr_t ld_hi)
+{
 	unw_context_t uc;
 	unw_cursor_t c;
+	libunwind_ready();
 	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
 		return 0;
 	for (int depth = 0; depth < 64 && unw_step(&c) > 0; depth++) {
@@ -120,6 +137,31 @@ uint64_t tprof_stacks_program_sp(uint64_t regs[8])
 		return sp;
 	}
 	return 0;
+}
+
+/* TPROF_VERIFY_STACKS: the captures checked and those that differed from the reference. */
+static _Atomic uint64_t verified, differed, fell_back;
+
+uint64_t tprof_stacks_program_sp(uint64_t regs[8])
+{
+	extern void *__tls_get_addr(void *); /* ld.so's */
+	uintptr_t skip[3][2] = {{self_lo, self_hi}, {0, 0}, {0, 0}};
+	code_range((const void *)&exit, &skip[1][0], &skip[1][1]);
+	code_range((const void *)&__tls_get_addr, &skip[2][0], &skip[2][1]);
+	uint64_t sp = 0;
+	/* the fast walk first: libunwind's first walk of a process maps and faults in its caches */
+	if (tprof_unwind_outer_frame((const uintptr_t(*)[2])skip, 3, &sp, regs) != 0) {
+		atomic_fetch_add(&fell_back, 1);
+		return program_sp_libunwind(regs, skip[1][0], skip[1][1], skip[2][0], skip[2][1]);
+	}
+	if (tprof_cfg.verify_stacks) {
+		uint64_t ref[8] = {0};
+		uint64_t rsp = program_sp_libunwind(ref, skip[1][0], skip[1][1], skip[2][0], skip[2][1]);
+		atomic_fetch_add(&verified, 1);
+		if (rsp != sp || memcmp(ref, regs, 6 * sizeof(regs[0])) != 0)
+			atomic_fetch_add(&differed, 1);
+	}
+	return sp;
 }
 
 int tprof_unwinder_owns(const void *caller)
@@ -192,16 +234,6 @@ static uint64_t *arena_take(unsigned n, uint64_t *off)
 	return NULL;
 }
 
-/* libunwind's per-thread cache of frame descriptions: each thread unwinds without locks. Set once:
- * setting it again empties the caches, and a fork child inherits both the policy and the caches. */
-static void set_policy(void)
-{
-	static int done;
-	if (!done)
-		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-	done = 1;
-}
-
 /* Where tprof's own memory lies (its data and the intern table), for the scan at the end. */
 static void publish_own(void)
 {
@@ -240,7 +272,6 @@ int tprof_stacks_init(unsigned depth)
 		at += (size_t)1 << level_bits[k];
 	}
 	atomic_store(&tprof_shm->stack_next_id, 1);
-	set_policy();
 	publish_own();
 	return 0;
 }
@@ -249,7 +280,7 @@ void tprof_stacks_warm(void)
 {
 	if (tprof_cfg.depth == 0 || tprof_tls.unwound)
 		return;
-	set_policy();
+	libunwind_ready();
 	void *buf[4];
 	unw_backtrace(buf, 4);
 	tprof_unwind_here(buf, 4); /* the fast walk's cache, for fork children too */
@@ -351,15 +382,13 @@ static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 	return 0;
 }
 
-/* TPROF_VERIFY_STACKS: the captures checked and those that differed from the reference. */
-static _Atomic uint64_t verified, differed, fell_back;
-
 /* The reference: libunwind stepping frame by frame through the DWARF rules (no trace cache). */
 static __attribute__((noinline)) int reference_unwind(void **buf, int cap)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
 	int n = 0;
+	libunwind_ready();
 	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
 		return 0;
 	do {
@@ -433,6 +462,7 @@ uint32_t tprof_stack_capture(void)
 	int cap = (int)max_depth + 8;
 	int got = tprof_unwind_here(buf, cap);
 	if (got < 0) { /* a frame the fast walk cannot read exactly */
+		libunwind_ready();
 		got = unw_backtrace(buf, cap);
 		if (tprof_cfg.verify_stacks)
 			atomic_fetch_add(&fell_back, 1);

@@ -213,11 +213,16 @@ struct regrule {
 	uint8_t kind;
 	int64_t off;
 };
+/* The callee-saved registers, in the order the exit scan keeps them: rbx, rbp, r12 to r15. */
+#define NSAVED 6
+static const uint8_t saved_dwarf[NSAVED] = {3, 6, 12, 13, 14, 15};
+#define S_RBP 1
+
 struct state {
 	uint8_t cfa_reg; /* DWARF number: 7 rsp, 6 rbp; else unsupported */
 	uint8_t cfa_expr;
 	int64_t cfa_off;
-	struct regrule rbp, ra;
+	struct regrule saved[NSAVED], ra;
 };
 
 #define DW_RBP 6
@@ -225,10 +230,11 @@ struct state {
 
 static struct regrule *reg_of(struct state *s, uint64_t reg, uint64_t ra_reg)
 {
-	if (reg == DW_RBP)
-		return &s->rbp;
 	if (reg == ra_reg)
 		return &s->ra;
+	for (int i = 0; i < NSAVED; i++)
+		if (reg == saved_dwarf[i])
+			return &s->saved[i];
 	return NULL;
 }
 
@@ -375,13 +381,14 @@ static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align,
 	return r->bad ? -1 : 0;
 }
 
-/* Computes the rule for return address ip (the call is at ip - 1); 0 on success. */
-static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
+/* The CFA program's state at pc (a return address less 1, or an interrupted instruction); 0 on
+ * success. */
+#define NO_FDE (-2) /* no unwind information covers pc */
+static int frame_state(uint64_t pc, struct state *out)
 {
-	uint64_t pc = ip - 1;
 	struct dl_find_object fo;
 	if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0 || !fo.dlfo_eh_frame)
-		return -1;
+		return NO_FDE;
 	const uint8_t *hdr = fo.dlfo_eh_frame;
 	/* .eh_frame_hdr: version 1, then the encodings of eh_frame_ptr, fde_count and the table,
 	 * which must be a sorted table of 4-byte datarel pairs to be searched */
@@ -396,7 +403,7 @@ static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
 	int64_t rel = (int64_t)(pc - (uint64_t)(uintptr_t)hdr);
 	uint64_t lo = 0, hi = count;
 	if (rel < table[0])
-		return -1;
+		return NO_FDE;
 	while (hi - lo > 1) { /* the last entry whose start is <= pc */
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (table[2 * mid] <= rel)
@@ -466,15 +473,21 @@ static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
 	struct rd fr = f; /* the range: same size, no pc-relative part */
 	uint64_t range = encoded(&fr, fde_enc & 0x0f, 0);
 	f.p = fr.p;
-	if (f.bad || fr.bad || pc < start || pc >= start + range)
+	if (f.bad || fr.bad)
 		return -1;
+	if (pc < start || pc >= start + range)
+		return NO_FDE;
 	if (aug[0] == 'z') {
 		uint64_t n = uleb(&f);
 		if (f.bad || (uint64_t)(f.end - f.p) < n)
 			return -1;
 		f.p += n;
 	}
-	struct state init = {DW_RSP, 0, 8, {K_SAME, 0}, {K_UNDEF, 0}}, s;
+	struct state init, s;
+	memset(&init, 0, sizeof(init)); /* every saved register: K_SAME */
+	init.cfa_reg = DW_RSP;
+	init.cfa_off = 8;
+	init.ra.kind = K_UNDEF;
 	s = init;
 	if (run_cfa(&c, start, UINT64_MAX, code_align, data_align, ra_reg, &s, &init) != 0)
 		return -1;
@@ -484,6 +497,17 @@ static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
 	if (s.cfa_expr || (s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off < 0 ||
 	    s.cfa_off > (int64_t)MAX_FRAME)
 		return -1;
+	*out = s;
+	return 0;
+}
+
+/* Computes the rule for return address ip (the call is at ip - 1); 0 on success. */
+static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
+{
+	struct state s;
+	int rc = frame_state(ip - 1, &s);
+	if (rc != 0)
+		return rc;
 	uint8_t fl = F_VALID;
 	if (s.ra.kind == K_UNDEF)
 		fl |= F_LAST;
@@ -491,14 +515,15 @@ static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
 		return -1;
 	if (s.cfa_reg == DW_RBP)
 		fl |= F_CFA_RBP;
-	if (s.rbp.kind == K_OFFSET) {
-		if (s.rbp.off < -32768 || s.rbp.off > 32767)
+	const struct regrule *rbp = &s.saved[S_RBP];
+	if (rbp->kind == K_OFFSET) {
+		if (rbp->off < -32768 || rbp->off > 32767)
 			return -1;
 		fl |= F_RBP_SAVED;
-	} else if (s.rbp.kind != K_SAME) {
+	} else if (rbp->kind != K_SAME) {
 		return -1;
 	}
-	*out = (struct rule){ip, (int32_t)s.cfa_off, (int16_t)s.rbp.off, (int16_t)s.ra.off};
+	*out = (struct rule){ip, (int32_t)s.cfa_off, (int16_t)rbp->off, (int16_t)s.ra.off};
 	*flags = fl;
 	return 0;
 }
@@ -520,7 +545,13 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 		if (unlikely(ru->ip != ip || !(c->flags[k] & F_VALID))) {
 			struct rule nr;
 			uint8_t fl;
-			if (compute_rule(ip, &nr, &fl) != 0)
+			int rc = compute_rule(ip, &nr, &fl);
+			/* Code without unwind information (the loader's entry, which runs the
+			 * constructors) ends the stack where the frame pointer chain ends, as libunwind
+			 * has it; with a frame pointer to follow, libunwind's heuristics decide. */
+			if (rc == NO_FDE && rbp == 0)
+				break;
+			if (rc != 0)
 				return -1;
 			*ru = nr;
 			c->flags[k] = fl;
@@ -560,6 +591,82 @@ __asm__(".text\n"
 	"\t.cfi_endproc\n"
 	".size tprof_unwind_here, .-tprof_unwind_here\n");
 
+/* The registers of the frame that called tprof_unwind_regs (its return address, its stack pointer
+ * past that address, then rbx, rbp, r12 to r15 as they are in that frame). */
+struct regs_here {
+	uint64_t ip, sp, saved[NSAVED];
+};
+void tprof_unwind_regs(struct regs_here *out) __attribute__((visibility("hidden")));
+__asm__(".text\n"
+	".align 16\n"
+	".globl tprof_unwind_regs\n"
+	".hidden tprof_unwind_regs\n"
+	".type tprof_unwind_regs,@function\n"
+	"tprof_unwind_regs:\n"
+	"\t.cfi_startproc\n"
+	"\tmovq (%rsp), %rax\n"
+	"\tmovq %rax, 0(%rdi)\n"
+	"\tleaq 8(%rsp), %rax\n"
+	"\tmovq %rax, 8(%rdi)\n"
+	"\tmovq %rbx, 16(%rdi)\n"
+	"\tmovq %rbp, 24(%rdi)\n"
+	"\tmovq %r12, 32(%rdi)\n"
+	"\tmovq %r13, 40(%rdi)\n"
+	"\tmovq %r14, 48(%rdi)\n"
+	"\tmovq %r15, 56(%rdi)\n"
+	"\tret\n"
+	"\t.cfi_endproc\n"
+	".size tprof_unwind_regs, .-tprof_unwind_regs\n");
+
+int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp_out, uint64_t regs[6])
+{
+	struct cache *c = cache_get();
+	if (!c)
+		return -1;
+	struct regs_here r;
+	tprof_unwind_regs(&r);
+	uint64_t ip = r.ip, sp = r.sp;
+	uint8_t known = (1u << NSAVED) - 1;
+	for (int depth = 0; depth < 64; depth++) {
+		struct state st;
+		if (frame_state(ip - 1, &st) != 0 || st.ra.kind != K_OFFSET)
+			return -1;
+		if (st.cfa_reg == DW_RBP && !(known & (1u << S_RBP)))
+			return -1;
+		uint64_t cfa = (st.cfa_reg == DW_RBP ? r.saved[S_RBP] : sp) + (uint64_t)st.cfa_off;
+		if (cfa <= sp || cfa - sp > MAX_FRAME)
+			return -1;
+		uint64_t next;
+		if (load(c, cfa + (uint64_t)st.ra.off, &next) != 0)
+			return -1;
+		for (int i = 0; i < NSAVED; i++) {
+			if (st.saved[i].kind == K_OFFSET) {
+				if (load(c, cfa + (uint64_t)st.saved[i].off, &r.saved[i]) != 0)
+					return -1;
+				known |= (uint8_t)(1u << i);
+			} else if (st.saved[i].kind != K_SAME) {
+				known &= (uint8_t)~(1u << i);
+			}
+		}
+		ip = next;
+		sp = cfa;
+		if (ip == 0)
+			return -1;
+		int skipped = 0;
+		for (int k = 0; k < nskip && !skipped; k++)
+			skipped = ip >= skip[k][0] && ip < skip[k][1];
+		if (skipped)
+			continue;
+		if (known != (1u << NSAVED) - 1)
+			return -1;
+		*sp_out = sp;
+		for (int i = 0; i < NSAVED; i++)
+			regs[i] = r.saved[i];
+		return 0;
+	}
+	return -1;
+}
+
 #else /* no fast walk elsewhere: libunwind does it all */
 
 void tprof_unwind_forget_code(void) {}
@@ -568,6 +675,14 @@ int tprof_unwind_here(void **buf, int cap)
 {
 	(void)buf;
 	(void)cap;
+	return -1;
+}
+int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp_out, uint64_t regs[6])
+{
+	(void)skip;
+	(void)nskip;
+	(void)sp_out;
+	(void)regs;
 	return -1;
 }
 
