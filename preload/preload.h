@@ -71,7 +71,7 @@ struct tprof_tls {
 	uint32_t epoch;              /* the recorder's epoch when this thread last read the clock */
 	uint32_t epoch_stamps;       /* clock reads in that epoch: the first TPROF_STAMP_FIRST all read it */
 	struct tprof_thread *thread; /* this thread's slot, NULL until its first event */
-	int unwound;                 /* tprof_stacks_warm has set up libunwind's caches for this thread */
+	int unwound;                 /* tprof_stacks_warm has set up this thread's stack walk cache */
 	int64_t omp_region;          /* the OpenMP region whose body or task this thread runs (omp.c); 0: none */
 	void *ucache;                /* the fast stack walk's rules and stack pages (unwind.c) */
 };

@@ -151,7 +151,8 @@ uint64_t tprof_stacks_program_sp(uint64_t regs[8])
 	uint64_t sp = 0;
 	/* the fast walk first: libunwind's first walk of a process maps and faults in its caches */
 	if (tprof_unwind_outer_frame((const uintptr_t(*)[2])skip, 3, &sp, regs) != 0) {
-		atomic_fetch_add(&fell_back, 1);
+		if (tprof_cfg.verify_stacks)
+			atomic_fetch_add(&fell_back, 1);
 		return program_sp_libunwind(regs, skip[1][0], skip[1][1], skip[2][0], skip[2][1]);
 	}
 	if (tprof_cfg.verify_stacks) {
@@ -280,10 +281,8 @@ void tprof_stacks_warm(void)
 {
 	if (tprof_cfg.depth == 0 || tprof_tls.unwound)
 		return;
-	libunwind_ready();
 	void *buf[4];
-	unw_backtrace(buf, 4);
-	tprof_unwind_here(buf, 4); /* the fast walk's cache, for fork children too */
+	tprof_unwind_here(buf, 4); /* the fast walk's cache, which fork children inherit */
 	tprof_tls.unwound = 1;
 }
 

@@ -21,9 +21,9 @@ int tprof_stacks_init(unsigned depth);
  * modules again. */
 void tprof_stacks_reset(void);
 
-/* Sets up libunwind's caches for the calling thread with one unwind. A process that forks before
- * its first heap call does it once, so that its children inherit them instead of each building
- * them (a 256 KiB table of libunwind's per thread, then the frame descriptions). */
+/* Sets up the calling thread's stack walk cache (unwind.c) with one walk. A process that forks
+ * before its first heap call does it once, so that its children inherit the cache and the rules of
+ * the frames they share with it. libunwind, which few captures need now, is left cold. */
 void tprof_stacks_warm(void);
 
 /* Captures the calling thread's stack, skipping libtprof.so's own frames, and returns its id; 0 when
