@@ -130,22 +130,32 @@ static const char *proc_file(struct tprof_writer *w, const char *name)
 
 /* The part [off, off + len) of the memory file, in our address space. The file is mapped from its
  * start, larger each time the process has used more of it (at least doubling); older mappings
- * stay, so pointers into them stay good, and address space follows what the process used (a
- * recorder may run under the program's RLIMIT_AS). NULL outside the file or when it cannot map. */
+ * stay, so pointers into them stay good. The first mapping is large enough for most processes
+ * (64 MiB of address space, which costs nothing until touched): each mapping is unmapped when the
+ * trace ends, and an unmapping in the recorder, whose other threads run on other CPUs, costs a TLB
+ * shootdown of a few hundred microseconds on a VM, more than anything else a short process costs
+ * it. Under a low RLIMIT_AS (the recorder may run under the program's) it falls back to mapping
+ * what the process used. NULL outside the file or when it cannot map. */
+#define FIRST_VIEW (64u << 20)
 static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 {
 	if (off > TPROF_SHM_FILE_BYTES || len > TPROF_SHM_FILE_BYTES - off)
 		return NULL;
 	if (w->nviews && off + len <= w->view_len[w->nviews - 1])
 		return w->views[w->nviews - 1] + off;
-	uint64_t want = w->nviews ? w->view_len[w->nviews - 1] * 2 : 8u << 20;
-	while (want < off + len)
-		want *= 2;
-	if (want > TPROF_SHM_FILE_BYTES)
-		want = TPROF_SHM_FILE_BYTES;
+	uint64_t least = w->nviews ? w->view_len[w->nviews - 1] * 2 : 8u << 20;
+	while (least < off + len)
+		least *= 2;
+	if (least > TPROF_SHM_FILE_BYTES)
+		least = TPROF_SHM_FILE_BYTES;
 	if (w->nviews == MAX_VIEWS)
 		return NULL;
+	uint64_t want = w->nviews || least > FIRST_VIEW ? least : FIRST_VIEW;
 	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, 0);
+	if (m == MAP_FAILED && want > least) {
+		want = least;
+		m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, 0);
+	}
 	if (m == MAP_FAILED)
 		return NULL;
 	w->views[w->nviews] = m;
