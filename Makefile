@@ -35,6 +35,9 @@ ifeq ($(SAN),1)
 PRELOAD_CFLAGS += -fsanitize=undefined -fsanitize-undefined-trap-on-error
 endif
 
+# On x86-64 the stack walk is preload/unwind.c's own: libunwind is loaded (dlopen) only to check
+# it (TPROF_VERIFY_STACKS=1), never linked into every traced process. Elsewhere it walks stacks.
+PRELOAD_UNWIND := $(if $(filter x86_64,$(shell uname -m)),,-lunwind)
 PRELOAD_SRC  := $(wildcard preload/*.c)
 PRELOAD_OBJ  := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
 # The analyzer in layers (docs/ARCHITECTURE.md): base/, trace/, analysis/ and out/ make a static
@@ -68,7 +71,7 @@ $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
 	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
 
 $(BUILD)/libtprof.so: $(PRELOAD_OBJ)
-	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs -o $@ $^ -lunwind -ldl -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs -o $@ $^ $(PRELOAD_UNWIND) -ldl -lpthread
 
 # the release, for tprof --version
 $(BUILD)/obj/analyzer/cmd/tprof.o: CFLAGS += -DTPROF_RELEASE='"$(VERSION)"'

@@ -516,6 +516,11 @@ __attribute__((constructor)) static void tprof_constructor(void)
 {
 	tprof_init();
 	pthread_atfork(before_fork, NULL, after_fork_child);
+	if (tprof_cfg.verify_stacks) {
+		tprof_tls.guard++;
+		tprof_stacks_load_reference();
+		tprof_tls.guard--;
+	}
 	/* A program whose malloc is not ours (the executable defines it, or an allocator was preloaded
 	 * ahead of us) never calls a hook: register now, so that its trace can say why it is empty. */
 	char owner[8];

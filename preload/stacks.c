@@ -61,7 +61,7 @@ static _Atomic uint64_t arena_pos; /* chunk << 32 | words used in it */
 static _Atomic uint64_t generation; /* bumped by dlclose: addresses may now mean other code */
 static unsigned max_depth;
 static uintptr_t self_lo, self_hi;   /* libtprof.so's own code, whose frames are skipped */
-static uintptr_t unw_lo, unw_hi;     /* libunwind's code */
+static uintptr_t unw_lo, unw_hi;     /* libunwind's code, when it is loaded */
 static uint64_t last_scan_seq;       /* when the last module scan began (serialized by modules_busy) */
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
@@ -95,23 +95,51 @@ static void code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
  * of exit, _exit or quick_exit; _start after a return from main): the frames below it are the C
  * library's and tprof's on the way out; regs: that frame's callee-saved registers (rbx, rbp, r12 to
  * r15), the program's values, which those frames saved. 0 when the stack cannot be walked. */
-/* libunwind's per-thread cache of frame descriptions: each thread unwinds without locks. Set
- * before libunwind's first use only (setting it empties and so touches its whole global cache,
- * about 70 pages a process would fault in for nothing), and once: a fork child inherits both the
- * policy and the caches. */
-static void libunwind_ready(void)
+/* libunwind, the reference of TPROF_VERIFY_STACKS only: the walk of unwind.c needs no other
+ * unwinder, and a library loaded into every traced process (libunwind and its liblzma: about a
+ * millisecond of loading and relocation each time a process starts) for nothing would cost more
+ * than the rest of tprof's start-up. Loaded from the constructor, where the loader may be entered. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static struct {
+	int (*getcontext)(unw_context_t *);
+	int (*init_local)(unw_cursor_t *, unw_context_t *);
+	int (*step)(unw_cursor_t *);
+	int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+	int ready;
+} unw;
+
+static void say_once(const char *msg)
 {
-	static _Atomic int state; /* 0 not set, 1 being set, 2 set */
-	int expect = 0;
-	if (atomic_load_explicit(&state, memory_order_acquire) == 2)
+	struct tprof_sbuf b = {.n = 0};
+	tprof_sb_str(&b, msg);
+	tprof_sb_emit(&b);
+}
+
+void tprof_stacks_load_reference(void)
+{
+	if (unw.ready || !tprof_real.dlopen)
 		return;
-	if (atomic_compare_exchange_strong(&state, &expect, 1)) {
-		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-		atomic_store_explicit(&state, 2, memory_order_release);
+	void *h = tprof_real.dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!h) {
+		say_once("tprof: TPROF_VERIFY_STACKS: cannot load libunwind.so.8; stacks are not checked\n");
 		return;
 	}
-	for (int k = 0; k < 100000 && atomic_load_explicit(&state, memory_order_acquire) != 2; k++)
-		sched_yield();
+	unw.getcontext = (int (*)(unw_context_t *))dlsym(h, STR(unw_tdep_getcontext));
+	unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, STR(unw_init_local));
+	unw.step = (int (*)(unw_cursor_t *))dlsym(h, STR(unw_step));
+	unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(h, STR(unw_get_reg));
+	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
+		(int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(h, STR(unw_set_caching_policy));
+	unw_addr_space_t *space = (unw_addr_space_t *)dlsym(h, STR(unw_local_addr_space));
+	if (!unw.getcontext || !unw.init_local || !unw.step || !unw.get_reg) {
+		say_once("tprof: TPROF_VERIFY_STACKS: libunwind.so.8 lacks its functions; stacks are not checked\n");
+		return;
+	}
+	if (policy && space) /* per-thread caches: threads unwind without locks */
+		policy(*space, UNW_CACHE_PER_THREAD);
+	code_range((const void *)unw.step, &unw_lo, &unw_hi);
+	unw.ready = 1;
 }
 
 static __attribute__((noinline)) uint64_t program_sp_libunwind(uint64_t regs[8], uintptr_t libc_lo,
@@ -119,12 +147,11 @@ static __attribute__((noinline)) uint64_t program_sp_libunwind(uint64_t regs[8],
 {
 	unw_context_t uc;
 	unw_cursor_t c;
-	libunwind_ready();
-	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+	if (!unw.ready || unw.getcontext(&uc) != 0 || unw.init_local(&c, &uc) != 0)
 		return 0;
-	for (int depth = 0; depth < 64 && unw_step(&c) > 0; depth++) {
+	for (int depth = 0; depth < 64 && unw.step(&c) > 0; depth++) {
 		unw_word_t ip = 0, sp = 0;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || unw_get_reg(&c, UNW_REG_SP, &sp) != 0)
+		if (unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || unw.get_reg(&c, UNW_REG_SP, &sp) != 0)
 			return 0;
 		if ((ip >= self_lo && ip < self_hi) || (ip >= libc_lo && ip < libc_hi) || (ip >= ld_lo && ip < ld_hi))
 			continue;
@@ -132,7 +159,7 @@ static __attribute__((noinline)) uint64_t program_sp_libunwind(uint64_t regs[8],
 					    UNW_X86_64_R14, UNW_X86_64_R15};
 		for (int i = 0; i < 6; i++) {
 			unw_word_t v = 0;
-			regs[i] = unw_get_reg(&c, saved[i], &v) == 0 ? v : 0;
+			regs[i] = unw.get_reg(&c, saved[i], &v) == 0 ? v : 0;
 		}
 		return sp;
 	}
@@ -149,13 +176,12 @@ uint64_t tprof_stacks_program_sp(uint64_t regs[8])
 	code_range((const void *)&exit, &skip[1][0], &skip[1][1]);
 	code_range((const void *)&__tls_get_addr, &skip[2][0], &skip[2][1]);
 	uint64_t sp = 0;
-	/* the fast walk first: libunwind's first walk of a process maps and faults in its caches */
 	if (tprof_unwind_outer_frame((const uintptr_t(*)[2])skip, 3, &sp, regs) != 0) {
 		if (tprof_cfg.verify_stacks)
 			atomic_fetch_add(&fell_back, 1);
-		return program_sp_libunwind(regs, skip[1][0], skip[1][1], skip[2][0], skip[2][1]);
+		return 0; /* the scan takes the exiting thread's whole stack */
 	}
-	if (tprof_cfg.verify_stacks) {
+	if (unw.ready) {
 		uint64_t ref[8] = {0};
 		uint64_t rsp = program_sp_libunwind(ref, skip[1][0], skip[1][1], skip[2][0], skip[2][1]);
 		atomic_fetch_add(&verified, 1);
@@ -252,7 +278,6 @@ int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
 	code_range((const void *)&tprof_stacks_init, &self_lo, &self_hi);
-	code_range((const void *)&unw_backtrace, &unw_lo, &unw_hi);
 	tprof_modules_scan(0);
 	publish_own();
 	if (max_depth == 0)
@@ -387,15 +412,14 @@ static __attribute__((noinline)) int reference_unwind(void **buf, int cap)
 	unw_context_t uc;
 	unw_cursor_t c;
 	int n = 0;
-	libunwind_ready();
-	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+	if (unw.getcontext(&uc) != 0 || unw.init_local(&c, &uc) != 0)
 		return 0;
 	do {
 		unw_word_t ip;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0)
+		if (unw.get_reg(&c, UNW_REG_IP, &ip) != 0)
 			break;
 		buf[n++] = (void *)ip;
-	} while (n < cap && unw_step(&c) > 0);
+	} while (n < cap && unw.step(&c) > 0);
 	return n;
 }
 
@@ -412,6 +436,8 @@ static int drop_own(void **buf, int got)
 
 static void verify(void *const *got, int n, int cut)
 {
+	if (!unw.ready)
+		return;
 	void *ref[TPROF_DEPTH_MAX + 64];
 	int m = drop_own(ref, reference_unwind(ref, (int)(sizeof(ref) / sizeof(ref[0]))));
 	int same = cut ? m >= n : m == n;
@@ -440,7 +466,7 @@ static void verify(void *const *got, int n, int cut)
 void tprof_stacks_verify_report(void)
 {
 	static _Atomic int done;
-	if (!tprof_cfg.verify_stacks || atomic_exchange(&done, 1))
+	if (!tprof_cfg.verify_stacks || !unw.ready || atomic_exchange(&done, 1))
 		return;
 	struct tprof_sbuf b = {.n = 0};
 	tprof_sb_str(&b, "tprof: stack check: ");
@@ -449,7 +475,7 @@ void tprof_stacks_verify_report(void)
 	tprof_sb_u64(&b, atomic_load(&differed));
 	tprof_sb_str(&b, " differed, ");
 	tprof_sb_u64(&b, atomic_load(&fell_back));
-	tprof_sb_str(&b, " left to libunwind\n");
+	tprof_sb_str(&b, " cut short\n");
 	tprof_sb_emit(&b);
 }
 
@@ -459,15 +485,19 @@ uint32_t tprof_stack_capture(void)
 		return 0;
 	void *buf[TPROF_DEPTH_MAX + 8];
 	int cap = (int)max_depth + 8;
-	int got = tprof_unwind_here(buf, cap);
-	if (got < 0) { /* a frame the fast walk cannot read exactly */
-		libunwind_ready();
-		got = unw_backtrace(buf, cap);
+#if defined(__x86_64__)
+	int got = tprof_unwind_here(buf, cap), cut = 0;
+#else /* no walk of our own: libunwind (linked on these machines) */
+	int got = unw_backtrace(buf, cap), cut = 0;
+#endif
+	if (got < 0) { /* a frame the walk cannot read exactly: the stack up to it, marked cut */
+		got = -got - 1;
+		cut = 1;
 		if (tprof_cfg.verify_stacks)
 			atomic_fetch_add(&fell_back, 1);
 	}
 	int n = drop_own(buf, got);
-	int truncated = 0;
+	int truncated = cut;
 	if (n > (int)max_depth) {
 		n = (int)max_depth;
 		truncated = 1;

@@ -1,4 +1,4 @@
-/* Call stacks inside libtprof.so: capture with libunwind, intern into a lock-free table so each
+/* Call stacks inside libtprof.so: capture with the walk of unwind.c, intern into a lock-free table so each
  * distinct stack gets a small id (the trace references stacks by id and the recorder defines each
  * once), and the table of loaded modules the analyzer needs to symbolize return addresses offline.
  * Frames and modules live in the shared memory (shm.h), the hash table in private mmap'd memory:
@@ -23,13 +23,15 @@ void tprof_stacks_reset(void);
 
 /* Sets up the calling thread's stack walk cache (unwind.c) with one walk. A process that forks
  * before its first heap call does it once, so that its children inherit the cache and the rules of
- * the frames they share with it. libunwind, which few captures need now, is left cold. */
+ * the frames they share with it. */
 void tprof_stacks_warm(void);
 
 /* Captures the calling thread's stack, skipping libtprof.so's own frames, and returns its id; 0 when
  * stacks are off or the table is full. Call with the hook guard held. */
 uint32_t tprof_stack_capture(void);
-/* TPROF_VERIFY_STACKS=1: one line on stderr, once, with how many captures matched libunwind's. */
+/* TPROF_VERIFY_STACKS=1: loads libunwind, the reference (from the constructor), and at the end
+ * prints one line on stderr, once, with how many captures matched libunwind's. */
+void tprof_stacks_load_reference(void);
 void tprof_stacks_verify_report(void);
 
 /* Brings the shared module table up to date with what is loaded (dlopen, dlclose and exit call it;

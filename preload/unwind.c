@@ -1,15 +1,17 @@
-/* The fast stack walk of libtprof.so on x86-64: the return addresses of the calling thread, from
- * the DWARF call frame information every x86-64 object carries (.eh_frame), without libunwind on
- * the common path. A frame's rule (where its caller's stack pointer, frame pointer and return
+/* The stack walk of libtprof.so on x86-64: the return addresses of the calling thread, from the
+ * DWARF call frame information every x86-64 object carries (.eh_frame), without libunwind (which
+ * only TPROF_VERIFY_STACKS loads, as the reference). A frame's rule (where its caller's stack pointer, frame pointer and return
  * address are, relative to its own stack pointer or frame pointer) is computed once per return
  * address from the object's .eh_frame_hdr (found with _dl_find_object, which is lock-free and safe
  * while other threads dlopen and dlclose) and kept in a per-thread cache; a walk is then a cache
  * probe and one or two loads per frame. Every stack word read is first checked to lie on a page
- * this thread has seen readable (process_vm_readv, once per page). Whatever the rules cannot say
- * exactly (a signal frame, a CFA or register given by a DWARF expression, code without unwind
- * information, an odd encoding) makes the walk give up, and the caller unwinds with libunwind
- * instead: the fast walk never guesses. TPROF_VERIFY_STACKS=1 compares every capture with a full
- * libunwind unwind (stacks.c). */
+ * this thread has seen readable (process_vm_readv, once per page). Signal frames are walked
+ * through from the C library's own rules for its sigreturn trampoline, and so are frames whose
+ * CFA or saved registers are given by the simple DWARF expressions compilers emit (a register plus
+ * an offset, dereferenced or not: stack realignment, the trampoline). Whatever the rules cannot say
+ * exactly (another expression, code without unwind information, an odd encoding) ends the walk
+ * there, and the caller keeps the stack up to it, marked cut: the walk never guesses.
+ * TPROF_VERIFY_STACKS=1 compares every capture with a full libunwind unwind (stacks.c). */
 #include <dlfcn.h>
 #include <link.h>
 #include <stdint.h>
@@ -29,24 +31,34 @@
 #define PAGES 64   /* stack pages known readable, direct-mapped */
 #define MAX_FRAME (16u << 20) /* a frame larger than this is taken for a broken rule */
 
-/* A frame's rule: the CFA (the caller's stack pointer) is rsp or rbp + cfa_off; the return address
- * is at CFA + ra_off; the caller's rbp is at CFA + rbp_off, or unchanged. Its flags say which
- * (F_*), and F_LAST that the return address is undefined: the outermost frame. */
+/* A frame's rule: the CFA (the caller's stack pointer) is rsp or rbp + cfa_off, or the word there;
+ * the return address is at CFA + ra_off, or at rsp or rbp + ra_off; the caller's rbp is at CFA +
+ * rbp_off, or at rsp or rbp + rbp_off, or unchanged (all with this frame's rsp and rbp). Its flags
+ * say which (F_*), F_LAST that the return address is undefined (the outermost frame), and F_SIGNAL
+ * that the frame is a signal frame: the caller's address is the interrupted instruction itself, not
+ * a return address just past a call. */
 struct rule {
-	uint64_t ip; /* the return address the rule is for; 0: empty */
+	uint64_t ip; /* the address the rule is for (KEY_EXACT: an interrupted instruction); 0: empty */
 	int32_t cfa_off;
 	int16_t rbp_off, ra_off;
 };
 struct cache {
 	uint64_t generation;
 	struct rule r[RULES];
-	uint8_t flags[RULES]; /* bit 0 valid, 1 last, 2 cfa_rbp, 3 rbp_saved */
+	uint16_t flags[RULES];
 	uint64_t page[PAGES]; /* page number + 1; 0: empty */
 };
 #define F_VALID 1u
 #define F_LAST 2u
-#define F_CFA_RBP 4u
-#define F_RBP_SAVED 8u
+#define F_CFA_RBP 4u    /* CFA from rbp, else from rsp */
+#define F_RBP_SAVED 8u  /* rbp at CFA + rbp_off */
+#define F_CFA_DEREF 16u /* the CFA is the word at rsp/rbp + cfa_off */
+#define F_RA_AT 32u     /* the return address at rsp/rbp + ra_off, not CFA + ra_off */
+#define F_RA_RBP 64u    /* ... from rbp */
+#define F_RBP_AT 128u   /* rbp at rsp/rbp + rbp_off */
+#define F_RBP_RBP 256u  /* ... from rbp */
+#define F_SIGNAL 512u
+#define KEY_EXACT (1ull << 63) /* user addresses never have it */
 
 static _Atomic uint64_t unwind_generation = 1;
 
@@ -207,10 +219,11 @@ static unsigned enc_size(uint8_t enc)
 	}
 }
 
-/* The rule state of the CFA program, for the registers a walk needs. */
-enum { K_SAME, K_OFFSET, K_UNDEF, K_OTHER };
+/* The rule state of the CFA program, for the registers a walk needs: unchanged, saved at CFA + off,
+ * undefined, saved at register `base` + off (DW_CFA_expression), or anything else. */
+enum { K_SAME, K_OFFSET, K_UNDEF, K_OTHER, K_AT };
 struct regrule {
-	uint8_t kind;
+	uint8_t kind, base;
 	int64_t off;
 };
 /* The callee-saved registers, in the order the exit scan keeps them: rbx, rbp, r12 to r15. */
@@ -219,14 +232,35 @@ static const uint8_t saved_dwarf[NSAVED] = {3, 6, 12, 13, 14, 15};
 #define S_RBP 1
 
 struct state {
-	uint8_t cfa_reg; /* DWARF number: 7 rsp, 6 rbp; else unsupported */
-	uint8_t cfa_expr;
+	uint8_t cfa_reg;   /* DWARF number: 7 rsp, 6 rbp; else unsupported */
+	uint8_t cfa_expr;  /* given by an expression beyond simple_expr */
+	uint8_t cfa_deref; /* the CFA is the word at cfa_reg + cfa_off */
+	uint8_t signal;    /* a signal frame ('S' augmentation) */
 	int64_t cfa_off;
 	struct regrule saved[NSAVED], ra;
 };
 
 #define DW_RBP 6
 #define DW_RSP 7
+
+/* The DWARF expressions the walk evaluates: DW_OP_breg6 or DW_OP_breg7 (rbp or rsp plus a signed
+ * offset), then DW_OP_deref or nothing. 0 when [p, p + len) is one of them. */
+static int simple_expr(const uint8_t *p, uint64_t len, uint8_t *base, int64_t *off, uint8_t *deref)
+{
+	if (len < 2 || (p[0] != 0x70 + DW_RBP && p[0] != 0x70 + DW_RSP))
+		return -1;
+	struct rd r = {p + 1, p + len, 0};
+	*base = (uint8_t)(p[0] - 0x70);
+	*off = sleb(&r);
+	if (r.bad)
+		return -1;
+	*deref = 0;
+	if (r.p < r.end && *r.p == 0x06) { /* DW_OP_deref */
+		*deref = 1;
+		r.p++;
+	}
+	return r.p == r.end ? 0 : -1;
+}
 
 static struct regrule *reg_of(struct state *s, uint64_t reg, uint64_t ra_reg)
 {
@@ -257,7 +291,7 @@ static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align,
 			rr = reg_of(s, op & 0x3f, ra_reg);
 			delta = uleb(r);
 			if (rr)
-				*rr = (struct regrule){K_OFFSET, (int64_t)delta * data_align};
+				*rr = (struct regrule){K_OFFSET, 0, (int64_t)delta * data_align};
 			continue;
 		case 0xc0: /* restore */
 			rr = reg_of(s, op & 0x3f, ra_reg);
@@ -275,7 +309,7 @@ static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align,
 			reg = uleb(r);
 			delta = uleb(r);
 			if ((rr = reg_of(s, reg, ra_reg)))
-				*rr = (struct regrule){K_OFFSET, (int64_t)delta * data_align};
+				*rr = (struct regrule){K_OFFSET, 0, (int64_t)delta * data_align};
 			continue;
 		case 0x06: /* restore_extended */
 			reg = uleb(r);
@@ -309,46 +343,57 @@ static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align,
 		case 0x0c: /* def_cfa */
 			s->cfa_reg = (uint8_t)uleb(r);
 			s->cfa_off = (int64_t)uleb(r);
-			s->cfa_expr = 0;
+			s->cfa_expr = s->cfa_deref = 0;
 			continue;
-		case 0x0d: /* def_cfa_register */
+		case 0x0d: /* def_cfa_register: only after a register + offset rule */
+			if (s->cfa_expr || s->cfa_deref)
+				return -1;
 			s->cfa_reg = (uint8_t)uleb(r);
-			s->cfa_expr = 0;
 			continue;
-		case 0x0e: /* def_cfa_offset */
+		case 0x0e: /* def_cfa_offset: likewise */
+			if (s->cfa_expr || s->cfa_deref)
+				return -1;
 			s->cfa_off = (int64_t)uleb(r);
 			continue;
 		case 0x0f: /* def_cfa_expression */
 			delta = uleb(r);
 			if ((uint64_t)(r->end - r->p) < delta)
 				return -1;
+			s->cfa_expr = simple_expr(r->p, delta, &s->cfa_reg, &s->cfa_off, &s->cfa_deref) != 0;
 			r->p += delta;
-			s->cfa_expr = 1;
 			continue;
-		case 0x10: /* expression */
+		case 0x10: /* expression: the register is saved at the address the expression gives */
 		case 0x16: /* val_expression */
 			reg = uleb(r);
 			delta = uleb(r);
 			if ((uint64_t)(r->end - r->p) < delta)
 				return -1;
+			if ((rr = reg_of(s, reg, ra_reg))) {
+				uint8_t base, deref = 1;
+				int64_t o = 0;
+				if (op == 0x10 && simple_expr(r->p, delta, &base, &o, &deref) == 0 && !deref)
+					*rr = (struct regrule){K_AT, base, o};
+				else
+					rr->kind = K_OTHER;
+			}
 			r->p += delta;
-			if ((rr = reg_of(s, reg, ra_reg)))
-				rr->kind = K_OTHER;
 			continue;
 		case 0x11: /* offset_extended_sf */
 			reg = uleb(r);
 			{
 				int64_t o = sleb(r);
 				if ((rr = reg_of(s, reg, ra_reg)))
-					*rr = (struct regrule){K_OFFSET, o * data_align};
+					*rr = (struct regrule){K_OFFSET, 0, o * data_align};
 			}
 			continue;
 		case 0x12: /* def_cfa_sf */
 			s->cfa_reg = (uint8_t)uleb(r);
 			s->cfa_off = sleb(r) * data_align;
-			s->cfa_expr = 0;
+			s->cfa_expr = s->cfa_deref = 0;
 			continue;
 		case 0x13: /* def_cfa_offset_sf */
+			if (s->cfa_expr || s->cfa_deref)
+				return -1;
 			s->cfa_off = sleb(r) * data_align;
 			continue;
 		case 0x14: /* val_offset */
@@ -368,7 +413,7 @@ static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align,
 			reg = uleb(r);
 			delta = uleb(r);
 			if ((rr = reg_of(s, reg, ra_reg)))
-				*rr = (struct regrule){K_OFFSET, -(int64_t)delta * data_align};
+				*rr = (struct regrule){K_OFFSET, 0, -(int64_t)delta * data_align};
 			continue;
 		default: /* set_loc and anything unknown */
 			return -1;
@@ -442,6 +487,7 @@ static int frame_state(uint64_t pc, struct state *out)
 	int64_t data_align = sleb(&c);
 	uint64_t ra_reg = version == 1 ? fixed(&c, 1) & 0xff : uleb(&c);
 	uint8_t fde_enc = 0; /* absptr */
+	int signal = 0;
 	if (aug[0] == 'z') {
 		uint64_t n = uleb(&c);
 		const uint8_t *after = c.p + n;
@@ -457,7 +503,8 @@ static int frame_state(uint64_t pc, struct state *out)
 				c.p += sz;
 				break;
 			}
-			default: return -1; /* 'S' (a signal frame) and anything else */
+			case 'S': signal = 1; break;
+			default: return -1;
 			}
 		}
 		if (c.bad || after > c.end)
@@ -494,42 +541,58 @@ static int frame_state(uint64_t pc, struct state *out)
 	init = s;
 	if (run_cfa(&f, start, pc, code_align, data_align, ra_reg, &s, &init) != 0)
 		return -1;
-	if (s.cfa_expr || (s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off < 0 ||
-	    s.cfa_off > (int64_t)MAX_FRAME)
+	if (s.cfa_expr || (s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) ||
+	    s.cfa_off < (s.cfa_deref ? -(int64_t)MAX_FRAME : 0) || s.cfa_off > (int64_t)MAX_FRAME)
 		return -1;
+	s.signal = (uint8_t)signal;
 	*out = s;
 	return 0;
 }
 
-/* Computes the rule for return address ip (the call is at ip - 1); 0 on success. */
-static int compute_rule(uint64_t ip, struct rule *out, uint8_t *flags)
+/* Where a K_OFFSET or K_AT rule puts a register: at CFA + off, or at rsp or rbp + off. */
+static inline uint64_t rule_addr(const struct regrule *r, uint64_t cfa, uint64_t sp, uint64_t rbp)
+{
+	if (r->kind == K_AT)
+		return (r->base == DW_RBP ? rbp : sp) + (uint64_t)r->off;
+	return cfa + (uint64_t)r->off;
+}
+
+/* Computes the rule for return address ip (the call is at ip - 1), or with exact for the
+ * interrupted instruction at ip; 0 on success. */
+static int compute_rule(uint64_t ip, int exact, struct rule *out, uint16_t *flags)
 {
 	struct state s;
-	int rc = frame_state(ip - 1, &s);
+	int rc = frame_state(exact ? ip : ip - 1, &s);
 	if (rc != 0)
 		return rc;
-	uint8_t fl = F_VALID;
+	uint16_t fl = F_VALID;
 	if (s.ra.kind == K_UNDEF)
 		fl |= F_LAST;
-	else if (s.ra.kind != K_OFFSET || s.ra.off < -32768 || s.ra.off > 32767)
+	else if ((s.ra.kind != K_OFFSET && s.ra.kind != K_AT) || s.ra.off < -32768 || s.ra.off > 32767)
 		return -1;
+	if (s.ra.kind == K_AT)
+		fl |= F_RA_AT | (s.ra.base == DW_RBP ? F_RA_RBP : 0);
 	if (s.cfa_reg == DW_RBP)
 		fl |= F_CFA_RBP;
+	if (s.cfa_deref)
+		fl |= F_CFA_DEREF;
+	if (s.signal)
+		fl |= F_SIGNAL;
 	const struct regrule *rbp = &s.saved[S_RBP];
-	if (rbp->kind == K_OFFSET) {
+	if (rbp->kind == K_OFFSET || rbp->kind == K_AT) {
 		if (rbp->off < -32768 || rbp->off > 32767)
 			return -1;
-		fl |= F_RBP_SAVED;
+		fl |= rbp->kind == K_OFFSET ? F_RBP_SAVED : F_RBP_AT | (rbp->base == DW_RBP ? F_RBP_RBP : 0);
 	} else if (rbp->kind != K_SAME) {
 		return -1;
 	}
-	*out = (struct rule){ip, (int32_t)s.cfa_off, (int16_t)rbp->off, (int16_t)s.ra.off};
+	*out = (struct rule){ip | (exact ? KEY_EXACT : 0), (int32_t)s.cfa_off, (int16_t)rbp->off, (int16_t)s.ra.off};
 	*flags = fl;
 	return 0;
 }
 
-/* The walk: frames from the caller of tprof_unwind_here on, as unw_backtrace gives them; -1 when a
- * frame is beyond the rules. */
+/* The walk: frames from the caller of tprof_unwind_here on, as unw_backtrace gives them; -(n + 1)
+ * when the frame after the n found is beyond the rules. */
 int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
 	__attribute__((visibility("hidden")));
 int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
@@ -537,42 +600,55 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 	struct cache *c = cache_get();
 	if (!c)
 		return -1;
-	int n = 0;
+#define GIVE_UP (-n - 1)
+	int n = 0, exact = 0;
 	while (n < cap) {
 		buf[n++] = (void *)(uintptr_t)ip;
+		uint64_t key = ip | (exact ? KEY_EXACT : 0);
 		unsigned k = (unsigned)((ip ^ (ip >> 11)) % RULES);
 		struct rule *ru = &c->r[k];
-		if (unlikely(ru->ip != ip || !(c->flags[k] & F_VALID))) {
+		if (unlikely(ru->ip != key || !(c->flags[k] & F_VALID))) {
 			struct rule nr;
-			uint8_t fl;
-			int rc = compute_rule(ip, &nr, &fl);
+			uint16_t fl;
+			int rc = compute_rule(ip, exact, &nr, &fl);
 			/* Code without unwind information (the loader's entry, which runs the
 			 * constructors) ends the stack where the frame pointer chain ends, as libunwind
-			 * has it; with a frame pointer to follow, libunwind's heuristics decide. */
+			 * has it; with a frame pointer to follow, the stack is cut there (libunwind
+			 * would guess from the frame pointer chain). */
 			if (rc == NO_FDE && rbp == 0)
 				break;
 			if (rc != 0)
-				return -1;
+				return GIVE_UP;
 			*ru = nr;
 			c->flags[k] = fl;
 		}
-		uint8_t fl = c->flags[k];
+		uint16_t fl = c->flags[k];
 		if (fl & F_LAST)
 			break;
 		uint64_t cfa = ((fl & F_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)ru->cfa_off;
-		if (cfa <= sp || cfa - sp > MAX_FRAME)
-			return -1;
-		uint64_t next;
-		if (load(c, cfa + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
-			return -1;
-		if ((fl & F_RBP_SAVED) && load(c, cfa + (uint64_t)(int64_t)ru->rbp_off, &rbp) != 0)
-			return -1;
+		if ((fl & F_CFA_DEREF) && load(c, cfa, &cfa) != 0)
+			return GIVE_UP;
+		/* each frame above the one before, but for the frame a signal interrupted, which may
+		 * be on another stack (sigaltstack) */
+		if (!(fl & F_SIGNAL) && (cfa <= sp || cfa - sp > MAX_FRAME))
+			return GIVE_UP;
+		uint64_t next, ra_at = cfa, rbp_at = cfa;
+		if (fl & F_RA_AT)
+			ra_at = (fl & F_RA_RBP) ? rbp : sp;
+		if (fl & F_RBP_AT)
+			rbp_at = (fl & F_RBP_RBP) ? rbp : sp;
+		if (load(c, ra_at + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
+			return GIVE_UP;
+		if ((fl & (F_RBP_SAVED | F_RBP_AT)) && load(c, rbp_at + (uint64_t)(int64_t)ru->rbp_off, &rbp) != 0)
+			return GIVE_UP;
 		sp = cfa;
 		ip = next;
+		exact = (fl & F_SIGNAL) != 0;
 		if (ip == 0)
 			break;
 	}
 	return n;
+#undef GIVE_UP
 }
 
 /* The entry: the return address into the caller, the caller's stack pointer (past that return
@@ -627,21 +703,28 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 	tprof_unwind_regs(&r);
 	uint64_t ip = r.ip, sp = r.sp;
 	uint8_t known = (1u << NSAVED) - 1;
+	int exact = 0;
 	for (int depth = 0; depth < 64; depth++) {
 		struct state st;
-		if (frame_state(ip - 1, &st) != 0 || st.ra.kind != K_OFFSET)
+		if (frame_state(exact ? ip : ip - 1, &st) != 0 || (st.ra.kind != K_OFFSET && st.ra.kind != K_AT))
 			return -1;
-		if (st.cfa_reg == DW_RBP && !(known & (1u << S_RBP)))
+		int uses_rbp = st.cfa_reg == DW_RBP || (st.ra.kind == K_AT && st.ra.base == DW_RBP);
+		for (int i = 0; i < NSAVED; i++)
+			uses_rbp |= st.saved[i].kind == K_AT && st.saved[i].base == DW_RBP;
+		if (uses_rbp && !(known & (1u << S_RBP)))
 			return -1;
-		uint64_t cfa = (st.cfa_reg == DW_RBP ? r.saved[S_RBP] : sp) + (uint64_t)st.cfa_off;
-		if (cfa <= sp || cfa - sp > MAX_FRAME)
+		uint64_t rbp = r.saved[S_RBP];
+		uint64_t cfa = (st.cfa_reg == DW_RBP ? rbp : sp) + (uint64_t)st.cfa_off;
+		if (st.cfa_deref && load(c, cfa, &cfa) != 0)
+			return -1;
+		if (!st.signal && (cfa <= sp || cfa - sp > MAX_FRAME))
 			return -1;
 		uint64_t next;
-		if (load(c, cfa + (uint64_t)st.ra.off, &next) != 0)
+		if (load(c, rule_addr(&st.ra, cfa, sp, rbp), &next) != 0)
 			return -1;
 		for (int i = 0; i < NSAVED; i++) {
-			if (st.saved[i].kind == K_OFFSET) {
-				if (load(c, cfa + (uint64_t)st.saved[i].off, &r.saved[i]) != 0)
+			if (st.saved[i].kind == K_OFFSET || st.saved[i].kind == K_AT) {
+				if (load(c, rule_addr(&st.saved[i], cfa, sp, rbp), &r.saved[i]) != 0)
 					return -1;
 				known |= (uint8_t)(1u << i);
 			} else if (st.saved[i].kind != K_SAME) {
@@ -650,6 +733,7 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 		}
 		ip = next;
 		sp = cfa;
+		exact = st.signal;
 		if (ip == 0)
 			return -1;
 		int skipped = 0;
@@ -667,7 +751,7 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 	return -1;
 }
 
-#else /* no fast walk elsewhere: libunwind does it all */
+#else /* no walk of our own elsewhere: libunwind does it all (stacks.c) */
 
 void tprof_unwind_forget_code(void) {}
 void tprof_unwind_new_thread(void) {}

@@ -1,15 +1,16 @@
-/* The fast stack walk (unwind.c): return addresses from the .eh_frame rules of the code, cached per
- * thread, with libunwind left for what the rules cannot say exactly. */
+/* The stack walk (unwind.c): return addresses from the .eh_frame rules of the code, cached per
+ * thread; a walk stops, never guesses, where the rules cannot say exactly. */
 #ifndef TPROF_UNWIND_H
 #define TPROF_UNWIND_H
 #include <stdint.h>
 
 /* Fills buf with up to cap return addresses, the first one in the caller's own frame (as
- * unw_backtrace does); returns how many, or -1 when some frame needs libunwind. */
+ * unw_backtrace does); returns how many, or -(n + 1) when the walk stopped after n frames at one
+ * the rules cannot say exactly (the n are right). */
 int tprof_unwind_here(void **buf, int cap) __attribute__((visibility("hidden")));
 /* Walks up from its caller to the first frame whose return address lies outside every [lo, hi)
  * of skip: 0 with that frame's stack pointer and its rbx, rbp, r12 to r15; -1 when some frame
- * needs libunwind (or the stack ends first). */
+ * is beyond the rules (or the stack ends first). */
 int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp_out, uint64_t regs[6])
 	__attribute__((visibility("hidden")));
 /* Code was unloaded (dlclose): every thread drops the rules it computed. */

@@ -1,7 +1,7 @@
 /* The tprof command: dispatches "tprof <verb> ..." to the cmd_<verb>() functions. */
 #include <elfutils/libdwfl.h>
 #define UNW_LOCAL_ONLY
-#include <libunwind.h> /* its version macros only: libtprof.so links it, not tprof */
+#include <libunwind.h> /* its version macros only: libtprof.so's stack check loads it, not tprof */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -75,8 +75,8 @@ static int version(void)
 	printf("tprof %s\n", TPROF_RELEASE);
 	printf("trace format: reads versions %d to %d; libtprof.so writes version %d (docs/FORMAT.md)\n",
 	       TPROF_VERSION_OLDEST, TPROF_VERSION, TPROF_VERSION);
-	printf("built with gcc %s; libdw (elfutils) %s, libzstd %s at run time; libunwind %d.%d.%d in "
-	       "libtprof.so; uthash\n",
+	printf("built with gcc %s; libdw (elfutils) %s, libzstd %s at run time; libunwind %d.%d.%d for "
+	       "libtprof.so's stack check (TPROF_VERIFY_STACKS); uthash\n",
 	       __VERSION__, dwfl_version(NULL), ZSTD_versionString(), UNW_VERSION_MAJOR, UNW_VERSION_MINOR,
 	       UNW_VERSION_EXTRA);
 	return 0;

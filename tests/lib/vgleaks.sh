@@ -6,8 +6,8 @@
 # equal, and so must the LEAK SUMMARY's bytes and blocks per kind and the totals ("in use at
 # exit"). valgrind counts a record's indirect bytes into its headline ("224 (24 direct, 200
 # indirect) bytes"): only the direct bytes belong to the record. One known difference is allowed
-# and printed: each thread's dtv (allocate_dtv) is 32 bytes larger under tprof, whose library and
-# libunwind add two TLS modules; its blocks must still match. Prints both tables; exits 0 when
+# and printed: each thread's dtv (allocate_dtv) is 16 bytes larger under tprof, whose library adds
+# a TLS module; its blocks must still match. Prints both tables; exits 0 when
 # they are equal.
 # With VGLEAKS_TOTALS=1 only the LEAK SUMMARY and the totals are compared (for programs without
 # symbols, whose frames valgrind shows as ??? and tprof as module+offset).
@@ -112,7 +112,7 @@ dtv = {}
 for k in set(vg) | set(tp):
     if k[1] == "allocate_dtv":
         v, t = vg.get(k, [0, 0]), tp.get(k, [0, 0])
-        if v[1] == t[1] and t[0] - v[0] == 32 * t[1]:
+        if v[1] == t[1] and t[0] - v[0] == 16 * t[1]:
             dtv[k[0]] = t[0] - v[0]
             tp[k] = [v[0], t[1]]
 for kind, extra in dtv.items():
@@ -127,7 +127,7 @@ for kind in KINDS.values():
     print("%-60s %22s %22s" % ("LEAK SUMMARY " + kind, "%d/%d" % tuple(vg_sum.get(kind, (0, 0))), "%d/%d" % tuple(tp_sum[kind])))
 print("%-60s %22s %22s" % ("in use at exit", vg_total and "%d/%d" % tuple(vg_total), "%d/%d" % tuple(tp_total)))
 if dtv:
-    print("allowed: each thread's dtv is 32 bytes larger under tprof:", dtv)
+    print("allowed: each thread's dtv is 16 bytes larger under tprof:", dtv)
 if not vg_total:
     vg_sum = {k: [0, 0] for k in KINDS.values()}
 import os

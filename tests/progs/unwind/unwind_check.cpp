@@ -1,6 +1,7 @@
 // The stack walk's hard cases, for TPROF_VERIFY_STACKS=1 (every capture compared with a full
 // libunwind unwind): random recursion through functions with and without frame pointers, with
-// variable-size frames (alloca: a CFA from rbp) and large ones; allocations in signal handlers on
+// variable-size frames (alloca: a CFA from rbp) and large ones, a realigned stack with a variable
+// frame (the CFA and saved registers given by DWARF expressions); allocations in signal handlers on
 // the normal stack and on an alternate one; longjmp out of deep recursion; C++ exceptions thrown
 // through allocating destructors; several threads at once; a plugin loaded and unloaded again.
 // Built -O2 and -O0 (mk/unwind.mk). usage: unwind_check [ROUNDS [PLUGIN.so]]
@@ -43,11 +44,12 @@ struct Noisy { // allocates as an exception unwinds through it
 };
 
 static thread_local jmp_buf *jump;
+#define KINDS 7
 static int level(int depth, int kind);
 
 __attribute__((noinline)) static int plain(int depth)
 {
-	int r = level(depth - 1, (int)rnd(6));
+	int r = level(depth - 1, (int)rnd(KINDS));
 	churn(16 + (size_t)rnd(200));
 	return r + 1;
 }
@@ -55,7 +57,7 @@ __attribute__((noinline)) static int plain(int depth)
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) static int framed(int depth)
 {
 	churn(8);
-	return level(depth - 1, (int)rnd(6)) + 2;
+	return level(depth - 1, (int)rnd(KINDS)) + 2;
 }
 
 __attribute__((noinline)) static int variable(int depth)
@@ -63,7 +65,7 @@ __attribute__((noinline)) static int variable(int depth)
 	char *buf = (char *)alloca(16 + rnd(3000)); // the frame's size is known only at run time
 	buf[0] = (char)depth;
 	sink = buf;
-	return level(depth - 1, (int)rnd(6)) + buf[0] - depth;
+	return level(depth - 1, (int)rnd(KINDS)) + buf[0] - depth;
 }
 
 __attribute__((noinline)) static int big(int depth)
@@ -71,7 +73,20 @@ __attribute__((noinline)) static int big(int depth)
 	volatile char pad[20000];
 	pad[0] = 1;
 	pad[sizeof(pad) - 1] = 2;
-	return level(depth - 1, (int)rnd(6)) + pad[0];
+	return level(depth - 1, (int)rnd(KINDS)) + pad[0];
+}
+
+// 64-byte aligned locals, a variable frame and arguments on the stack: the compiler realigns the
+// stack through a register (DRAP), and its rules read the CFA through rbp (DW_OP_breg6; DW_OP_deref)
+__attribute__((noinline)) static int aligned(int depth, int a2, int a3, int a4, int a5, int a6, int a7, int a8)
+{
+	alignas(64) volatile char line[64];
+	line[0] = (char)depth;
+	char *v = (char *)alloca(16 + (size_t)a8);
+	v[0] = (char)a2;
+	sink = v;
+	sink = (void *)line;
+	return level(depth - 1, a7) + line[0] - depth + (a3 + a4 + a5 + a6) * 0;
 }
 
 __attribute__((noinline)) static int throwing(int depth)
@@ -79,13 +94,13 @@ __attribute__((noinline)) static int throwing(int depth)
 	Noisy n;
 	if (rnd(4) == 0) {
 		try {
-			return level(depth - 1, (int)rnd(6));
+			return level(depth - 1, (int)rnd(KINDS));
 		} catch (const std::runtime_error &) {
 			churn(32); // in the handler, after the unwinding
 			return 0;
 		}
 	}
-	return level(depth - 1, (int)rnd(6));
+	return level(depth - 1, (int)rnd(KINDS));
 }
 
 struct Restore { // an exception passing through puts the outer jump target back
@@ -100,7 +115,7 @@ __attribute__((noinline)) static int jumping(int depth)
 	jump = &here;
 	volatile int r;
 	if (setjmp(here) == 0)
-		r = level(depth - 1, (int)rnd(6));
+		r = level(depth - 1, (int)rnd(KINDS));
 	else
 		r = -1; // came back from deeper down
 	jump = keep.outer;
@@ -140,6 +155,7 @@ static int level(int depth, int kind)
 	case 2: return variable(depth);
 	case 3: return big(depth);
 	case 4: return throwing(depth);
+	case 5: return aligned(depth, 1, 2, 3, 4, 5, (int)rnd(KINDS), (int)rnd(100));
 	default: return jumping(depth);
 	}
 }
@@ -156,7 +172,7 @@ static void *work(void *arg)
 	sigaltstack(&ss, nullptr);
 	for (int i = 0; i < rounds; i++) {
 		try {
-			level(1 + (int)rnd(60), (int)rnd(6));
+			level(1 + (int)rnd(60), (int)rnd(KINDS));
 		} catch (const std::runtime_error &) {
 			churn(64);
 		}
