@@ -565,6 +565,13 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	piece_end = FIRST_PIECE;
 	atomic_store(&npieces, 1);
 	struct tprof_shm *s = (struct tprof_shm *)m;
+	/* the header's pages every process writes: its first ones, the counters, the first thread
+	 * slot, the first modules and their paths */
+	tprof_populate(s, offsetof(struct tprof_shm, cmdline) + 4096);
+	tprof_populate(&s->seq, sizeof(s->seq));
+	tprof_populate(&s->threads[0], sizeof(s->threads[0]));
+	tprof_populate(&s->modules[0], 8 * sizeof(s->modules[0]));
+	tprof_populate(&s->paths[0], 4096);
 	s->version = TPROF_SHM_VERSION;
 	s->bytes = sizeof(*s);
 	s->pid = (int32_t)pid;

@@ -297,6 +297,7 @@ int tprof_stacks_init(unsigned depth)
 		levels[k] = at;
 		at += (size_t)1 << level_bits[k];
 	}
+	tprof_populate(levels[0], ((size_t)1 << level_bits[0]) * sizeof(struct slot)); /* hashing fills it at random */
 	atomic_store(&tprof_shm->stack_next_id, 1);
 	publish_own();
 	return 0;
@@ -317,8 +318,10 @@ void tprof_stacks_reset(void)
 	memset(index_chunks, 0, sizeof(index_chunks));
 	memset(arena_chunks, 0, sizeof(arena_chunks));
 	atomic_store(&arena_pos, 0);
-	if (table)
+	if (table) {
 		madvise(table, table_bytes, MADV_DONTNEED); /* zero again */
+		tprof_populate(levels[0], ((size_t)1 << level_bits[0]) * sizeof(struct slot));
+	}
 	for (int l = 0; l < LEVELS; l++)
 		atomic_store(&level_used[l], 0);
 	atomic_store(&top_level, 0);

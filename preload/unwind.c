@@ -74,6 +74,7 @@ static struct cache *cache_get(void)
 		void *m = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)
 			return NULL;
+		tprof_populate(m, sizeof(*c)); /* the rules of a first walk land on every page */
 		c = m;
 		c->generation = atomic_load_explicit(&unwind_generation, memory_order_acquire);
 		tprof_tls.ucache = c;
