@@ -8,9 +8,10 @@
  * this thread has seen readable (process_vm_readv, once per page). Signal frames are walked
  * through from the C library's own rules for its sigreturn trampoline, and so are frames whose
  * CFA or saved registers are given by the simple DWARF expressions compilers emit (a register plus
- * an offset, dereferenced or not: stack realignment, the trampoline). Whatever the rules cannot say
- * exactly (another expression, code without unwind information, an odd encoding) ends the walk
- * there, and the caller keeps the stack up to it, marked cut: the walk never guesses.
+ * an offset, dereferenced or not: stack realignment, the trampoline). Code without unwind
+ * information (JIT code, hand-written assembly) is taken to keep a frame pointer, as libunwind
+ * takes it. Whatever the rules cannot say exactly (another expression, an odd encoding, a frame not
+ * above the one before) ends the walk there, and the caller keeps the stack up to it, marked cut.
  * TPROF_VERIFY_STACKS=1 compares every capture with a full libunwind unwind (stacks.c). */
 #include <dlfcn.h>
 #include <link.h>
@@ -58,6 +59,7 @@ struct cache {
 #define F_RBP_AT 128u   /* rbp at rsp/rbp + rbp_off */
 #define F_RBP_RBP 256u  /* ... from rbp */
 #define F_SIGNAL 512u
+#define F_NO_FDE 1024u  /* code without unwind information: the frame pointer rule, as libunwind has it */
 #define KEY_EXACT (1ull << 63) /* user addresses never have it */
 
 static _Atomic uint64_t unwind_generation = 1;
@@ -612,12 +614,14 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 			struct rule nr;
 			uint16_t fl;
 			int rc = compute_rule(ip, exact, &nr, &fl);
-			/* Code without unwind information (the loader's entry, which runs the
-			 * constructors) ends the stack where the frame pointer chain ends, as libunwind
-			 * has it; with a frame pointer to follow, the stack is cut there (libunwind
-			 * would guess from the frame pointer chain). */
-			if (rc == NO_FDE && rbp == 0)
-				break;
+			/* Code without unwind information (JIT code; the loader's entry, which runs
+			 * the constructors) is taken, as libunwind takes it, to keep a frame pointer:
+			 * the caller's rbp at rbp, its return address above it. */
+			if (rc == NO_FDE) {
+				nr = (struct rule){ip | (exact ? KEY_EXACT : 0), 16, -16, -8};
+				fl = F_VALID | F_NO_FDE | F_CFA_RBP | F_RBP_SAVED;
+				rc = 0;
+			}
 			if (rc != 0)
 				return GIVE_UP;
 			*ru = nr;
@@ -626,6 +630,8 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 		uint16_t fl = c->flags[k];
 		if (fl & F_LAST)
 			break;
+		if ((fl & F_NO_FDE) && rbp == 0)
+			break; /* where the frame pointer chain ends, the stack ends */
 		uint64_t cfa = ((fl & F_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)ru->cfa_off;
 		if ((fl & F_CFA_DEREF) && load(c, cfa, &cfa) != 0)
 			return GIVE_UP;

@@ -343,8 +343,8 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 # never stop short of them
 check_walk() {
 	local prog=$1 out
-	"$prog" 300 "$B/progs/libstacks_plugin.so" >bare.out
-	TPROF_VERIFY_STACKS=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$prog" 300 \
+	"$prog" 400 "$B/progs/libstacks_plugin.so" >bare.out
+	TPROF_VERIFY_STACKS=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$prog" 400 \
 		"$B/progs/libstacks_plugin.so" >traced.out 2>traced.err
 	settled t.trace
 	cmp bare.out traced.out
@@ -358,7 +358,7 @@ check_walk() {
 	"$B/tprof" report t.trace >/dev/null
 }
 
-@test "stack walk: randomized recursion (frame pointers or not, alloca, realigned stacks, signals, longjmp, exceptions, threads, dlclose) matches libunwind" {
+@test "stack walk: randomized recursion (frame pointers or not, alloca, realigned stacks, code without unwind information, signals, longjmp, exceptions, threads, dlclose) matches libunwind" {
 	check_walk "$B/progs/unwind_check"
 	check_walk "$B/progs/unwind_check_O0"
 }

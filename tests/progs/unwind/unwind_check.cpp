@@ -1,7 +1,8 @@
 // The stack walk's hard cases, for TPROF_VERIFY_STACKS=1 (every capture compared with a full
 // libunwind unwind): random recursion through functions with and without frame pointers, with
 // variable-size frames (alloca: a CFA from rbp) and large ones, a realigned stack with a variable
-// frame (the CFA and saved registers given by DWARF expressions); allocations in signal handlers on
+// frame (the CFA and saved registers given by DWARF expressions), code without unwind information
+// that keeps a frame pointer (as JIT code does); allocations in signal handlers on
 // the normal stack and on an alternate one; longjmp out of deep recursion; C++ exceptions thrown
 // through allocating destructors; several threads at once; a plugin loaded and unloaded again.
 // Built -O2 and -O0 (mk/unwind.mk). usage: unwind_check [ROUNDS [PLUGIN.so]]
@@ -44,7 +45,7 @@ struct Noisy { // allocates as an exception unwinds through it
 };
 
 static thread_local jmp_buf *jump;
-#define KINDS 7
+#define KINDS 8
 static int level(int depth, int kind);
 
 __attribute__((noinline)) static int plain(int depth)
@@ -88,6 +89,29 @@ __attribute__((noinline)) static int aligned(int depth, int a2, int a3, int a4, 
 	sink = (void *)line;
 	return level(depth - 1, a7) + line[0] - depth + (a3 + a4 + a5 + a6) * 0;
 }
+
+// Code without unwind information that keeps a frame pointer, as JIT code does: the walk follows
+// the frame pointer chain through it, as libunwind does. An exception cannot cross it: caught here.
+extern "C" int nocfi_call(int depth, int kind);
+extern "C" int nocfi_level(int depth, int kind)
+{
+	try {
+		return level(depth, kind);
+	} catch (const std::runtime_error &) {
+		churn(8);
+		return 0;
+	}
+}
+__asm__(".text\n"
+	".globl nocfi_call\n"
+	".type nocfi_call,@function\n"
+	"nocfi_call:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\tcall nocfi_level\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size nocfi_call, .-nocfi_call\n");
 
 __attribute__((noinline)) static int throwing(int depth)
 {
@@ -156,6 +180,7 @@ static int level(int depth, int kind)
 	case 3: return big(depth);
 	case 4: return throwing(depth);
 	case 5: return aligned(depth, 1, 2, 3, 4, 5, (int)rnd(KINDS), (int)rnd(100));
+	case 6: return nocfi_call(depth - 1, (int)rnd(KINDS));
 	default: return jumping(depth);
 	}
 }
