@@ -758,7 +758,7 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 	return -1;
 }
 
-#else /* no walk of our own elsewhere: libunwind does it all (stacks.c) */
+#else /* no walk of our own elsewhere: captures use libunwind (stacks.c); the exit scan takes whole stacks */
 
 void tprof_unwind_forget_code(void) {}
 void tprof_unwind_new_thread(void) {}
