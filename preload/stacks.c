@@ -91,10 +91,6 @@ static void code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 	}
 }
 
-/* The stack pointer of the innermost frame of the program's own code above the caller (the caller
- * of exit, _exit or quick_exit; _start after a return from main): the frames below it are the C
- * library's and tprof's on the way out; regs: that frame's callee-saved registers (rbx, rbp, r12 to
- * r15), the program's values, which those frames saved. 0 when the stack cannot be walked. */
 /* libunwind, the reference of TPROF_VERIFY_STACKS only: the walk of unwind.c needs no other
  * unwinder, and a library loaded into every traced process (libunwind and its liblzma: about a
  * millisecond of loading and relocation each time a process starts) for nothing would cost more
@@ -109,7 +105,7 @@ static struct {
 	int ready;
 } unw;
 
-static void say_once(const char *msg)
+static void say(const char *msg)
 {
 	struct tprof_sbuf b = {.n = 0};
 	tprof_sb_str(&b, msg);
@@ -122,7 +118,7 @@ void tprof_stacks_load_reference(void)
 		return;
 	void *h = tprof_real.dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!h) {
-		say_once("tprof: TPROF_VERIFY_STACKS: cannot load libunwind.so.8; stacks are not checked\n");
+		say("tprof: TPROF_VERIFY_STACKS: cannot load libunwind.so.8; stacks are not checked\n");
 		return;
 	}
 	unw.getcontext = (int (*)(unw_context_t *))dlsym(h, STR(unw_tdep_getcontext));
@@ -133,7 +129,7 @@ void tprof_stacks_load_reference(void)
 		(int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(h, STR(unw_set_caching_policy));
 	unw_addr_space_t *space = (unw_addr_space_t *)dlsym(h, STR(unw_local_addr_space));
 	if (!unw.getcontext || !unw.init_local || !unw.step || !unw.get_reg) {
-		say_once("tprof: TPROF_VERIFY_STACKS: libunwind.so.8 lacks its functions; stacks are not checked\n");
+		say("tprof: TPROF_VERIFY_STACKS: libunwind.so.8 lacks its functions; stacks are not checked\n");
 		return;
 	}
 	if (policy && space) /* per-thread caches: threads unwind without locks */
@@ -142,6 +138,11 @@ void tprof_stacks_load_reference(void)
 	unw.ready = 1;
 }
 
+/* The stack pointer of the innermost frame of the program's own code above the caller (the caller
+ * of exit, _exit or quick_exit; _start after a return from main): the frames below it are the C
+ * library's and tprof's on the way out; regs: that frame's callee-saved registers (rbx, rbp, r12 to
+ * r15), the program's values, which those frames saved. 0 when the stack cannot be walked.
+ * This one is libunwind's: the reference for tprof_stacks_program_sp. */
 static __attribute__((noinline)) uint64_t program_sp_libunwind(uint64_t regs[8], uintptr_t libc_lo,
 								 uintptr_t libc_hi, uintptr_t ld_lo, uintptr_t ld_hi)
 {
@@ -274,6 +275,12 @@ static void publish_own(void)
 	}
 }
 
+/* The first level is filled at random (by hash): its pages, all of them soon, mapped at once. */
+static void populate_first_level(void)
+{
+	tprof_populate(levels[0], ((size_t)1 << level_bits[0]) * sizeof(struct slot));
+}
+
 int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
@@ -297,7 +304,7 @@ int tprof_stacks_init(unsigned depth)
 		levels[k] = at;
 		at += (size_t)1 << level_bits[k];
 	}
-	tprof_populate(levels[0], ((size_t)1 << level_bits[0]) * sizeof(struct slot)); /* hashing fills it at random */
+	populate_first_level();
 	atomic_store(&tprof_shm->stack_next_id, 1);
 	publish_own();
 	return 0;
@@ -320,7 +327,7 @@ void tprof_stacks_reset(void)
 	atomic_store(&arena_pos, 0);
 	if (table) {
 		madvise(table, table_bytes, MADV_DONTNEED); /* zero again */
-		tprof_populate(levels[0], ((size_t)1 << level_bits[0]) * sizeof(struct slot));
+		populate_first_level();
 	}
 	for (int l = 0; l < LEVELS; l++)
 		atomic_store(&level_used[l], 0);

@@ -20,8 +20,6 @@ static inline pid_t tprof_gettid(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-/* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check.
- * Shared futexes: the word may sit in memory mapped by the traced process and its recorder. */
 /* Maps in, with one system call, the pages of [p, p + len) a process is about to write: each page
  * it would otherwise fault in costs a trap, about 10 us on a VM, against 1 to 3 us here. Where the
  * kernel cannot (before Linux 5.14) the pages fault in as before. errno is kept. */
@@ -36,6 +34,8 @@ static inline void tprof_populate(void *p, size_t len)
 	errno = saved;
 }
 
+/* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check.
+ * Shared futexes: the word may sit in memory mapped by the traced process and its recorder. */
 static inline void tprof_futex_wait(_Atomic uint32_t *addr, uint32_t val, long timeout_ns)
 {
 	struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
