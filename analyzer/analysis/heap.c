@@ -2,7 +2,10 @@
 #include "analysis/heap.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/util.h"
 
 static void overflow(struct heap_stats *s, const struct tprof_event *e)
 {
@@ -12,8 +15,36 @@ static void overflow(struct heap_stats *s, const struct tprof_event *e)
 	}
 }
 
-int heap_overflow(const struct heap_stats *s, struct tprof_trace *t)
+/* The pairs table: direct-mapped by address. */
+#define PAIR_BITS 12
+struct heap_pair {
+	uint64_t ptr, seq, size; /* ptr 0: free slot */
+	uint32_t stack, tid;
+};
+
+static struct heap_pair *pair_of(const struct heap_stats *s, uint64_t ptr)
 {
+	return &s->pairs[(ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - PAIR_BITS)];
+}
+
+/* Moves q's block to live. */
+static void pair_move(struct heap_stats *s, struct heap_pair *q, struct heap_change *c)
+{
+	addrmap_put(&s->live, q->ptr, q->size, NULL);
+	if (s->with_stacks)
+		addrmap_put(&s->live_stack, q->ptr, q->stack, NULL);
+	c->moved_ptr = q->ptr;
+	c->moved_seq = q->seq;
+	c->moved_tid = q->tid;
+	q->ptr = 0;
+}
+
+int heap_finish(struct heap_stats *s, struct tprof_trace *t)
+{
+	struct heap_change c;
+	for (size_t i = 0; s->pairs && i < (1u << PAIR_BITS); i++)
+		if (s->pairs[i].ptr)
+			pair_move(s, &s->pairs[i], &c);
 	if (!s->overflowed)
 		return 0;
 	snprintf(t->err, sizeof(t->err),
@@ -22,20 +53,34 @@ int heap_overflow(const struct heap_stats *s, struct tprof_trace *t)
 	return -1;
 }
 
+/* The address was taken again while still live: never in order, so a gap in the trace (lost
+ * events); count it and treat the old block as gone. */
+static void reused(struct heap_stats *s, uint64_t old_size)
+{
+	s->reused_live++;
+	s->live_bytes -= old_size;
+	s->live_blocks--;
+}
+
 static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
 {
 	uint64_t old;
-	if (e->paired && !s->index_all) {
-		/* a later free of this thread gives it back (reader.h): no need to index it */
-	} else if (addrmap_put(&s->live, e->ptr, e->size, &old)) {
-		/* the recorder orders a free before any reuse of its address, so this is a gap in
-		 * the trace (lost events); count it and treat the old block as gone */
-		s->reused_live++;
-		s->live_bytes -= old;
-		s->live_blocks--;
+	struct heap_pair *q = s->pairs ? pair_of(s, e->ptr) : NULL;
+	if (q && q->ptr == e->ptr) {
+		reused(s, q->size);
+		q->ptr = 0;
 	}
-	if (s->with_stacks && (!e->paired || s->index_all))
-		addrmap_put(&s->live_stack, e->ptr, e->stack, NULL);
+	if (q && e->paired) {
+		if (q->ptr)
+			pair_move(s, q, c);
+		*q = (struct heap_pair){e->ptr, e->seq, e->size, e->stack, e->tid};
+		c->taken_paired = 1;
+	} else {
+		if (addrmap_put(&s->live, e->ptr, e->size, &old))
+			reused(s, old);
+		if (s->with_stacks)
+			addrmap_put(&s->live_stack, e->ptr, e->stack, NULL);
+	}
 	c->taken_ptr = e->ptr;
 	s->allocations++;
 	if (__builtin_add_overflow(s->bytes_allocated, e->size, &s->bytes_allocated) |
@@ -56,7 +101,18 @@ static void give_back(struct heap_stats *s, uint64_t ptr, struct heap_change *c)
 	uint64_t size, stack = 0;
 	if (!ptr)
 		return;
-	if (addrmap_del(&s->live, ptr, &size)) {
+	struct heap_pair *q = s->pairs ? pair_of(s, ptr) : NULL;
+	if (q && q->ptr == ptr) {
+		c->freed_ptr = ptr;
+		c->freed_size = q->size;
+		c->freed_stack = q->stack;
+		c->freed_seq = q->seq;
+		c->freed_tid = q->tid;
+		q->ptr = 0;
+		s->frees++;
+		s->live_bytes -= c->freed_size;
+		s->live_blocks--;
+	} else if (addrmap_del(&s->live, ptr, &size)) {
 		if (s->with_stacks)
 			addrmap_del(&s->live_stack, ptr, &stack);
 		c->freed_ptr = ptr;
@@ -77,6 +133,14 @@ void heap_init(struct heap_stats *s, int with_stacks)
 	s->with_stacks = with_stacks;
 	if (with_stacks)
 		addrmap_init(&s->live_stack);
+	s->pairs = xcalloc(1u << PAIR_BITS, sizeof(*s->pairs)); /* untouched pages cost nothing */
+}
+
+void heap_index_all(struct heap_stats *s)
+{
+	s->index_all = 1;
+	free(s->pairs);
+	s->pairs = NULL;
 }
 
 void heap_release(struct heap_stats *s)
@@ -84,6 +148,8 @@ void heap_release(struct heap_stats *s)
 	addrmap_free(&s->live);
 	if (s->with_stacks)
 		addrmap_free(&s->live_stack);
+	free(s->pairs);
+	s->pairs = NULL;
 }
 
 void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
@@ -96,16 +162,7 @@ void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_ch
 	switch (e->kind) {
 	case TPROF_EV_FREE:
 		s->calls[e->kind]++;
-		if (e->paired && !s->index_all) {
-			c->freed_ptr = e->ptr;
-			c->freed_size = e->freed_size;
-			c->freed_stack = e->freed_stack;
-			s->frees++;
-			s->live_bytes -= e->freed_size;
-			s->live_blocks--;
-		} else {
-			give_back(s, e->ptr, c);
-		}
+		give_back(s, e->ptr, c);
 		break;
 	case TPROF_EV_REALLOC:
 	case TPROF_EV_REALLOCARRAY:
@@ -139,13 +196,16 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 	uint64_t nmalloc = 0, nfree = 0, bytes = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct tprof_event *e = &ev[i];
-		if (e->paired && e->kind == TPROF_EV_FREE) {
+		struct heap_pair *q = s->pairs ? pair_of(s, e->ptr) : NULL;
+		if (e->kind == TPROF_EV_FREE && q && q->ptr == e->ptr && e->ptr) {
 			nfree++;
-			live -= e->freed_size;
+			live -= q->size;
 			blocks--;
+			q->ptr = 0;
 			continue;
 		}
-		if (e->paired && e->kind == TPROF_EV_MALLOC) {
+		if (e->paired && e->kind == TPROF_EV_MALLOC && q && !q->ptr) {
+			*q = (struct heap_pair){e->ptr, e->seq, e->size, e->stack, e->tid};
 			nmalloc++;
 			if (__builtin_add_overflow(bytes, e->size, &bytes) |
 			    __builtin_add_overflow(live, e->size, &live))
@@ -190,5 +250,5 @@ int heap_analyze(struct tprof_trace *t, struct heap_stats *s)
 	int r;
 	while ((r = tprof_trace_next_run(t, &e, &n)) > 0)
 		heap_run(s, e, n);
-	return r < 0 ? r : heap_overflow(s, t);
+	return r < 0 ? r : heap_finish(s, t);
 }

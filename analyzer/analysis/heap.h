@@ -25,12 +25,20 @@ struct heap_stats {
 	 * the event where it did, the totals from there on meaningless (heap_overflow). */
 	int overflowed;
 	uint64_t overflow_seq;
-	struct addrmap live; /* address -> size of live blocks (see index_all; at the end: the leaks) */
+	struct addrmap live; /* address -> size of live blocks (see index_all and pairs; after
+			      * heap_finish: every live block, i.e. at the end the leaks) */
+	/* Blocks the reader paired with a free of their thread (reader.h) live in a small table by
+	 * address instead of live: they are short-lived, and a table slot costs far less than a map
+	 * entry. The pairing is the decoder's guess from one thread's events; another thread may still
+	 * free such a block (and its address be taken again) before the free it was paired with, so a
+	 * free looks here first, whatever its flag, and a block whose slot is wanted moves to live.
+	 * Every live block is in exactly one of the two. NULL with index_all. */
+	struct heap_pair *pairs;
 	struct addrmap live_stack; /* address -> stack id of live blocks; only with heap_init(s, 1) */
 	int with_stacks;
-	/* Index every live block. By default a block the reader paired with its free (reader.h) is
-	 * counted but not indexed, so live holds every live block only at the end of the trace;
-	 * set this after heap_init to stop a replay early and look at live (e.g. at the peak). */
+	/* Index every live block in live. By default a block the reader paired with its free is kept
+	 * in pairs, so live holds every live block only after heap_finish; set this after heap_init
+	 * to stop a replay early and look at live (e.g. at the peak). */
 	int index_all;
 };
 
@@ -39,7 +47,14 @@ struct heap_change {
 	uint64_t freed_ptr;   /* 0: no block was given back */
 	uint64_t freed_size;
 	uint32_t freed_stack; /* the freed block's stack id (with stacks only) */
+	uint32_t freed_tid;   /* with freed_seq: the thread that took the freed block */
+	uint64_t freed_seq;   /* the sequence number of the freed block's allocation when it was in
+			       * pairs; 0 when it came from live */
 	uint64_t taken_ptr;   /* 0: no block was obtained */
+	int taken_paired;     /* the block taken went to pairs, not live */
+	/* A paired block moved to live to free its slot (0: none), its allocation and thread. */
+	uint64_t moved_ptr, moved_seq;
+	uint32_t moved_tid;
 };
 
 /* Replays t from its current position to the end. 0 on success; -1 on a corrupt record or byte
@@ -53,8 +68,12 @@ void heap_init(struct heap_stats *s, int with_stacks);
 /* Applies e exactly as heap_analyze counts it; c (may be NULL) receives what changed. */
 void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c);
 void heap_release(struct heap_stats *s);
+/* Sets index_all (right after heap_init, before any step). */
+void heap_index_all(struct heap_stats *s);
 
-/* After a replay by heap_step: 0, or -1 with a message in t->err when a byte total passed 2^64. */
-int heap_overflow(const struct heap_stats *s, struct tprof_trace *t);
+/* After a replay by heap_step (or where it stops): moves every paired block still live into live
+ * (and live_stack), so that live holds every live block; then 0, or -1 with a message in t->err
+ * when a byte total passed 2^64. */
+int heap_finish(struct heap_stats *s, struct tprof_trace *t);
 
 #endif

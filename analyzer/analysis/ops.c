@@ -360,7 +360,7 @@ static int replay(struct state *s)
 		apply_annot(s, &t->annots[ai++], hs.live_bytes);
 	s->r->heap_peak = hs.peak_bytes;
 	if (rc >= 0)
-		rc = heap_overflow(&hs, t);
+		rc = heap_finish(&hs, t);
 	heap_release(&hs);
 	if (rc < 0)
 		return -1;

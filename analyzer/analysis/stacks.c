@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "base/util.h"
 
 /* At most this many frames per return address: inlining deeper than that keeps the innermost ones
@@ -80,7 +82,8 @@ uint32_t *stack_table_sorted(const struct stack_table *tab, enum stack_order ord
 int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s, struct stack_table *tab)
 {
 	heap_init(s, 1);
-	s->index_all = stop_seq != UINT64_MAX; /* the live set is read where the replay stops */
+	if (stop_seq != UINT64_MAX) /* the live set is read where the replay stops */
+		heap_index_all(s);
 	const struct tprof_event *e;
 	struct heap_change c;
 	int r;
@@ -93,9 +96,9 @@ int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s
 			sc->seq = e->seq;
 		}
 		if (e->seq == stop_seq)
-			return heap_overflow(s, t);
+			return heap_finish(s, t);
 	}
-	return r < 0 ? r : heap_overflow(s, t);
+	return r < 0 ? r : heap_finish(s, t);
 }
 
 int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, struct heap_stats *s,
@@ -118,33 +121,77 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
 	return 0;
 }
 
+struct temp_thread {
+	uint32_t tid;
+	uint64_t last_seq;         /* its latest event that took a block */
+	uint64_t owned, owned_seq; /* that block while it may be in owner, else 0 */
+	int owned_in_map;          /* it is in owner (it is in the replay's live map, not its pairs) */
+	UT_hash_handle hh;
+};
+
 void temporaries_init(struct temporaries *tp)
 {
-	addrmap_init(&tp->last);
 	addrmap_init(&tp->owner);
+	tp->threads = tp->cur = NULL;
 }
 
 void temporaries_free(struct temporaries *tp)
 {
-	addrmap_free(&tp->last);
 	addrmap_free(&tp->owner);
+	struct temp_thread *th, *tmp;
+	HASH_ITER(hh, tp->threads, th, tmp) {
+		HASH_DEL(tp->threads, th);
+		free(th);
+	}
+	tp->cur = NULL;
+}
+
+static struct temp_thread *temp_thread_of(struct temporaries *tp, uint32_t tid)
+{
+	if (tp->cur && tp->cur->tid == tid) /* events come in runs of one thread */
+		return tp->cur;
+	struct temp_thread *th;
+	HASH_FIND(hh, tp->threads, &tid, sizeof(tid), th);
+	if (!th) {
+		th = xcalloc(1, sizeof(*th));
+		th->tid = tid;
+		HASH_ADD(hh, tp->threads, tid, sizeof(th->tid), th);
+	}
+	return tp->cur = th;
 }
 
 int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const struct heap_change *c)
 {
+	if (!c->freed_ptr && !c->taken_ptr && !c->moved_ptr)
+		return 0;
+	if (c->moved_ptr) { /* a paired block went to the live map: so it does here, if it is latest */
+		struct temp_thread *m = temp_thread_of(tp, c->moved_tid);
+		if (m->owned == c->moved_ptr && m->owned_seq == c->moved_seq && !m->owned_in_map) {
+			addrmap_put(&tp->owner, c->moved_ptr, c->moved_seq, NULL);
+			m->owned_in_map = 1;
+		}
+	}
+	struct temp_thread *th = temp_thread_of(tp, e->tid);
 	int temporary = 0;
-	uint64_t tid;
-	if (c->freed_ptr && addrmap_del(&tp->owner, c->freed_ptr, &tid)) {
-		addrmap_del(&tp->last, tid, NULL);
-		temporary = tid == e->tid;
+	if (c->freed_ptr) {
+		uint64_t seq;
+		if (c->freed_seq) /* from the replay's pairs, which know the allocation */
+			temporary = c->freed_seq == th->last_seq;
+		else if (addrmap_del(&tp->owner, c->freed_ptr, &seq))
+			temporary = seq == th->last_seq;
 	}
 	if (c->taken_ptr) {
-		uint64_t prev, prev_owner;
-		if (addrmap_put(&tp->last, e->tid, e->ptr, &prev) && prev != e->ptr)
-			addrmap_del(&tp->owner, prev, NULL);
-		/* a gap in the trace (lost events) let another thread's latest block be reused */
-		if (addrmap_put(&tp->owner, e->ptr, e->tid, &prev_owner) && prev_owner != e->tid)
-			addrmap_del(&tp->last, prev_owner, NULL);
+		/* the thread's previous latest can no longer be temporary: out of owner, unless its
+		 * address was given back and taken again since (then the entry is another's) */
+		uint64_t seq;
+		if (th->owned_in_map && addrmap_get(&tp->owner, th->owned, &seq) && seq == th->owned_seq)
+			addrmap_del(&tp->owner, th->owned, NULL);
+		th->owned = e->ptr;
+		th->owned_seq = e->seq;
+		th->owned_in_map = !c->taken_paired;
+		if (th->owned_in_map)
+			addrmap_put(&tp->owner, e->ptr, e->seq, NULL);
+		th->last_seq = e->seq;
 	}
 	return temporary;
 }

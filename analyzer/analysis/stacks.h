@@ -70,12 +70,14 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
 			  struct stack_table *tab);
 
 /* Temporary allocations, as heaptrack defines them: an allocation freed before the next allocation of
- * the same thread, i.e. the thread's most recent allocation, freed by that thread. Per thread the
- * block of its latest allocation (last: tid -> ptr) and the reverse (owner: ptr -> tid), so a free
- * can tell whether it gives back the latest allocation of the thread that frees, and a reused
- * address never keeps a stale claim; both hold one entry per thread. */
+ * the same thread, i.e. the thread's most recent allocation, freed by that thread. Each thread keeps
+ * the sequence number of its latest take; a free is temporary when the block it gives back was
+ * taken by exactly that event. The replay's pairs table (heap.h) knows that of its blocks; for the
+ * others owner maps the address to its allocation's sequence number, for each thread's latest
+ * allocation only (an older one can no longer be temporary): at most one entry per thread. */
 struct temporaries {
-	struct addrmap last, owner;
+	struct addrmap owner;
+	struct temp_thread *threads, *cur; /* per thread: its latest take (stacks.c) */
 };
 void temporaries_init(struct temporaries *tp);
 void temporaries_free(struct temporaries *tp);

@@ -253,7 +253,7 @@ static int replay_heap(struct chrome_doc *d)
 	series_end(&d->heap);
 	d->peak_bytes = hs.peak_bytes;
 	if (rc >= 0)
-		rc = heap_overflow(&hs, d->t);
+		rc = heap_finish(&hs, d->t);
 	heap_release(&hs);
 	return rc < 0 ? -1 : 0;
 }

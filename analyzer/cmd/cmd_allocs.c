@@ -75,7 +75,7 @@ static int replay(struct tprof_trace *t, struct stack_table *tab, struct totals 
 	tot->allocations = s.allocations;
 	tot->bytes = s.bytes_allocated;
 	if (r >= 0)
-		r = heap_overflow(&s, t);
+		r = heap_finish(&s, t);
 	heap_release(&s);
 	temporaries_free(&tp);
 	if (r < 0)

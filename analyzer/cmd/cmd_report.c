@@ -353,7 +353,7 @@ int cmd_report(int argc, char **argv)
 	else
 		print_text(t, &s, &kd);
 out:
-	addrmap_free(&s.live);
+	heap_release(&s);
 	tprof_trace_close(t);
 	return rc;
 }

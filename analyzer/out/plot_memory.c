@@ -45,7 +45,7 @@ int plot_memory(struct plot_ctx *c)
 	}
 	char path[PATH_MAX], a[32], b[32];
 	FILE *f = NULL;
-	if (rc < 0 || heap_overflow(&hs, t) < 0) {
+	if (rc < 0 || heap_finish(&hs, t) < 0) {
 		plot_fail(c, "%s", t->err);
 		rc = -1;
 		goto out;

@@ -34,35 +34,47 @@ static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint6
 	return a_tick + (uint64_t)(d / (b_seq - a_seq));
 }
 
-static uint32_t pend_slot(const struct blockdec *c, uint64_t ptr)
+/* The first of the two slots (a set) where an address may be pending. */
+static uint32_t pend_set(const struct blockdec *c, uint64_t ptr)
 {
-	return (uint32_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - c->pend_bits));
+	return (uint32_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - c->pend_bits)) & ~1u;
+}
+
+/* The slot of the set that holds ptr, or NULL. */
+static struct pending *pend_find(struct blockdec *c, uint64_t ptr)
+{
+	struct pending *q = &c->pend[pend_set(c, ptr)];
+	return q[0].ptr == ptr ? &q[0] : q[1].ptr == ptr ? &q[1] : NULL;
 }
 
 /* Pairs event ev[i] (the last of a realloc's two) with the allocation it frees, when that allocation
  * is in the same chunk (event number >= base) and nothing touched its address since: c->pend holds
- * the latest allocation at each address (one per slot; a collision only loses a pairing). */
+ * the latest allocation at each address (in a set of two slots: an address has at most one; when
+ * both are taken by allocations of this chunk the older is dropped, which only loses a pairing). */
 static void pair_event(struct blockdec *c, struct tprof_event *ev, size_t i, uint64_t base)
 {
 	struct tprof_event *e = &ev[i];
 	if (e->kind == TPROF_EV_FREE) {
-		struct pending *q = &c->pend[pend_slot(c, e->ptr)];
-		if (e->ptr && q->ptr == e->ptr && q->at > base) {
+		struct pending *q = e->ptr ? pend_find(c, e->ptr) : NULL;
+		if (q && q->at > base) {
 			struct tprof_event *a = &ev[q->at - 1 - base];
 			a->paired = e->paired = 1;
-			e->freed_size = a->size;
-			e->freed_stack = a->stack;
 			q->at = 0;
 		}
 		return;
 	}
 	if (tprof_kind_is_realloc(e->kind)) { /* its old block is released through the replay's index */
-		struct pending *q = &c->pend[pend_slot(c, e->old_ptr)];
-		if (q->ptr == e->old_ptr)
+		struct pending *q = pend_find(c, e->old_ptr);
+		if (q)
 			q->at = 0;
 	}
 	if (e->ptr) {
-		struct pending *q = &c->pend[pend_slot(c, e->ptr)];
+		struct pending *q = pend_find(c, e->ptr);
+		if (!q) { /* a free slot, or one of an earlier chunk, or else the older */
+			q = &c->pend[pend_set(c, e->ptr)];
+			if (q[1].at < q[0].at)
+				q++;
+		}
 		q->ptr = e->ptr;
 		q->at = base + i + 1;
 	}

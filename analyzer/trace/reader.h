@@ -21,16 +21,15 @@ struct tprof_event {
 	uint64_t size;    /* requested bytes; 0 for free */
 	uint64_t ptr;     /* block returned (allocations), or freed (free) */
 	uint64_t old_ptr; /* realloc: the block passed in */
-	uint64_t freed_size; /* free with paired set: the size of the block it gives back */
 	uint32_t tid;
 	uint32_t stack;   /* allocations: stack id (tprof_trace_stack), 0 when none was taken */
-	uint32_t freed_stack; /* free with paired set: the stack id of the block it gives back */
 	uint8_t kind;  /* enum tprof_event_kind */
 	uint8_t phase; /* realloc only, see above */
-	/* Pairs found by the reader within one thread's block of events: on an allocation (or the new
-	 * half of a realloc), 1 when a later free of the same thread gives this block back with
-	 * nothing in between taking or releasing it; on that free, 1 too, with freed_size and
-	 * freed_stack filled. A replay need not index paired blocks by address (heap.c). */
+	/* A guess of the reader's from one thread's block of events: on an allocation (or the new half
+	 * of a realloc), 1 when a later free of the same thread gives this address back with nothing of
+	 * that thread taking or releasing it in between; on that free, 1 too. Another thread may still
+	 * have freed the block and the address been taken again meanwhile: a replay uses the flag only
+	 * to keep such short-lived blocks in a cheaper table (heap.h). */
 	uint8_t paired;
 };
 

@@ -74,7 +74,7 @@ static void test_heap_counts(void)
 	CHECK_EQ(s.live_bytes, 20);
 	CHECK_EQ(s.live_blocks, 1);
 	CHECK_EQ(s.events, 11);
-	CHECK_EQ(heap_overflow(&s, NULL), 0);
+	CHECK_EQ(heap_finish(&s, NULL), 0);
 	heap_release(&s);
 }
 
@@ -85,7 +85,6 @@ static void test_heap_paired(void)
 	heap_init(&s, 0);
 	struct tprof_event a = ev(TPROF_EV_MALLOC, 64, 0x7000), f = ev(TPROF_EV_FREE, 0, 0x7000);
 	a.paired = f.paired = 1;
-	f.freed_size = 64;
 	heap_step(&s, &a, NULL);
 	CHECK_EQ(s.live.len, 0); /* not indexed */
 	struct heap_change c;
@@ -106,10 +105,10 @@ static void test_heap_overflow(void)
 	heap_init(&s, 0);
 	for (int i = 0; i < 3; i++)
 		step(&s, ev(TPROF_EV_MALLOC, 1ull << 62, 0x10000 + 0x100 * (uint64_t)i));
-	CHECK_EQ(heap_overflow(&s, &t), 0);
+	CHECK_EQ(heap_finish(&s, &t), 0);
 	uint64_t at = seq + 1;
 	step(&s, ev(TPROF_EV_MALLOC, 1ull << 62, 0x20000)); /* 2^64: past the largest total */
-	CHECK_EQ(heap_overflow(&s, &t), -1);
+	CHECK_EQ(heap_finish(&s, &t), -1);
 	CHECK_EQ(s.overflow_seq, at);
 	CHECK(strstr(t.err, "pass 2^64") != NULL);
 	heap_release(&s);

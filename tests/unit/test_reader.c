@@ -3,7 +3,10 @@
  * among them, are written to a temporary file and opened. INFO's malloc owner (and its absence
  * before version 4), END flags and reasons by version, and every prefix of a trace: an error while
  * INFO is not whole, else the blocks before the cut read, with the right offset and counts, and the
- * same events as the whole file up to there. */
+ * same events as the whole file up to there. And the replay of a random three-thread heap history
+ * (cross-thread frees, addresses taken again, reallocs; blocks across chunk and block boundaries):
+ * heap totals and every temporary allocation as the definitions say, computed here from the
+ * history itself, whatever the reader's pairing guessed. */
 #include <stdlib.h>
 #include <zstd.h>
 #include <unistd.h>
@@ -12,6 +15,8 @@
 #include <string.h>
 
 #include "trace/reader.h"
+#include "analysis/heap.h"
+#include "analysis/stacks.h"
 #include "base/util.h"
 #include "../unittest.h"
 
@@ -370,6 +375,227 @@ static void test_cut_after_bad_zevents(void)
 	free(b.p);
 }
 
+
+/* ---- pairing and temporaries over a random history */
+
+#define RT_THREADS 3
+#define RT_ADDRS 96
+
+struct rt_rec {
+	struct tprof_rec r;
+	uint32_t tid;
+	int temporary; /* frees and reallocs: whether the block given back is a temporary allocation */
+};
+
+/* One thread's records [from, to) of recs as an EVENTS (or compressed) block. */
+static void rt_block(struct buf *b, const struct rt_rec *recs, const uint32_t *idx, size_t from, size_t to,
+		     uint64_t seq0, uint64_t tick0, int compress)
+{
+	size_t n = to - from;
+	struct tprof_rec_encoder *e = xmalloc(sizeof(*e));
+	tprof_rec_encoder_init(e, seq0, tick0);
+	uint8_t *streams[TPROF_NSTREAMS], *start[TPROF_NSTREAMS];
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		streams[k] = start[k] = xmalloc(n * TPROF_REC_MAX_BYTES + 16);
+	for (size_t i = from; i < to; i++)
+		tprof_rec_encode(streams, e, &recs[idx[i]].r);
+	struct buf raw = {0};
+	put_varint(&raw, recs[idx[from]].tid);
+	put_varint(&raw, n);
+	put_varint(&raw, seq0);
+	put_varint(&raw, tick0);
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		put_varint(&raw, (uint64_t)(streams[k] - start[k]));
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		put(&raw, start[k], (size_t)(streams[k] - start[k]));
+	if (compress) {
+		struct buf z = {0};
+		put_varint(&z, recs[idx[from]].tid);
+		put_varint(&z, raw.n);
+		size_t bound = ZSTD_compressBound(raw.n);
+		uint8_t *c = xmalloc(bound);
+		size_t got = ZSTD_compress(c, bound, raw.p, raw.n, 1);
+		CHECK(!ZSTD_isError(got));
+		put(&z, c, got);
+		block(b, TPROF_BLK_ZEVENTS, &z, (uint32_t)n);
+		free(c);
+		free(z.p);
+	} else {
+		block(b, TPROF_BLK_EVENTS, &raw, (uint32_t)n);
+	}
+	free(raw.p);
+	for (int k = 0; k < TPROF_NSTREAMS; k++)
+		free(start[k]);
+	free(e);
+}
+
+static uint64_t rt_state = 88172645463325252ull;
+static uint32_t rt_rand(uint32_t n)
+{
+	rt_state ^= rt_state << 13;
+	rt_state ^= rt_state >> 7;
+	rt_state ^= rt_state << 17;
+	return (uint32_t)(rt_state % n);
+}
+
+static void test_pairing_and_temporaries(void)
+{
+	enum { N = 20000 };
+	struct rt_rec *recs = xcalloc(N, sizeof(*recs));
+	/* the history: each address is free or a live block with its thread and allocation's seq */
+	struct { int live; uint32_t tid; uint64_t seq, size; } a[RT_ADDRS] = {{0}};
+	uint64_t last_take[RT_THREADS] = {0}, seq = 0, live_bytes = 0, peak = 0;
+	uint64_t allocs = 0, frees = 0, temporaries = 0;
+	for (size_t i = 0; i < N; i++) {
+		struct rt_rec *x = &recs[i];
+		uint32_t th = rt_rand(RT_THREADS), k = rt_rand(RT_ADDRS), op = rt_rand(10);
+		x->tid = 100 + th;
+		x->r.seq = ++seq;
+		x->r.tick = 1000 + 10 * seq;
+		x->r.no_tick = rt_rand(4) != 0;
+		if (!a[k].live) { /* an allocation at a free address */
+			x->r.kind = op < 6 ? TPROF_EV_MALLOC : op < 8 ? TPROF_EV_CALLOC : TPROF_EV_MEMALIGN;
+			x->r.size = 16 + rt_rand(2000);
+			x->r.ptr = 0x10000 + 0x1000 * (uint64_t)k;
+			x->r.stack = 0;
+			a[k].live = 1;
+			a[k].tid = th;
+			a[k].seq = seq;
+			a[k].size = x->r.size;
+			last_take[th] = seq;
+			live_bytes += x->r.size;
+			allocs++;
+		} else if (op < 7) { /* a free, often of the block this thread took last */
+			if (op < 4 && last_take[th]) {
+				for (uint32_t j = 0; j < RT_ADDRS; j++)
+					if (a[j].live && a[j].seq == last_take[th])
+						k = j;
+			}
+			x->r.kind = TPROF_EV_FREE;
+			x->r.ptr = 0x10000 + 0x1000 * (uint64_t)k;
+			x->temporary = a[k].tid == th && last_take[th] == a[k].seq;
+			temporaries += (uint64_t)x->temporary;
+			a[k].live = 0;
+			live_bytes -= a[k].size;
+			frees++;
+		} else { /* a realloc to another free address, or in place */
+			uint32_t to = rt_rand(RT_ADDRS);
+			if (a[to].live)
+				to = k;
+			x->r.kind = TPROF_EV_REALLOC;
+			x->r.old_ptr = 0x10000 + 0x1000 * (uint64_t)k;
+			x->r.ptr = 0x10000 + 0x1000 * (uint64_t)to;
+			x->r.size = 16 + rt_rand(2000);
+			x->r.seq2 = ++seq;
+			x->r.tick2 = 1000 + 10 * seq;
+			x->temporary = a[k].tid == th && last_take[th] == a[k].seq;
+			temporaries += (uint64_t)x->temporary;
+			live_bytes -= a[k].size;
+			a[k].live = 0;
+			a[to].live = 1;
+			a[to].tid = th;
+			a[to].seq = seq;
+			a[to].size = x->r.size;
+			last_take[th] = seq;
+			live_bytes += x->r.size;
+			allocs++;
+			frees++;
+		}
+		peak = live_bytes > peak ? live_bytes : peak;
+	}
+	/* each thread's records in blocks of 1 to 3000, the threads' blocks interleaved in the file */
+	struct buf b;
+	memset(&b, 0, sizeof(b));
+	file_header(&b, 4);
+	info(&b, "");
+	struct buf c = {0};
+	put_varint(&c, 1000);
+	put_varint(&c, 1000);
+	put_varint(&c, 5);
+	block(&b, TPROF_BLK_CLOCK, &c, 0);
+	free(c.p);
+	uint32_t *idx[RT_THREADS];
+	size_t cnt[RT_THREADS] = {0}, pos[RT_THREADS] = {0};
+	uint64_t prev_seq[RT_THREADS] = {0}, prev_tick[RT_THREADS];
+	for (int t = 0; t < RT_THREADS; t++) {
+		idx[t] = xmalloc(N * sizeof(uint32_t));
+		prev_tick[t] = 1000;
+	}
+	for (size_t i = 0; i < N; i++) {
+		uint32_t t = recs[i].tid - 100;
+		idx[t][cnt[t]++] = (uint32_t)i;
+	}
+	int left = 1, nb = 0;
+	while (left) {
+		left = 0;
+		for (int t = 0; t < RT_THREADS; t++) {
+			if (pos[t] == cnt[t])
+				continue;
+			size_t to = pos[t] + 1 + rt_rand(3000);
+			if (to > cnt[t])
+				to = cnt[t];
+			/* a block ends with a measured record */
+			struct tprof_rec *lr = &recs[idx[t][to - 1]].r;
+			lr->no_tick = 0;
+			if (b.nblocks == sizeof(b.off) / sizeof(b.off[0]))
+				b.nblocks = 0; /* only the offsets of the first blocks are kept */
+			rt_block(&b, recs, idx[t], pos[t], to, prev_seq[t], prev_tick[t], nb++ % 2);
+			prev_seq[t] = lr->seq2 ? lr->seq2 : lr->seq;
+			prev_tick[t] = lr->seq2 ? lr->tick2 : lr->tick;
+			pos[t] = to;
+			left |= pos[t] < cnt[t];
+		}
+	}
+	end(&b, 4, TPROF_END_EXIT, 0, 0, N);
+	struct tprof_trace *tr;
+	char err[512];
+	int opened = open_prefix(&b, b.n, &tr, err, sizeof(err));
+	if (opened != 0)
+		printf("# %s\n", err);
+	CHECK_EQ(opened, 0);
+	if (opened == 0) {
+		struct heap_stats hs;
+		struct temporaries tp;
+		heap_init(&hs, 1);
+		temporaries_init(&tp);
+		const struct tprof_event *e;
+		uint64_t paired = 0, got_temp = 0, wrong = 0, seen = 0;
+		int r;
+		while ((r = tprof_trace_next_ref(tr, &e)) > 0) {
+			struct heap_change ch;
+			heap_step(&hs, e, &ch);
+			int tmp = temporaries_step(&tp, e, &ch);
+			paired += e->paired && e->kind == TPROF_EV_FREE;
+			got_temp += (uint64_t)tmp;
+			if (ch.freed_ptr) {
+				/* the record of this free: phase 0 of a realloc carries the record's seq */
+				const struct rt_rec *x = NULL;
+				for (size_t i = seen; i < N && !x; i++)
+					if (recs[i].r.seq == e->seq)
+						x = &recs[i], seen = i;
+				wrong += !x || x->temporary != tmp;
+			}
+		}
+		CHECK_EQ(r, 0);
+		CHECK_EQ(wrong, 0);
+		CHECK_EQ(got_temp, temporaries);
+		CHECK_EQ(hs.allocations, allocs);
+		CHECK_EQ(hs.frees, frees);
+		CHECK_EQ(hs.peak_bytes, peak);
+		CHECK_EQ(hs.live_bytes, live_bytes);
+		/* the history exercises both paths: frees paired within a chunk, and the others */
+		CHECK(paired > frees / 4 && paired < frees);
+		CHECK(temporaries > frees / 10);
+		temporaries_free(&tp);
+		heap_release(&hs);
+		tprof_trace_close(tr);
+	}
+	for (int t = 0; t < RT_THREADS; t++)
+		free(idx[t]);
+	free(recs);
+	free(b.p);
+}
+
 int main(void)
 {
 	snprintf(path, sizeof(path), "/tmp/tprof_test_reader.%d.trace", (int)getpid());
@@ -377,6 +603,7 @@ int main(void)
 	RUN(test_end_flags_and_reasons);
 	RUN(test_every_prefix);
 	RUN(test_cut_after_bad_zevents);
+	RUN(test_pairing_and_temporaries);
 	unlink(path);
 	return UT_DONE();
 }
