@@ -25,6 +25,7 @@
 #include <uthash.h>
 
 #include "base/util.h"
+#include "trace/symcache.h"
 
 /* libstdc++'s C entry point of abi::__cxa_demangle: a malloc'd string, or NULL with *status set. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -70,6 +71,11 @@ struct sym_file {
 	enum tprof_sym_status status;
 	Dwfl *dwfl; /* non-NULL exactly when tried and status == TPROF_SYM_OK */
 	Dwfl_Module *mod;
+	int loaded;      /* 1 once its symbols and debug information were asked for (load_info) */
+	int from_cache;  /* its persistent cache was read */
+	uint32_t fresh;  /* addresses resolved through libdw since: the cache is to be written */
+	struct symcache_sig sig;  /* the debug file the entries come from */
+	struct symcache_sig main; /* the file itself, as opened */
 };
 
 struct sym_mod {
@@ -111,6 +117,7 @@ struct tprof_symbolizer {
 
 	size_t lookups; /* addresses that went to libdw, i.e. cache misses */
 	Dwfl_Callbacks cb; /* every session keeps a pointer to it */
+	char cache_dir[4096]; /* the persistent cache's directory; "" when it is off */
 };
 
 /* ---- interned strings */
@@ -226,6 +233,8 @@ struct tprof_symbolizer *sym_new(const struct tprof_module *modules, size_t n, c
 	s->cb.section_address = dwfl_offline_section_address;
 	u64map_init(&s->names);
 	u64map_init(&s->units);
+	if (symcache_dir(s->cache_dir, sizeof(s->cache_dir)) != 0)
+		s->cache_dir[0] = 0;
 
 	s->nmods = n;
 	s->mods = xcalloc(n, sizeof(*s->mods));
@@ -262,10 +271,13 @@ struct tprof_symbolizer *sym_new(const struct tprof_module *modules, size_t n, c
 	return s;
 }
 
+static void save_caches(struct tprof_symbolizer *s);
+
 void sym_free(struct tprof_symbolizer *s)
 {
 	if (!s)
 		return;
+	save_caches(s);
 	for (size_t i = 0; i < s->nfiles; i++) {
 		if (s->files[i].dwfl)
 			dwfl_end(s->files[i].dwfl);
@@ -331,9 +343,75 @@ const char *sym_module_path(const struct tprof_symbolizer *s, uint64_t addr, uin
 	return m ? s->files[m->file].path : NULL;
 }
 
+static void push_frame(struct tprof_symbolizer *s, const char *function, const char *file, int line,
+		       int inlined)
+{
+	if (s->nframes == s->frames_cap) {
+		s->frames_cap = s->frames_cap ? s->frames_cap * 2 : 256;
+		s->frames = xrealloc(s->frames, s->frames_cap * sizeof(*s->frames));
+	}
+	s->frames[s->nframes++] = (struct tprof_sym_frame){function, file, line, NULL, 0, inlined};
+}
+
+/* Asks libdw for f's symbol tables and DWARF, in itself or in a separate debug file (the costly
+ * step: a separate debug file's sections are inflated whole); none of either makes f NO_INFO.
+ * Notes which debug file was used, for the persistent cache. */
+static void load_info(struct sym_file *f)
+{
+	f->loaded = 1;
+	Dwarf_Addr bias;
+	int syms = dwfl_module_getsymtab(f->mod);
+	if (syms <= 0 && !dwfl_module_getdwarf(f->mod, &bias)) {
+		f->status = TPROF_SYM_NO_INFO; /* nothing to name anything with: module+offset */
+		dwfl_end(f->dwfl);
+		f->dwfl = NULL;
+		f->mod = NULL;
+		return;
+	}
+	dwfl_module_getdwarf(f->mod, &bias);
+	const char *debugfile = NULL;
+	dwfl_module_info(f->mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
+	symcache_sig_of(&f->sig, debugfile);
+}
+
+static struct cache_ent *cache_add(struct tprof_symbolizer *s, uint32_t file, uint64_t vaddr, uint32_t first,
+				   uint32_t n)
+{
+	struct cache_ent *e = xcalloc(1, sizeof(*e));
+	e->k = (struct cache_key){vaddr, file};
+	e->first = first;
+	e->n = n;
+	HASH_ADD(hh, s->cache, k, sizeof(e->k), e);
+	return e;
+}
+
+struct cache_load {
+	struct tprof_symbolizer *s;
+	uint32_t file;
+};
+
+/* One entry of a persistent cache file into the in-memory cache. */
+static void cache_load_entry(void *ctx, uint64_t vaddr, const struct symcache_frame *fr, uint32_t n)
+{
+	struct cache_load *c = ctx;
+	struct tprof_symbolizer *s = c->s;
+	struct cache_key k = {vaddr, c->file};
+	struct cache_ent *e;
+	HASH_FIND(hh, s->cache, &k, sizeof(k), e);
+	if (e)
+		return;
+	uint32_t first = (uint32_t)s->nframes;
+	for (uint32_t i = 0; i < n; i++) {
+		push_frame(s, intern(s, fr[i].function), intern(s, fr[i].file), fr[i].line, fr[i].inlined);
+		s->frames[s->nframes - 1].module = s->files[c->file].name;
+		s->frames[s->nframes - 1].offset = vaddr + 1;
+	}
+	cache_add(s, c->file, vaddr, first, n);
+}
+
 /* Opens f once: a file that cannot be opened is MISSING; one whose build-id is not the recorded
- * one (when one was recorded) is MISMATCH; one libdwfl cannot read, or that has neither a symbol
- * table nor DWARF (in itself or in a separate debug file), is NO_INFO. */
+ * one (when one was recorded) is MISMATCH. Then its persistent cache, when there is a valid one,
+ * holds what is known of it; otherwise load_info asks libdw (which may make it NO_INFO). */
 static void open_file(struct tprof_symbolizer *s, struct sym_file *f)
 {
 	f->tried = 1;
@@ -369,11 +447,26 @@ static void open_file(struct tprof_symbolizer *s, struct sym_file *f)
 			f->status = TPROF_SYM_MISMATCH;
 			goto unusable;
 		}
+		struct symcache_head h;
+		struct cache_load c = {s, (uint32_t)(f - s->files)};
+		if (strlen(f->path) < sizeof(f->main.path)) {
+			memcpy(f->main.path, f->path, strlen(f->path) + 1);
+			f->main.size = (uint64_t)st.st_size;
+			f->main.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+			f->main.ino = (uint64_t)st.st_ino;
+		}
+		if (s->cache_dir[0] && symcache_load(s->cache_dir, f->build_id, f->build_id_len, &f->main, &h,
+						     cache_load_entry, &c) == 0) {
+			f->from_cache = 1;
+			f->sig = h.sig;
+			f->status = (enum tprof_sym_status)h.status;
+			if (f->status != TPROF_SYM_OK)
+				goto unusable;
+			return;
+		}
 	}
-	Dwarf_Addr bias;
-	if (dwfl_module_getsymtab(f->mod) <= 0 && !dwfl_module_getdwarf(f->mod, &bias))
-		goto unusable; /* nothing to name anything with: module+offset, reported as NO_INFO */
 	f->status = TPROF_SYM_OK;
+	load_info(f);
 	return;
 unusable:
 	dwfl_end(f->dwfl);
@@ -381,17 +474,39 @@ unusable:
 	f->mod = NULL;
 }
 
+/* Writes the persistent cache of every file that libdw answered something new for (or found
+ * nothing in): all its entries, those read from the cache included. */
+static void save_caches(struct tprof_symbolizer *s)
+{
+	if (!s->cache_dir[0])
+		return;
+	for (size_t i = 0; i < s->nfiles; i++) {
+		struct sym_file *f = &s->files[i];
+		int no_info = f->loaded && f->status == TPROF_SYM_NO_INFO && !f->from_cache;
+		if (!f->build_id_len || !f->main.path[0] || !(f->fresh || no_info))
+			continue;
+		struct symcache_head h = {.status = no_info ? TPROF_SYM_NO_INFO : TPROF_SYM_OK, .sig = f->sig,
+					  .main = f->main};
+		struct symcache_out *o = symcache_out_new(&h, f->build_id, f->build_id_len);
+		struct cache_ent *e, *tmp;
+		struct symcache_frame fr[64];
+		HASH_ITER(hh, s->cache, e, tmp) {
+			if (e->k.file != i || no_info)
+				continue;
+			if (e->n > sizeof(fr) / sizeof(fr[0]))
+				continue; /* deeper inlining than that is looked up again next time */
+			for (uint32_t k = 0; k < e->n; k++) {
+				const struct tprof_sym_frame *x = &s->frames[e->first + k];
+				fr[k] = (struct symcache_frame){x->function, x->file, x->line, (uint8_t)x->inlined};
+			}
+			symcache_out_add(o, e->k.vaddr, fr, e->n);
+		}
+		symcache_out_write(o, s->cache_dir);
+	}
+}
+
 /* ---- lookups */
 
-static void push_frame(struct tprof_symbolizer *s, const char *function, const char *file, int line,
-		       int inlined)
-{
-	if (s->nframes == s->frames_cap) {
-		s->frames_cap = s->frames_cap ? s->frames_cap * 2 : 256;
-		s->frames = xrealloc(s->frames, s->frames_cap * sizeof(*s->frames));
-	}
-	s->frames[s->nframes++] = (struct tprof_sym_frame){function, file, line, NULL, 0, inlined};
-}
 
 /* ---- unit index */
 
@@ -707,12 +822,15 @@ static const struct cache_ent *cached(struct tprof_symbolizer *s, uint32_t file,
 	HASH_FIND(hh, s->cache, &k, sizeof(k), e);
 	if (e)
 		return e;
-	e = xcalloc(1, sizeof(*e));
-	e->k = k;
-	e->first = (uint32_t)s->nframes;
-	e->n = lookup(s, &s->files[file], vaddr);
-	HASH_ADD(hh, s->cache, k, sizeof(e->k), e);
-	return e;
+	struct sym_file *f = &s->files[file];
+	if (!f->loaded)
+		load_info(f);
+	if (f->status != TPROF_SYM_OK)
+		return NULL;
+	uint32_t first = (uint32_t)s->nframes;
+	uint32_t n = lookup(s, f, vaddr);
+	f->fresh++;
+	return cache_add(s, file, vaddr, first, n);
 }
 
 size_t sym_resolve(struct tprof_symbolizer *s, uint64_t addr, uint64_t seq, struct tprof_sym_frame *out,
@@ -735,6 +853,10 @@ size_t sym_resolve(struct tprof_symbolizer *s, uint64_t addr, uint64_t seq, stru
 		return 1;
 	}
 	const struct cache_ent *e = cached(s, m->file, vaddr);
+	if (!e) { /* libdw found neither symbols nor DWARF after all */
+		out[0] = (struct tprof_sym_frame){.module = f->name, .offset = vaddr + 1};
+		return 1;
+	}
 	const struct tprof_sym_frame *fr = &s->frames[e->first];
 	if (e->n <= max) {
 		memcpy(out, fr, e->n * sizeof(*out));

@@ -21,6 +21,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	setenv("TPROF_DECODE_THREAD", "0", 1); /* one thread: a finding replays the same way */
+	setenv("TPROF_SYMBOL_CACHE", "off", 1); /* nothing written to the home directory */
 	setenv("TPROF_WAIT_MS", "0", 1);
 	setenv("TPROF_PEAK_GFLOPS", "100", 1); /* ops never measures the machine */
 	if (!freopen("/dev/null", "w", stdout))

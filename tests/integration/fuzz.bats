@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The fuzz target (tests/fuzz/fuzz_trace.c: every command that reads a trace, under ASan and UBSan)
-# runs 6000 inputs over the corpus in tests/fuzz/corpus: no crash, leak, hang or blow-up.
+# runs 6000 inputs over the corpus in tests/fuzz/corpus: no crash, leak, hang or blow-up; and the
+# cache-file reader's target (tests/fuzz/fuzz_symcache.c) 20000 over tests/fuzz/symcache_corpus.
 # Longer runs: make fuzz; build/fuzz/fuzz_trace -max_total_time=3600 DIR tests/fuzz/corpus
 
 load helpers
@@ -14,6 +15,19 @@ load helpers
 	run timeout 300 "$TPROF_ROOT/build/fuzz/fuzz_trace" -seed=1 -runs=6000 -rss_limit_mb=2048 -timeout=10 \
 		-artifact_prefix="$WORK/" corpus
 	echo "$output" | grep -v '^tprof' | tail -20
+	[ "$status" -eq 0 ]
+	[ -z "$(ls "$WORK" | grep -E '^(crash|leak|oom|timeout|slow-unit)-')" ]
+	[[ "$output" == *"Done "*" runs in "* ]]
+}
+
+@test "fuzz: 20000 runs of libFuzzer over the symbolizer's cache-file reader find nothing" {
+	command -v clang >/dev/null || skip "clang is not installed (scripts/deps.sh installs it)"
+	(cd "$TPROF_ROOT" && make -s fuzz >/dev/null)
+	mkdir corpus
+	cp "$TPROF_ROOT"/tests/fuzz/symcache_corpus/* corpus/
+	run timeout 300 "$TPROF_ROOT/build/fuzz/fuzz_symcache" -seed=1 -runs=20000 -rss_limit_mb=2048 -timeout=10 \
+		-artifact_prefix="$WORK/" corpus
+	echo "$output" | tail -5
 	[ "$status" -eq 0 ]
 	[ -z "$(ls "$WORK" | grep -E '^(crash|leak|oom|timeout|slow-unit)-')" ]
 	[[ "$output" == *"Done "*" runs in "* ]]

@@ -7,6 +7,9 @@ setup() {
 	WORK=$(mktemp -d)
 	cd "$WORK"
 	export TPROF_QUIET=1
+	# the symbolizer's cache: one per suite file (its tests share it, so later ones read what earlier
+	# ones wrote), never the home directory's
+	export TPROF_SYMBOL_CACHE="$BATS_FILE_TMPDIR/symbols"
 }
 
 teardown() {

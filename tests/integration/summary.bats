@@ -62,3 +62,34 @@ compare() {
 	run "$B/tprof" summary --csv=nothing bad.trace
 	[ "$status" -eq 1 ]
 }
+
+@test "symbol cache: cold, warm and off give the same answers; a damaged one or no directory changes nothing" {
+	traced "$B/progs/storm" 2 3000 >/dev/null
+	export TPROF_SYMBOL_CACHE="$WORK/cache"
+	"$B/tprof" summary t.trace >cold_summary.txt
+	cp cold_summary.txt cold.txt
+	"$B/tprof" leaks --kinds all t.trace >>cold.txt
+	n=$(ls cache | grep -c '\.sym$')
+	[ "$n" -ge 2 ] # the program and the C library at least
+	"$B/tprof" summary t.trace >warm.txt
+	"$B/tprof" leaks --kinds all t.trace >>warm.txt
+	diff cold.txt warm.txt
+	TPROF_SYMBOL_CACHE=off "$B/tprof" summary t.trace >off.txt
+	TPROF_SYMBOL_CACHE=off "$B/tprof" leaks --kinds all t.trace >>off.txt
+	diff cold.txt off.txt
+	grep -q "storm.c:" cold.txt
+	# every cache file damaged in its middle, or cut: the same answers, and the files written anew
+	for f in cache/*.sym; do
+		s=$(stat -c %s "$f")
+		printf '\377' | dd of="$f" bs=1 seek=$((s / 2)) conv=notrunc 2>/dev/null
+	done
+	f=$(ls cache/*.sym | head -1)
+	truncate -s 30 "$f"
+	"$B/tprof" summary t.trace >bad.txt
+	"$B/tprof" leaks --kinds all t.trace >>bad.txt
+	diff cold.txt bad.txt
+	[ "$(stat -c %s "$f")" -gt 30 ]
+	# an unwritable cache directory: the same answers
+	TPROF_SYMBOL_CACHE=/proc/nonexistent/cache "$B/tprof" summary t.trace >nodir.txt
+	diff cold_summary.txt nodir.txt
+}

@@ -5,9 +5,14 @@
  * internal-linkage functions and from .dynsym in a stripped copy, and qualified DW_AT_names for
  * inlined ones; a separate debug file found through .gnu_debuglink; module+offset for a stripped
  * local function; build-id mismatch; missing, truncated and non-ELF files; choosing among
- * overlapping modules by sequence number; the cache. */
+ * overlapping modules by sequence number; the cache, and the cache kept on disk (TPROF_SYMBOL_CACHE):
+ * the same frames from it without libdw, and a damaged or stale one ignored. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <libgen.h>
 #include <limits.h>
 #include <link.h>
@@ -530,8 +535,158 @@ static void test_cache(void)
 	sym_free(s);
 }
 
+
+/* ---- the cache on disk */
+
+enum { PC_N = 400 };
+struct pc_run {
+	size_t n[PC_N];
+	struct tprof_sym_frame f[PC_N][8];
+};
+
+/* Resolves PC_N addresses over the executable's text (and two known ones) with a new symbolizer
+ * of mods; returns how many went to libdw. Strings are compared by value across symbolizers, so
+ * they are copied out (leaked: a test). */
+static size_t pc_resolve(const struct tprof_module *mods, size_t nmods, uintptr_t base_start, uintptr_t base_end,
+			 struct pc_run *run)
+{
+	int line = 0, l2 = 0;
+	uintptr_t known[2] = {caller_known(&line), inl_outer(&line, &l2)};
+	struct tprof_symbolizer *s = sym_new(mods, nmods, exe);
+	uint64_t step = (base_end - base_start) / PC_N ? (base_end - base_start) / PC_N : 1;
+	for (size_t i = 0; i < PC_N; i++) {
+		uintptr_t a = i < 2 ? known[i] : base_start + 1 + i * step;
+		run->n[i] = sym_resolve(s, a, 0, run->f[i], 8);
+		for (size_t k = 0; k < run->n[i]; k++) {
+			struct tprof_sym_frame *x = &run->f[i][k];
+			x->function = x->function ? strdup(x->function) : NULL;
+			x->file = x->file ? strdup(x->file) : NULL;
+			x->module = x->module ? strdup(x->module) : NULL;
+		}
+	}
+	size_t lookups = sym_lookups(s);
+	sym_free(s);
+	return lookups;
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int pc_same(const struct pc_run *a, const struct pc_run *b)
+{
+	for (size_t i = 0; i < PC_N; i++) {
+		if (a->n[i] != b->n[i])
+			return 0;
+		for (size_t k = 0; k < a->n[i]; k++) {
+			const struct tprof_sym_frame *x = &a->f[i][k], *y = &b->f[i][k];
+			if (!str_eq(x->function, y->function) || !str_eq(x->file, y->file) || x->line != y->line ||
+			    !str_eq(x->module, y->module) || x->offset != y->offset || x->inlined != y->inlined)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static size_t count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	size_t n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += strstr(e->d_name, ".sym") != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Flips one byte in the middle of every cache file in dir. */
+static void damage_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".sym"))
+			continue;
+		char p[PATH_MAX + 300];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		int fd = open(p, O_RDWR);
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 2) {
+			unsigned char c;
+			if (pread(fd, &c, 1, st.st_size / 2) == 1) {
+				c ^= 0x20;
+				CHECK(pwrite(fd, &c, 1, st.st_size / 2) == 1);
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void test_disk_cache(void)
+{
+	char dir[] = "/tmp/tprof_symcache.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("TPROF_SYMBOL_CACHE", dir, 1);
+	static struct pc_run cold, warm, again, copy_cold, copy_warm, copy_stale;
+	int line = 0;
+	const struct tprof_module *m = mod_of(caller_known(&line));
+	size_t n = pc_resolve(self_mods.m, self_mods.n, m->start, m->end, &cold);
+	CHECK(n > PC_N / 2);
+	CHECK(count_files(dir) >= 1);
+	/* warm: every answer from the file, the same frames */
+	CHECK_EQ(pc_resolve(self_mods.m, self_mods.n, m->start, m->end, &warm), 0);
+	CHECK(pc_same(&cold, &warm));
+	CHECK(cold.f[0][cold.n[0] - 1].line > 0 && cold.n[1] >= 2); /* a line, and inlined frames */
+	/* damaged: ignored, the same frames from libdw, and written again */
+	damage_files(dir);
+	CHECK(pc_resolve(self_mods.m, self_mods.n, m->start, m->end, &again) > PC_N / 2);
+	CHECK(pc_same(&cold, &again));
+	CHECK_EQ(pc_resolve(self_mods.m, self_mods.n, m->start, m->end, &again), 0);
+	/* a copy of the executable (same build-id) has a file of its own; changed, it is stale */
+	char copy[PATH_MAX + 32];
+	snprintf(copy, sizeof(copy), "%s/copy", dir);
+	FILE *in = fopen(exe, "rb"), *out = fopen(copy, "wb");
+	char buf[65536];
+	size_t got;
+	while (in && out && (got = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, got, out);
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	struct tprof_module mods[64];
+	size_t nm = self_mods.n < 64 ? self_mods.n : 64;
+	memcpy(mods, self_mods.m, nm * sizeof(mods[0]));
+	for (size_t i = 0; i < nm; i++)
+		if (mods[i].start == m->start)
+			mods[i].path = copy;
+	size_t before = count_files(dir);
+	CHECK(pc_resolve(mods, nm, m->start, m->end, &copy_cold) > PC_N / 2);
+	CHECK_EQ(count_files(dir), before + 1);
+	CHECK_EQ(pc_resolve(mods, nm, m->start, m->end, &copy_warm), 0);
+	CHECK(pc_same(&copy_cold, &copy_warm));
+	struct timespec later[2] = {{0, UTIME_OMIT}, {time(NULL) + 100, 0}};
+	CHECK_EQ(utimensat(AT_FDCWD, copy, later, 0), 0);
+	CHECK(pc_resolve(mods, nm, m->start, m->end, &copy_stale) > PC_N / 2);
+	CHECK(pc_same(&copy_cold, &copy_stale));
+	/* off: libdw every time, nothing written */
+	setenv("TPROF_SYMBOL_CACHE", "off", 1);
+	before = count_files(dir);
+	CHECK(pc_resolve(self_mods.m, self_mods.n, m->start, m->end, &again) > PC_N / 2);
+	CHECK_EQ(count_files(dir), before);
+	char cmd[PATH_MAX + 32];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+}
+
 int main(void)
 {
+	setenv("TPROF_SYMBOL_CACHE", "off", 1); /* the tests but test_disk_cache: libdw's own answers */
 	/* Stay offline: no debuginfod downloads for the system libraries. */
 	unsetenv("DEBUGINFOD_URLS");
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -553,6 +708,7 @@ int main(void)
 	RUN(test_seq);
 	RUN(test_odd_input);
 	RUN(test_cache);
+	RUN(test_disk_cache);
 
 	char lib[PATH_MAX + 32];
 	snprintf(lib, sizeof(lib), "%s/libsymcxx.so", fixtures);
