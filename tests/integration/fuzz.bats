@@ -6,13 +6,14 @@
 
 load helpers
 
-@test "fuzz: 6000 runs of libFuzzer over every command that reads a trace find nothing" {
+# fuzz TARGET CORPUS RUNS: builds the targets, runs TARGET over a copy of tests/fuzz/CORPUS with a
+# fixed seed and count (the same inputs every run: found bugs are fixed, not met by chance)
+fuzz() {
 	command -v clang >/dev/null || skip "clang is not installed (scripts/deps.sh installs it)"
 	(cd "$TPROF_ROOT" && make -s fuzz >/dev/null)
 	mkdir corpus
-	cp "$TPROF_ROOT"/tests/fuzz/corpus/* corpus/
-	# a fixed seed and count: the same inputs every run (found bugs are fixed, not met by chance)
-	run timeout 300 "$TPROF_ROOT/build/fuzz/fuzz_trace" -seed=1 -runs=6000 -rss_limit_mb=2048 -timeout=10 \
+	cp "$TPROF_ROOT/tests/fuzz/$2"/* corpus/
+	run timeout 300 "$TPROF_ROOT/build/fuzz/$1" -seed=1 -runs="$3" -rss_limit_mb=2048 -timeout=10 \
 		-artifact_prefix="$WORK/" corpus
 	echo "$output" | grep -v '^tprof' | tail -20
 	[ "$status" -eq 0 ]
@@ -20,15 +21,10 @@ load helpers
 	[[ "$output" == *"Done "*" runs in "* ]]
 }
 
+@test "fuzz: 6000 runs of libFuzzer over every command that reads a trace find nothing" {
+	fuzz fuzz_trace corpus 6000
+}
+
 @test "fuzz: 20000 runs of libFuzzer over the symbolizer's cache-file reader find nothing" {
-	command -v clang >/dev/null || skip "clang is not installed (scripts/deps.sh installs it)"
-	(cd "$TPROF_ROOT" && make -s fuzz >/dev/null)
-	mkdir corpus
-	cp "$TPROF_ROOT"/tests/fuzz/symcache_corpus/* corpus/
-	run timeout 300 "$TPROF_ROOT/build/fuzz/fuzz_symcache" -seed=1 -runs=20000 -rss_limit_mb=2048 -timeout=10 \
-		-artifact_prefix="$WORK/" corpus
-	echo "$output" | tail -5
-	[ "$status" -eq 0 ]
-	[ -z "$(ls "$WORK" | grep -E '^(crash|leak|oom|timeout|slow-unit)-')" ]
-	[[ "$output" == *"Done "*" runs in "* ]]
+	fuzz fuzz_symcache symcache_corpus 20000
 }

@@ -91,47 +91,61 @@ static void info(struct buf *b, const char *owner)
 	free(p.p);
 }
 
-/* An EVENTS (or, compressed, ZEVENTS) block of n mallocs with seqs seq0 + 1 .. seq0 + n. */
-static void events(struct buf *b, uint64_t seq0, uint32_t n, int compress)
+/* An EVENTS (or, compressed, ZEVENTS) block of thread tid holding recs[0 .. n), the codec starting
+ * from seq0 and tick0. */
+static void records_block(struct buf *b, uint32_t tid, const struct tprof_rec *const *recs, size_t n,
+			  uint64_t seq0, uint64_t tick0, int compress)
 {
 	struct tprof_rec_encoder *e = xmalloc(sizeof(*e));
-	tprof_rec_encoder_init(e, seq0, 1000 + seq0);
+	tprof_rec_encoder_init(e, seq0, tick0);
 	uint8_t *streams[TPROF_NSTREAMS], *start[TPROF_NSTREAMS];
 	for (int k = 0; k < TPROF_NSTREAMS; k++)
-		streams[k] = start[k] = xmalloc((size_t)n * TPROF_REC_MAX_BYTES + 16);
-	for (uint32_t i = 0; i < n; i++) {
-		struct tprof_rec r = {.kind = TPROF_EV_MALLOC, .seq = seq0 + 1 + i, .tick = 1000 + seq0 + 1 + i,
-				      .size = 32 + i, .ptr = 0x100000 + 0x40 * (seq0 + i)};
-		tprof_rec_encode(streams, e, &r);
-	}
+		streams[k] = start[k] = xmalloc(n * TPROF_REC_MAX_BYTES + 16);
+	for (size_t i = 0; i < n; i++)
+		tprof_rec_encode(streams, e, recs[i]);
 	struct buf raw = {0};
-	put_varint(&raw, TID);
+	put_varint(&raw, tid);
 	put_varint(&raw, n);
 	put_varint(&raw, seq0);
-	put_varint(&raw, 1000 + seq0);
+	put_varint(&raw, tick0);
 	for (int k = 0; k < TPROF_NSTREAMS; k++)
 		put_varint(&raw, (uint64_t)(streams[k] - start[k]));
 	for (int k = 0; k < TPROF_NSTREAMS; k++)
 		put(&raw, start[k], (size_t)(streams[k] - start[k]));
 	if (compress) {
 		struct buf z = {0};
-		put_varint(&z, TID);
+		put_varint(&z, tid);
 		put_varint(&z, raw.n);
 		size_t bound = ZSTD_compressBound(raw.n);
 		uint8_t *c = xmalloc(bound);
 		size_t got = ZSTD_compress(c, bound, raw.p, raw.n, 3);
 		CHECK(!ZSTD_isError(got));
 		put(&z, c, got);
-		block(b, TPROF_BLK_ZEVENTS, &z, n);
+		block(b, TPROF_BLK_ZEVENTS, &z, (uint32_t)n);
 		free(c);
 		free(z.p);
 	} else {
-		block(b, TPROF_BLK_EVENTS, &raw, n);
+		block(b, TPROF_BLK_EVENTS, &raw, (uint32_t)n);
 	}
 	free(raw.p);
 	for (int k = 0; k < TPROF_NSTREAMS; k++)
 		free(start[k]);
 	free(e);
+}
+
+/* An EVENTS (or, compressed, ZEVENTS) block of n mallocs with seqs seq0 + 1 .. seq0 + n. */
+static void events(struct buf *b, uint64_t seq0, uint32_t n, int compress)
+{
+	struct tprof_rec *r = xcalloc(n, sizeof(*r));
+	const struct tprof_rec **rp = xcalloc(n, sizeof(*rp));
+	for (uint32_t i = 0; i < n; i++) {
+		r[i] = (struct tprof_rec){.kind = TPROF_EV_MALLOC, .seq = seq0 + 1 + i, .tick = 1000 + seq0 + 1 + i,
+					  .size = 32 + i, .ptr = 0x100000 + 0x40 * (seq0 + i)};
+		rp[i] = &r[i];
+	}
+	records_block(b, TID, rp, n, seq0, 1000 + seq0, compress);
+	free(rp);
+	free(r);
 }
 
 static void end(struct buf *b, unsigned version, uint64_t reason, uint64_t value, uint64_t flags, uint64_t records)
@@ -387,46 +401,15 @@ struct rt_rec {
 	int temporary; /* frees and reallocs: whether the block given back is a temporary allocation */
 };
 
-/* One thread's records [from, to) of recs as an EVENTS (or compressed) block. */
+/* One thread's records [from, to) of recs (by idx) as an EVENTS (or compressed) block. */
 static void rt_block(struct buf *b, const struct rt_rec *recs, const uint32_t *idx, size_t from, size_t to,
 		     uint64_t seq0, uint64_t tick0, int compress)
 {
-	size_t n = to - from;
-	struct tprof_rec_encoder *e = xmalloc(sizeof(*e));
-	tprof_rec_encoder_init(e, seq0, tick0);
-	uint8_t *streams[TPROF_NSTREAMS], *start[TPROF_NSTREAMS];
-	for (int k = 0; k < TPROF_NSTREAMS; k++)
-		streams[k] = start[k] = xmalloc(n * TPROF_REC_MAX_BYTES + 16);
+	const struct tprof_rec **rp = xcalloc(to - from, sizeof(*rp));
 	for (size_t i = from; i < to; i++)
-		tprof_rec_encode(streams, e, &recs[idx[i]].r);
-	struct buf raw = {0};
-	put_varint(&raw, recs[idx[from]].tid);
-	put_varint(&raw, n);
-	put_varint(&raw, seq0);
-	put_varint(&raw, tick0);
-	for (int k = 0; k < TPROF_NSTREAMS; k++)
-		put_varint(&raw, (uint64_t)(streams[k] - start[k]));
-	for (int k = 0; k < TPROF_NSTREAMS; k++)
-		put(&raw, start[k], (size_t)(streams[k] - start[k]));
-	if (compress) {
-		struct buf z = {0};
-		put_varint(&z, recs[idx[from]].tid);
-		put_varint(&z, raw.n);
-		size_t bound = ZSTD_compressBound(raw.n);
-		uint8_t *c = xmalloc(bound);
-		size_t got = ZSTD_compress(c, bound, raw.p, raw.n, 1);
-		CHECK(!ZSTD_isError(got));
-		put(&z, c, got);
-		block(b, TPROF_BLK_ZEVENTS, &z, (uint32_t)n);
-		free(c);
-		free(z.p);
-	} else {
-		block(b, TPROF_BLK_EVENTS, &raw, (uint32_t)n);
-	}
-	free(raw.p);
-	for (int k = 0; k < TPROF_NSTREAMS; k++)
-		free(start[k]);
-	free(e);
+		rp[i - from] = &recs[idx[i]].r;
+	records_block(b, recs[idx[from]].tid, rp, to - from, seq0, tick0, compress);
+	free(rp);
 }
 
 static uint64_t rt_state = 88172645463325252ull;
@@ -438,14 +421,52 @@ static uint32_t rt_rand(uint32_t n)
 	return (uint32_t)(rt_state % n);
 }
 
+/* The history as it is made: each address free or a live block with its thread and allocation's
+ * seq; each thread's latest take; the totals. */
+struct rt_hist {
+	struct {
+		int live;
+		uint32_t tid;
+		uint64_t seq, size;
+	} a[RT_ADDRS];
+	uint64_t last_take[RT_THREADS], live_bytes, peak, allocs, frees, temporaries;
+};
+
+static uint64_t rt_addr(uint32_t k)
+{
+	return 0x10000 + 0x1000 * (uint64_t)k;
+}
+
+/* Thread th gives back the block at k: 1 when it is a temporary allocation. */
+static int rt_give(struct rt_hist *h, uint32_t th, uint32_t k)
+{
+	int temporary = h->a[k].tid == th && h->last_take[th] == h->a[k].seq;
+	h->temporaries += (uint64_t)temporary;
+	h->a[k].live = 0;
+	h->live_bytes -= h->a[k].size;
+	h->frees++;
+	return temporary;
+}
+
+/* Thread th takes a block of size at k, by the event of sequence number seq. */
+static void rt_take(struct rt_hist *h, uint32_t th, uint32_t k, uint64_t size, uint64_t seq)
+{
+	h->a[k].live = 1;
+	h->a[k].tid = th;
+	h->a[k].seq = seq;
+	h->a[k].size = size;
+	h->last_take[th] = seq;
+	h->live_bytes += size;
+	h->peak = h->live_bytes > h->peak ? h->live_bytes : h->peak;
+	h->allocs++;
+}
+
 static void test_pairing_and_temporaries(void)
 {
 	enum { N = 20000 };
 	struct rt_rec *recs = xcalloc(N, sizeof(*recs));
-	/* the history: each address is free or a live block with its thread and allocation's seq */
-	struct { int live; uint32_t tid; uint64_t seq, size; } a[RT_ADDRS] = {{0}};
-	uint64_t last_take[RT_THREADS] = {0}, seq = 0, live_bytes = 0, peak = 0;
-	uint64_t allocs = 0, frees = 0, temporaries = 0;
+	static struct rt_hist h;
+	uint64_t seq = 0;
 	for (size_t i = 0; i < N; i++) {
 		struct rt_rec *x = &recs[i];
 		uint32_t th = rt_rand(RT_THREADS), k = rt_rand(RT_ADDRS), op = rt_rand(10);
@@ -453,55 +474,31 @@ static void test_pairing_and_temporaries(void)
 		x->r.seq = ++seq;
 		x->r.tick = 1000 + 10 * seq;
 		x->r.no_tick = rt_rand(4) != 0;
-		if (!a[k].live) { /* an allocation at a free address */
+		if (!h.a[k].live) { /* an allocation at a free address */
 			x->r.kind = op < 6 ? TPROF_EV_MALLOC : op < 8 ? TPROF_EV_CALLOC : TPROF_EV_MEMALIGN;
 			x->r.size = 16 + rt_rand(2000);
-			x->r.ptr = 0x10000 + 0x1000 * (uint64_t)k;
-			x->r.stack = 0;
-			a[k].live = 1;
-			a[k].tid = th;
-			a[k].seq = seq;
-			a[k].size = x->r.size;
-			last_take[th] = seq;
-			live_bytes += x->r.size;
-			allocs++;
+			x->r.ptr = rt_addr(k);
+			rt_take(&h, th, k, x->r.size, seq);
 		} else if (op < 7) { /* a free, often of the block this thread took last */
-			if (op < 4 && last_take[th]) {
-				for (uint32_t j = 0; j < RT_ADDRS; j++)
-					if (a[j].live && a[j].seq == last_take[th])
-						k = j;
-			}
+			for (uint32_t j = 0; op < 4 && j < RT_ADDRS; j++)
+				if (h.a[j].live && h.a[j].seq == h.last_take[th])
+					k = j;
 			x->r.kind = TPROF_EV_FREE;
-			x->r.ptr = 0x10000 + 0x1000 * (uint64_t)k;
-			x->temporary = a[k].tid == th && last_take[th] == a[k].seq;
-			temporaries += (uint64_t)x->temporary;
-			a[k].live = 0;
-			live_bytes -= a[k].size;
-			frees++;
+			x->r.ptr = rt_addr(k);
+			x->temporary = rt_give(&h, th, k);
 		} else { /* a realloc to another free address, or in place */
 			uint32_t to = rt_rand(RT_ADDRS);
-			if (a[to].live)
+			if (h.a[to].live)
 				to = k;
 			x->r.kind = TPROF_EV_REALLOC;
-			x->r.old_ptr = 0x10000 + 0x1000 * (uint64_t)k;
-			x->r.ptr = 0x10000 + 0x1000 * (uint64_t)to;
+			x->r.old_ptr = rt_addr(k);
+			x->r.ptr = rt_addr(to);
 			x->r.size = 16 + rt_rand(2000);
 			x->r.seq2 = ++seq;
 			x->r.tick2 = 1000 + 10 * seq;
-			x->temporary = a[k].tid == th && last_take[th] == a[k].seq;
-			temporaries += (uint64_t)x->temporary;
-			live_bytes -= a[k].size;
-			a[k].live = 0;
-			a[to].live = 1;
-			a[to].tid = th;
-			a[to].seq = seq;
-			a[to].size = x->r.size;
-			last_take[th] = seq;
-			live_bytes += x->r.size;
-			allocs++;
-			frees++;
+			x->temporary = rt_give(&h, th, k);
+			rt_take(&h, th, to, x->r.size, seq);
 		}
-		peak = live_bytes > peak ? live_bytes : peak;
 	}
 	/* each thread's records in blocks of 1 to 3000, the threads' blocks interleaved in the file */
 	struct buf b;
@@ -578,14 +575,14 @@ static void test_pairing_and_temporaries(void)
 		}
 		CHECK_EQ(r, 0);
 		CHECK_EQ(wrong, 0);
-		CHECK_EQ(got_temp, temporaries);
-		CHECK_EQ(hs.allocations, allocs);
-		CHECK_EQ(hs.frees, frees);
-		CHECK_EQ(hs.peak_bytes, peak);
-		CHECK_EQ(hs.live_bytes, live_bytes);
+		CHECK_EQ(got_temp, h.temporaries);
+		CHECK_EQ(hs.allocations, h.allocs);
+		CHECK_EQ(hs.frees, h.frees);
+		CHECK_EQ(hs.peak_bytes, h.peak);
+		CHECK_EQ(hs.live_bytes, h.live_bytes);
 		/* the history exercises both paths: frees paired within a chunk, and the others */
-		CHECK(paired > frees / 4 && paired < frees);
-		CHECK(temporaries > frees / 10);
+		CHECK(paired > h.frees / 4 && paired < h.frees);
+		CHECK(h.temporaries > h.frees / 10);
 		temporaries_free(&tp);
 		heap_release(&hs);
 		tprof_trace_close(tr);
