@@ -312,6 +312,8 @@ struct symcache_out {
 
 static void put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
 {
+	if (n == 0)
+		return;
 	if (*len + n > *cap) {
 		*cap = (*len + n) * 2 + 256;
 		*buf = xrealloc(*buf, *cap);

@@ -544,14 +544,28 @@ struct pc_run {
 	struct tprof_sym_frame f[PC_N][8];
 };
 
+/* Frees run's copies of the strings. */
+static void pc_free(struct pc_run *run)
+{
+	for (size_t i = 0; i < PC_N; i++) {
+		for (size_t k = 0; k < run->n[i]; k++) {
+			free((char *)run->f[i][k].function);
+			free((char *)run->f[i][k].file);
+			free((char *)run->f[i][k].module);
+		}
+		run->n[i] = 0;
+	}
+}
+
 /* Resolves PC_N addresses over the executable's text (and two known ones) with a new symbolizer
- * of mods; returns how many went to libdw. Strings are compared by value across symbolizers, so
- * they are copied out (leaked: a test). */
+ * of mods into run (what it held is freed); returns how many went to libdw. Strings are compared
+ * by value across symbolizers, so they are copied out. */
 static size_t pc_resolve(const struct tprof_module *mods, size_t nmods, uintptr_t base_start, uintptr_t base_end,
 			 struct pc_run *run)
 {
 	int line = 0, l2 = 0;
 	uintptr_t known[2] = {caller_known(&line), inl_outer(&line, &l2)};
+	pc_free(run);
 	struct tprof_symbolizer *s = sym_new(mods, nmods, exe);
 	uint64_t step = (base_end - base_start) / PC_N ? (base_end - base_start) / PC_N : 1;
 	for (size_t i = 0; i < PC_N; i++) {
@@ -679,6 +693,9 @@ static void test_disk_cache(void)
 	before = count_files(dir);
 	CHECK(pc_resolve(self_mods.m, self_mods.n, m->start, m->end, &again) > PC_N / 2);
 	CHECK_EQ(count_files(dir), before);
+	struct pc_run *runs[] = {&cold, &warm, &again, &copy_cold, &copy_warm, &copy_stale};
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
+		pc_free(runs[i]);
 	char cmd[PATH_MAX + 32];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK_EQ(system(cmd), 0);
