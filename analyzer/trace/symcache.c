@@ -2,12 +2,14 @@
  * directory, and the identity of debug files. */
 #include "trace/symcache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uthash.h>
@@ -282,10 +284,66 @@ int symcache_load(const char *dir, const uint8_t *id, size_t id_len, const struc
 	    symcache_sig_holds(&h.sig, id, id_len) != 0)
 		goto out;
 	rc = symcache_parse(data, len, id, id_len, 1, head, entry, ctx);
+	if (rc == 0)
+		futimens(fd, NULL); /* its time is when it was last used: the pruning goes by it */
 out:
 	free(data);
 	close(fd);
 	return rc;
+}
+
+/* ---- pruning */
+
+struct aged {
+	int64_t t;
+	char name[256];
+};
+
+static int cmp_aged(const void *a, const void *b)
+{
+	const struct aged *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+size_t symcache_prune(const char *dir, size_t max_files)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct aged *v = NULL;
+	size_t n = 0, cap = 0, removed = 0;
+	time_t now = time(NULL);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		int sym = len > 4 && strcmp(e->d_name + len - 4, ".sym") == 0 && e->d_name[0] != '.';
+		int tmp = len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0 && e->d_name[0] == '.';
+		struct stat st;
+		if ((!sym && !tmp) || len >= sizeof(v->name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (tmp) { /* a writer's that died an hour ago or more */
+			if (st.st_mtime < now - 3600 && unlinkat(dirfd(d), e->d_name, 0) == 0)
+				removed++;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		v[n].t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		memcpy(v[n].name, e->d_name, len + 1);
+		n++;
+	}
+	if (n > max_files) { /* down to 80%, the least recently used first */
+		qsort(v, n, sizeof(*v), cmp_aged);
+		for (size_t i = 0; i < n - max_files / 5 * 4; i++)
+			if (unlinkat(dirfd(d), v[i].name, 0) == 0)
+				removed++;
+	}
+	closedir(d);
+	free(v);
+	return removed;
 }
 
 /* ---- writing */
@@ -433,10 +491,14 @@ int symcache_out_write(struct symcache_out *o, const char *dir)
 				break;
 			done += (size_t)k;
 		}
+		struct stat st;
+		int fresh = stat(path, &st) != 0;
 		if (close(fd) == 0 && done == len && rename(tmp, path) == 0)
 			rc = 0;
 		else
 			unlink(tmp);
+		if (rc == 0 && fresh)
+			symcache_prune(dir, SYMCACHE_MAX_FILES);
 	}
 	free(f);
 done:

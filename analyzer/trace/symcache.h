@@ -8,7 +8,8 @@
  * damaged or of another version is ignored and rewritten; the cache never changes a result.
  *
  * Where: TPROF_SYMBOL_CACHE (a directory; "0" or "off" turns the cache off), else
- * $XDG_CACHE_HOME/tprof/symbols, else $HOME/.cache/tprof/symbols. The format is in docs/FORMAT.md. */
+ * $XDG_CACHE_HOME/tprof/symbols, else $HOME/.cache/tprof/symbols; at most SYMCACHE_MAX_FILES files,
+ * the least recently used going first. The format is in docs/FORMAT.md. */
 #ifndef TPROF_SYMCACHE_H
 #define TPROF_SYMCACHE_H
 
@@ -18,6 +19,7 @@
 #define SYMCACHE_MAGIC "TPROFSYM"
 #define SYMCACHE_VERSION 1u
 #define SYMCACHE_MAX_BYTES (64u << 20) /* a larger file is neither read nor written */
+#define SYMCACHE_MAX_FILES 1000u       /* past this many, the least recently used go */
 
 /* The debug file libdw used for a module: path[0] == 0 when none (the module's own symbols and
  * DWARF, or none at all). */
@@ -66,6 +68,12 @@ int symcache_load(const char *dir, const uint8_t *id, size_t id_len, const struc
 		  struct symcache_head *head,
 		  void (*entry)(void *ctx, uint64_t vaddr, const struct symcache_frame *frames, uint32_t n),
 		  void *ctx);
+
+/* Keeps dir to max_files cache files: past that, removes the least recently used (a file's time is
+ * set each time it is read) down to 80% of max_files; also removes temporary files of writers that
+ * died an hour ago or more. Only this user's regular files are touched. Returns how many went.
+ * Called after a new file is written. */
+size_t symcache_prune(const char *dir, size_t max_files);
 
 /* A cache file under construction. */
 struct symcache_out;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "trace/symbolize.h"
+#include "trace/symcache.h"
 #include "base/util.h"
 #include "../unittest.h"
 
@@ -688,6 +689,29 @@ static void test_disk_cache(void)
 	CHECK_EQ(utimensat(AT_FDCWD, copy, later, 0), 0);
 	CHECK(pc_resolve(mods, nm, m->start, m->end, &copy_stale) > PC_N / 2);
 	CHECK(pc_same(&copy_cold, &copy_stale));
+	/* pruning: 1000 old files beside the real ones go down to 800, the least recently used first;
+	 * a dead writer's temporary file goes, a live one's stays */
+	size_t real = count_files(dir);
+	struct timespec old[2] = {{946684800, 0}, {946684800, 0}}; /* 2000-01-01 */
+	for (int i = 0; i < 1000; i++) {
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof(p), "%s/%040x-%08x.sym", dir, i, i);
+		FILE *f = fopen(p, "w");
+		if (f)
+			fclose(f);
+		old[0].tv_sec = old[1].tv_sec = 946684800 + i;
+		utimensat(AT_FDCWD, p, old, 0);
+	}
+	char dead[PATH_MAX + 64], live[PATH_MAX + 64];
+	snprintf(dead, sizeof(dead), "%s/.dead.1.tmp", dir);
+	snprintf(live, sizeof(live), "%s/.live.2.tmp", dir);
+	fclose(fopen(dead, "w"));
+	fclose(fopen(live, "w"));
+	CHECK_EQ(utimensat(AT_FDCWD, dead, old, 0), 0);
+	CHECK_EQ(symcache_prune(dir, 1000), 1000 + real - 800 + 1);
+	CHECK_EQ(count_files(dir), 800);
+	CHECK(access(dead, F_OK) != 0 && access(live, F_OK) == 0);
+	CHECK_EQ(pc_resolve(mods, nm, m->start, m->end, &copy_warm), 0); /* the recent ones stayed */
 	/* off: libdw every time, nothing written */
 	setenv("TPROF_SYMBOL_CACHE", "off", 1);
 	before = count_files(dir);
