@@ -78,36 +78,33 @@ static int replay(struct tprof_trace *t, struct summary *m)
 	struct temporaries tp;
 	temporaries_init(&tp);
 	heap_init(&m->hs, 1);
-	const struct tprof_event *ev;
+	const struct tprof_event *e;
 	struct heap_change c;
-	size_t n;
 	int r;
-	while ((r = tprof_trace_next_run(t, &ev, &n)) > 0) {
-		for (const struct tprof_event *e = ev; e < ev + n; e++) {
-			uint64_t peak = m->hs.peak_bytes;
-			heap_step(&m->hs, e, &c);
-			if (c.freed_ptr) {
-				struct site *st = site_of(m, c.freed_stack);
-				st->live_bytes -= c.freed_size;
-				st->live_blocks--;
-				touch(m, st);
-			}
-			if (temporaries_step(&tp, e, &c)) {
-				site_of(m, c.freed_stack)->temporary++;
-				m->temporary++;
-			}
-			if (c.taken_ptr) {
-				struct site *st = site_of(m, e->stack);
-				st->calls++;
-				st->bytes += e->size;
-				st->live_bytes += e->size;
-				st->live_blocks++;
-				st->seq = e->seq;
-				touch(m, st);
-			}
-			if (m->hs.peak_bytes != peak)
-				at_peak(m);
+	while ((r = tprof_trace_next_ref(t, &e)) > 0) {
+		uint64_t peak = m->hs.peak_bytes;
+		heap_step(&m->hs, e, &c);
+		if (c.freed_ptr) {
+			struct site *st = site_of(m, c.freed_stack);
+			st->live_bytes -= c.freed_size;
+			st->live_blocks--;
+			touch(m, st);
 		}
+		if (temporaries_step(&tp, e, &c)) {
+			site_of(m, c.freed_stack)->temporary++;
+			m->temporary++;
+		}
+		if (c.taken_ptr) {
+			struct site *st = site_of(m, e->stack);
+			st->calls++;
+			st->bytes += e->size;
+			st->live_bytes += e->size;
+			st->live_blocks++;
+			st->seq = e->seq;
+			touch(m, st);
+		}
+		if (m->hs.peak_bytes != peak)
+			at_peak(m);
 	}
 	temporaries_free(&tp);
 	return r < 0 ? r : heap_finish(&m->hs, t);

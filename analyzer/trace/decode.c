@@ -48,7 +48,8 @@ static struct pending *pend_find(struct blockdec *c, uint64_t ptr)
 }
 
 /* Pairs event ev[i] (the last of a realloc's two) with the allocation it frees, when that allocation
- * is in the same chunk (event number >= base) and nothing touched its address since: c->pend holds
+ * is in the same chunk (event number >= base) and nothing of this thread touched its address since
+ * (other threads may have: a pairing is a hint, see reader.h): c->pend holds
  * the latest allocation at each address (in a set of two slots: an address has at most one; when
  * both are taken by allocations of this chunk the older is dropped, which only loses a pairing). */
 static void pair_event(struct blockdec *c, struct tprof_event *ev, size_t i, uint64_t base)

@@ -9,7 +9,8 @@
  * (about 10 ms per address in a unit that includes <regex>), so each unit is indexed once instead:
  * the code ranges of its functions, sorted, and the namespaces and classes around every function
  * declaration (for qualified names). A lookup is then a binary search plus a walk down the blocks
- * and inlined instances of one function. Results are cached per (file, virtual address); every
+ * and inlined instances of one function. Results are cached per (file, virtual address), and kept
+ * on disk between runs (trace/symcache.h, read before libdw is asked anything of a file); every
  * string is interned, so the frames handed out stay valid until sym_free. C++ names are demangled
  * with libstdc++'s __cxa_demangle. */
 #include "trace/symbolize.h"
@@ -361,14 +362,14 @@ static void load_info(struct sym_file *f)
 	f->loaded = 1;
 	Dwarf_Addr bias;
 	int syms = dwfl_module_getsymtab(f->mod);
-	if (syms <= 0 && !dwfl_module_getdwarf(f->mod, &bias)) {
+	Dwarf *dw = dwfl_module_getdwarf(f->mod, &bias); /* lookups need it anyway; so does the cache */
+	if (syms <= 0 && !dw) {
 		f->status = TPROF_SYM_NO_INFO; /* nothing to name anything with: module+offset */
 		dwfl_end(f->dwfl);
 		f->dwfl = NULL;
 		f->mod = NULL;
 		return;
 	}
-	dwfl_module_getdwarf(f->mod, &bias);
 	const char *debugfile = NULL;
 	dwfl_module_info(f->mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
 	symcache_sig_of(&f->sig, debugfile);

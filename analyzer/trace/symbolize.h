@@ -3,7 +3,7 @@
  * recorder logged. Built on libdw (elfutils): DWARF first (in the file or in a separate debug file
  * found the standard way: .gnu_debuglink, /usr/lib/debug/.build-id, and debuginfod when
  * DEBUGINFOD_URLS is set), then the ELF symbol tables, then module+offset. Results are cached per
- * address. A module whose file is missing or whose build-id differs from the recorded one is
+ * address, and on disk between runs (trace/symcache.h: TPROF_SYMBOL_CACHE). A module whose file is missing or whose build-id differs from the recorded one is
  * reported as such, never guessed. Not thread-safe: one symbolizer per thread. */
 #ifndef TPROF_SYMBOLIZE_H
 #define TPROF_SYMBOLIZE_H

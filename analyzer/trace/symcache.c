@@ -102,14 +102,9 @@ int symcache_sig_holds(const struct symcache_sig *sig, const uint8_t *id, size_t
 
 /* ---- reading: little-endian fields */
 
-static uint32_t ld32(const uint8_t *p)
+static uint64_t load_u64(const uint8_t *p)
 {
-	return tprof_load_u32(p);
-}
-
-static uint64_t ld64(const uint8_t *p)
-{
-	return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
+	return (uint64_t)tprof_load_u32(p) | (uint64_t)tprof_load_u32(p + 4) << 32;
 }
 
 struct rd {
@@ -120,7 +115,7 @@ static int get_u32(struct rd *r, uint32_t *v)
 {
 	if (r->end - r->p < 4)
 		return -1;
-	*v = ld32(r->p);
+	*v = tprof_load_u32(r->p);
 	r->p += 4;
 	return 0;
 }
@@ -129,7 +124,7 @@ static int get_u64(struct rd *r, uint64_t *v)
 {
 	if (r->end - r->p < 8)
 		return -1;
-	*v = ld64(r->p);
+	*v = load_u64(r->p);
 	r->p += 8;
 	return 0;
 }
@@ -181,7 +176,7 @@ int symcache_parse(const uint8_t *data, size_t len, const uint8_t *id, size_t id
 {
 	if (len < 8 + 4 + 4 || len > SYMCACHE_MAX_BYTES || memcmp(data, SYMCACHE_MAGIC, 8) != 0)
 		return -1;
-	if (check_crc && tprof_crc32c_update(0, data, len - 4) != ld32(data + len - 4))
+	if (check_crc && tprof_crc32c_update(0, data, len - 4) != tprof_load_u32(data + len - 4))
 		return -1;
 	struct rd r = {data + 8, data + len - 4};
 	uint32_t version, status, n;
@@ -382,7 +377,8 @@ static void put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n
 
 static void put_u32(uint8_t **buf, size_t *len, size_t *cap, uint32_t v)
 {
-	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	uint8_t b[4];
+	tprof_put_u32(b, v);
 	put(buf, len, cap, b, 4);
 }
 
