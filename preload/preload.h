@@ -182,6 +182,7 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 			return;
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
+	tprof_prefetch_write(tprof_ring_slot(r, TPROF_RING_AHEAD));
 	e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), stack, kind);
 	uint32_t ep = atomic_load_explicit(&tprof_shm->epoch, memory_order_relaxed);
 	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep) {
