@@ -464,6 +464,7 @@ static void after_fork_child(void)
 	tprof_tls.thread = NULL;
 	memset(threads, 0, atomic_load(&threads_used) * sizeof(threads[0])); /* others stay untouched */
 	atomic_store(&threads_used, 0);
+	tprof_region_after_fork();
 	if (atomic_load(&reg_state) == 2) {
 		tprof_region_forget();
 		forked = 1;

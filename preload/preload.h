@@ -132,6 +132,9 @@ void tprof_malloc_owner(char *out, size_t cap);
  * recorder its children will register with, so that they share one instead of each starting its
  * own. Once per process. */
 void tprof_recorder_ensure(void);
+/* In every fork child: the recorder its parent registered with or found before forking is the one
+ * to try first (the parent's name, in memory: no walk through /proc). */
+void tprof_region_after_fork(void);
 /* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
 void tprof_region_forget(void);
 /* Reads this process's executable and arguments once, for the headers of its fork children. */
