@@ -169,10 +169,23 @@ static void nofile_restore(struct nofile_guard *g)
 	g->raised = 0;
 }
 
+/* An error's description, untranslated: strerror may load a message catalog (and allocate). */
+static const char *errtext(int err)
+{
+	const char *d = strerrordesc_np(err);
+	return d ? d : "unknown error";
+}
+
+/* One line on stderr naming the process, as the recorder's line does: in a tree of processes the
+ * user must learn which one is not traced. */
 static void say(const char *a, const char *b, const char *c)
 {
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, "tprof: ");
+	tprof_sb_str(&s, program_invocation_short_name);
+	tprof_sb_str(&s, " (pid ");
+	tprof_sb_u64(&s, (uint64_t)getpid());
+	tprof_sb_str(&s, "): ");
 	tprof_sb_str(&s, a);
 	tprof_sb_str(&s, b);
 	tprof_sb_str(&s, c);
@@ -241,9 +254,16 @@ static int open_trace(char *path, size_t cap, pid_t pid)
 		if (errno != EEXIST)
 			break;
 	}
+	int err = errno;
 	note_fd_error();
-	if (!emfile_seen)
-		say("cannot create ", path, "; not tracing");
+	if (!emfile_seen) {
+		char why[160] = ": ";
+		const char *e = errtext(err);
+		size_t n = strnlen(e, sizeof(why) - 32);
+		memcpy(why + 2, e, n);
+		memcpy(why + 2 + n, "; not tracing", sizeof("; not tracing"));
+		say("cannot create ", path, why);
+	}
 	return -1;
 }
 
@@ -568,7 +588,7 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 {
 	uint8_t *m = mmap(NULL, FIRST_PIECE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (m == MAP_FAILED) {
-		say("cannot map shared memory: ", strerror(errno), "; not tracing");
+		say("cannot map shared memory: ", errtext(errno), "; not tracing");
 		return NULL;
 	}
 	pieces[0] = (struct piece){0, FIRST_PIECE, m};
@@ -629,7 +649,9 @@ static int register_once(int child, pid_t pid)
 	if (memfd < 0) {
 		note_fd_error();
 		if (!emfile_seen)
-			say("cannot create shared memory: ", strerror(errno), "; not tracing");
+			say("cannot create shared memory: ", errtext(errno),
+			    errno == ENOSYS || errno == EPERM ? " (a seccomp filter forbids memfd_create?); not tracing"
+							      : "; not tracing");
 		goto out;
 	}
 	char path[4096];
