@@ -50,6 +50,38 @@ for threads in 1 2; do
 done
 echo "(tprof: stacks at the default depth of 64; nostack: TPROF_DEPTH=0; ratio: heaptrack's extra time / tprof's)"
 
+# Where tprof's time goes: the program's own CPU (its hooks) and the recorder's writer, each per
+# pair, best of 3. The storm's wall time follows the larger of the two: the hooks wait when the
+# writer falls a ring behind.
+echo
+for threads in 1 2; do
+	per=$((PAIRS / threads))
+	line="CPU per pair, $threads thread(s):"
+	bare=999999999
+	for r in 1 2 3; do
+		c=$("$B/bench/rusage" "$STORM" "$threads" "$per" 2>&1 >/dev/null | awk '/^cpu_us/ {print $2}')
+		[ "$c" -lt "$bare" ] && bare=$c
+	done
+	for depth in 64 0; do
+		prog=999999999 rec=999999999
+		for r in 1 2 3; do
+			rm -f c.trace
+			out=$(TPROF_DEBUG=1 TPROF_DEPTH=$depth TPROF_OUTPUT=c.trace LD_PRELOAD="$B/libtprof.so" \
+				"$B/bench/rusage" "$STORM" "$threads" "$per" 2>&1 >/dev/null)
+			flock -s c.trace true
+			c=$(echo "$out" | awk '/^cpu_us/ {print $2}')
+			w=$(echo "$out" | sed -n 's/^tprof: recorder CPU for pid [0-9]*: \([0-9]*\) us$/\1/p' | sort -n | tail -1)
+			[ -n "$c" ] && [ "$c" -lt "$prog" ] && prog=$c
+			[ -n "$w" ] && [ "$w" -lt "$rec" ] && rec=$w
+		done
+		what=$([ "$depth" = 0 ] && echo "stacks off" || echo "stacks on")
+		line="$line $what: program +$(awk -v a="$prog" -v b="$bare" -v n="$PAIRS" 'BEGIN{printf "%.1f", (a-b)*1000/n}') ns,"
+		line="$line recorder $(awk -v a="$rec" -v n="$PAIRS" 'BEGIN{printf "%.1f", a*1000/n}') ns;"
+	done
+	echo "${line%;}"
+done
+echo "(program: its CPU time over a bare run's; recorder: its writer thread's CPU time)"
+
 echo
 for threads in 1 2; do
 	flock -s "t$threads.trace" true # the recorder finishes a trace a moment after its process
