@@ -274,8 +274,14 @@ static int proc_stat(pid_t pid, pid_t *ppid, uint64_t *start)
 {
 	char buf[1024];
 	uint64_t pp;
-	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
-	if (!t || tprof_stat_field(t, 4, &pp) != 0 || tprof_stat_field(t, 22, start) != 0)
+	int err = 0;
+	const char *t = tprof_stat_read_err(pid, buf, sizeof(buf), &err);
+	if (!t) {
+		if (err == EMFILE)
+			emfile_seen = 1; /* at the descriptor limit: registration raises it and tries again */
+		return -1;
+	}
+	if (tprof_stat_field(t, 4, &pp) != 0 || tprof_stat_field(t, 22, start) != 0)
 		return -1;
 	*ppid = (pid_t)pp;
 	return 0;

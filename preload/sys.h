@@ -121,12 +121,14 @@ static inline int tprof_write_all(int fd, const void *buf, size_t len)
  * files), so the number opened here may stop being ours: the file is read with pread, which never
  * takes a pipe's or socket's data nor moves a file's offset, and closed only if it is still the
  * file opened. errno is kept. */
-static inline ssize_t tprof_proc_read(const char *path, char *buf, size_t cap)
+static inline ssize_t tprof_proc_read_err(const char *path, char *buf, size_t cap, int *open_err)
 {
 	int saved = errno;
 	ssize_t n = -1;
 	struct stat a, b;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && open_err)
+		*open_err = errno;
 	if (fd < 0 || fstat(fd, &a) != 0) /* a failed fstat: the number is closed already */
 		goto out;
 	do
@@ -144,9 +146,15 @@ out:
 	return n;
 }
 
+static inline ssize_t tprof_proc_read(const char *path, char *buf, size_t cap)
+{
+	return tprof_proc_read_err(path, buf, cap, NULL);
+}
+
 /* /proc/PID/stat (pid 0: this process), read into buf: returns the text from field 3 (the state
- * letter) on, past the command name, which may hold spaces and parentheses; NULL when unreadable. */
-static inline const char *tprof_stat_read(pid_t pid, char *buf, size_t cap)
+ * letter) on, past the command name, which may hold spaces and parentheses; NULL when unreadable
+ * (*open_err, when given, gets the errno of an open that failed: EMFILE at the descriptor limit). */
+static inline const char *tprof_stat_read_err(pid_t pid, char *buf, size_t cap, int *open_err)
 {
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, "/proc/");
@@ -156,10 +164,15 @@ static inline const char *tprof_stat_read(pid_t pid, char *buf, size_t cap)
 		tprof_sb_str(&s, "self");
 	tprof_sb_str(&s, "/stat");
 	s.b[s.n] = 0;
-	if (tprof_proc_read(s.b, buf, cap) <= 0)
+	if (tprof_proc_read_err(s.b, buf, cap, open_err) <= 0)
 		return NULL;
 	const char *p = strrchr(buf, ')');
 	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+static inline const char *tprof_stat_read(pid_t pid, char *buf, size_t cap)
+{
+	return tprof_stat_read_err(pid, buf, cap, NULL);
 }
 
 /* Numeric field k (>= 4, counted as proc(5) counts: 4 ppid, 20 threads, 22 start time, 52 exit
