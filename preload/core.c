@@ -227,7 +227,44 @@ static void watch_thread_exit(struct tprof_thread *t)
 		pthread_setspecific(exit_key, t);
 }
 
+/* tprof's own set-up runs with every signal blocked on its thread (two system calls, once per
+ * thread): a handler that interrupted it would call the heap while tprof's guard passes calls
+ * through unrecorded, and a heap call of the program would be missing from the trace. */
+struct signals_held {
+	sigset_t old;
+	int held;
+};
+
+static struct signals_held hold_signals(void)
+{
+	struct signals_held h = {.held = 0};
+	sigset_t all;
+	int saved = errno;
+	sigfillset(&all);
+	h.held = pthread_sigmask(SIG_BLOCK, &all, &h.old) == 0;
+	errno = saved;
+	return h;
+}
+
+static void release_signals(struct signals_held h)
+{
+	int saved = errno;
+	if (h.held)
+		pthread_sigmask(SIG_SETMASK, &h.old, NULL);
+	errno = saved;
+}
+
+static struct tprof_thread *attach_held(void);
+
 struct tprof_thread *tprof_thread_attach(void)
+{
+	struct signals_held h = hold_signals();
+	struct tprof_thread *t = attach_held();
+	release_signals(h);
+	return t;
+}
+
+static struct tprof_thread *attach_held(void)
 {
 	if (!tprof_shm && !tprof_start_recording())
 		return NULL;
@@ -338,6 +375,72 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 		}
 	}
 	errno = saved;
+}
+
+/* ---- heap calls of signal handlers that interrupt a stack capture or a ring write ---- */
+
+static void defer_lost(uint32_t n)
+{
+	struct tprof_thread *t = tprof_tls.thread;
+	if (t && t->ring)
+		atomic_fetch_add_explicit(&t->ring->lost, n, memory_order_relaxed);
+	else if (tprof_shm)
+		atomic_fetch_add_explicit(&tprof_shm->lost_global, n, memory_order_relaxed);
+}
+
+void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old, uint64_t seq_before,
+		 uint64_t tick_before)
+{
+	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) || !tprof_shm)
+		return;
+	int saved = errno;
+	int re = tprof_kind_is_realloc(kind);
+	uint32_t n = re ? 2 : 1, head = tprof_tls.defer_head;
+	/* between a realloc's two halves, in a handler interrupting this one, or with no room: lost */
+	if (tprof_tls.crit == 2 || tprof_tls.deferring || head - tprof_tls.defer_tail >= TPROF_DEFER_MAX) {
+		defer_lost(n);
+		errno = saved;
+		return;
+	}
+	tprof_tls.deferring = 1;
+	__asm__ volatile("" ::: "memory");
+	struct tprof_deferred *d = &tprof_tls.defer[head % TPROF_DEFER_MAX];
+	uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+	d->n = n;
+	/* no stack: the interrupted capture owns the stack walk's caches */
+	if (re) {
+		d->ev[0] = (struct tprof_ev){tick_before, tprof_ev_pack(seq_before, 0, kind), size,
+					     (uint64_t)(uintptr_t)ptr};
+		d->ev[1] = (struct tprof_ev){tprof_now(), tprof_ev_pack(seq, 0, TPROF_RING_REALLOC_TAIL), 0,
+					     (uint64_t)(uintptr_t)old};
+	} else {
+		d->ev[0] = (struct tprof_ev){tprof_now(), tprof_ev_pack(seq, 0, kind), size, (uint64_t)(uintptr_t)ptr};
+	}
+	__asm__ volatile("" ::: "memory");
+	tprof_tls.defer_head = head + 1;
+	tprof_tls.deferring = 0;
+	errno = saved;
+}
+
+void tprof_defer_flush(struct tprof_thread *t)
+{
+	struct tprof_ring *r = t->ring;
+	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
+		const struct tprof_deferred *d = &tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX];
+		if (!tprof_ring_reserve(r, d->n)) {
+			tprof_ring_full(t, d->n);
+			if (!tprof_ring_reserve(r, d->n)) {
+				tprof_tls.defer_tail++; /* counted lost by tprof_ring_full */
+				continue;
+			}
+		}
+		for (uint32_t i = 0; i < d->n; i++)
+			*tprof_ring_slot(r, i) = d->ev[i];
+		tprof_ring_publish(r, d->n);
+		tprof_ring_kick(r, d->n);
+		__asm__ volatile("" ::: "memory");
+		tprof_tls.defer_tail++;
+	}
 }
 
 void tprof_writer_kick(void)
@@ -489,6 +592,7 @@ int tprof_start_recording(void)
 		return st == 2;
 	int expected = 0;
 	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
+		struct signals_held held = hold_signals();
 		tprof_tls.guard++;
 		int ok = tprof_region_start(forked) == 0;
 		if (ok && forked)
@@ -505,6 +609,7 @@ int tprof_start_recording(void)
 		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
 		atomic_store_explicit(&reg_state, ok ? 2 : 3, memory_order_release);
 		tprof_tls.guard--;
+		release_signals(held);
 		return ok;
 	}
 	/* another thread registers: a one-time wait of about a millisecond */

@@ -33,34 +33,60 @@ static inline int ready(void)
 /* A heap hook marks its thread as inside a heap call for its whole length (the recorder reads the
  * mark when the process is gone: a call it interrupted may be missing from the trace). The thread
  * gets its slot before the real call, so the mark covers it. errno: stack capture may set it
- * (libunwind reads memory through system calls), so each hook puts back what the real call left. */
-static inline struct tprof_thread *enter(void)
+ * (libunwind reads memory through system calls), so each hook puts back what the real call left.
+ * A hook holds no guard around the real call: a signal handler that interrupts it and calls the
+ * heap is a call of the program, recorded like any other (tprof's own code, which may allocate,
+ * holds tprof_tls.guard; its stack capture and ring write, which are not reentrant, hold
+ * tprof_tls.crit, and a heap call made meanwhile is deferred: see nested()). */
+struct hook_state {
+	struct tprof_thread *t;
+	uint32_t inflight; /* the mark as it was: a hook interrupted by a handler's heap call */
+};
+
+static inline struct hook_state enter(void)
 {
-	tprof_tls.guard = 1;
-	struct tprof_thread *t = tprof_tls.thread;
-	if (unlikely(!t))
-		t = tprof_thread_attach();
-	if (likely(t != NULL))
-		atomic_store_explicit(&t->slot->inflight, 1, memory_order_relaxed);
-	return t;
+	struct hook_state h = {tprof_tls.thread, 0};
+	if (unlikely(!h.t))
+		h.t = tprof_thread_attach();
+	if (likely(h.t != NULL)) {
+		h.inflight = atomic_load_explicit(&h.t->slot->inflight, memory_order_relaxed);
+		atomic_store_explicit(&h.t->slot->inflight, 1, memory_order_relaxed);
+	}
+	return h;
 }
 
-static inline void leave(struct tprof_thread *t)
+static inline void leave(struct hook_state h)
 {
-	if (likely(t != NULL))
-		atomic_store_explicit(&t->slot->inflight, 0, memory_order_release);
-	tprof_tls.guard = 0;
+	if (likely(h.t != NULL))
+		atomic_store_explicit(&h.t->slot->inflight, h.inflight, memory_order_release);
 }
 
-#define ENTER() struct tprof_thread *self_ = enter()
+#define ENTER() struct hook_state self_ = enter()
 #define LEAVE() leave(self_)
+
+/* A call to pass on without the usual recording: tprof's own (guard), or a signal handler's made
+ * during a stack capture or ring write (crit), which is deferred. */
+#define nested() unlikely(tprof_tls.guard | tprof_tls.crit)
+
+/* The deferred record of a nested allocation (not tprof's own), errno kept. */
+static inline void defer_alloc(unsigned kind, uint64_t size, const void *p)
+{
+	if (!tprof_tls.guard) {
+		int e = errno;
+		tprof_defer(kind, size, p, NULL, 0, 0);
+		errno = e;
+	}
+}
 
 TPROF_EXPORT void *malloc(size_t size)
 {
 	if (unlikely(!ready()))
 		return tprof_boot_alloc(size, 16);
-	if (tprof_tls.guard)
-		return tprof_real.malloc(size);
+	if (nested()) {
+		void *p = tprof_real.malloc(size);
+		defer_alloc(TPROF_EV_MALLOC, size, p);
+		return p;
+	}
 	ENTER();
 	void *p = tprof_real.malloc(size);
 	int e = errno;
@@ -76,7 +102,9 @@ TPROF_EXPORT void free(void *ptr)
 		return;
 	if (unlikely(!ready()))
 		return; /* cannot happen for a block we handed out: leak rather than guess */
-	if (tprof_tls.guard) {
+	if (nested()) {
+		if (!tprof_tls.guard && ptr)
+			tprof_defer(TPROF_EV_FREE, 0, ptr, NULL, 0, 0); /* numbered before the real free */
 		tprof_real.free(ptr);
 		return;
 	}
@@ -92,8 +120,11 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 	int overflow = __builtin_mul_overflow(nmemb, size, &bytes);
 	if (unlikely(!ready()))
 		return overflow ? NULL : tprof_boot_alloc(bytes, 16);
-	if (tprof_tls.guard)
-		return tprof_real.calloc(nmemb, size);
+	if (nested()) {
+		void *p = tprof_real.calloc(nmemb, size);
+		defer_alloc(TPROF_EV_CALLOC, overflow ? 0 : bytes, p);
+		return p;
+	}
 	ENTER();
 	void *p = tprof_real.calloc(nmemb, size);
 	int e = errno;
@@ -103,17 +134,16 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 	return p;
 }
 
+/* reallocarray is realloc after an overflow check, done here: the C library's own reallocarray
+ * calls realloc through its public symbol, which would come back into a hook as a second call. */
 static inline void *call_realloc(unsigned kind, void *ptr, size_t size, size_t nmemb, size_t elem)
 {
-	if (kind == TPROF_EV_REALLOC || !tprof_real.reallocarray) {
-		size_t bytes;
-		if (kind != TPROF_EV_REALLOC && __builtin_mul_overflow(nmemb, elem, &bytes)) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		return tprof_real.realloc(ptr, size);
+	size_t bytes;
+	if (kind != TPROF_EV_REALLOC && __builtin_mul_overflow(nmemb, elem, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
 	}
-	return tprof_real.reallocarray(ptr, nmemb, elem);
+	return tprof_real.realloc(ptr, size);
 }
 
 /* Shared by realloc and reallocarray: the old block's release is ordered before the call, the new
@@ -129,22 +159,41 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 	}
 	if (unlikely(!ready()))
 		return ptr ? NULL : tprof_boot_alloc(size, 16);
-	if (tprof_tls.guard)
-		return call_realloc(kind, ptr, size, nmemb, elem);
+	if (nested()) {
+		if (tprof_tls.guard || !tprof_shm)
+			return call_realloc(kind, ptr, size, nmemb, elem);
+		uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+		uint64_t tick = tprof_now();
+		void *p = call_realloc(kind, ptr, size, nmemb, elem);
+		int e = errno;
+		tprof_defer(kind, size, p, ptr, seq, tick);
+		errno = e;
+		return p;
+	}
 	ENTER();
-	int rec = atomic_load_explicit(&tprof_recording, memory_order_relaxed);
+	struct tprof_thread *t = NULL;
 	uint64_t seq = 0, tick = 0;
 	uint32_t stack = 0;
-	if (rec) {
+	if (atomic_load_explicit(&tprof_recording, memory_order_relaxed)) {
 		int e = errno;
+		tprof_tls.crit = 1;
 		stack = tprof_cfg.depth ? tprof_stack_capture() : 0;
-		seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
-		tick = tprof_now();
+		t = tprof_tls.thread ? tprof_tls.thread : tprof_thread_attach();
+		if (t) {
+			seq = tprof_next_seq(t);
+			tick = tprof_now();
+			tprof_tls.crit = 2; /* a handler's heap call from now to the second half: lost, counted */
+		} else {
+			tprof_tls.crit = 0;
+		}
 		errno = e;
 	}
 	void *p = call_realloc(kind, ptr, size, nmemb, elem);
-	if (rec)
-		tprof_record_realloc(kind, seq, tick, size, p, ptr, stack);
+	if (t) {
+		int e = errno;
+		tprof_record_realloc(t, kind, seq, tick, size, p, ptr, stack);
+		errno = e;
+	}
 	LEAVE();
 	return p;
 }
@@ -171,8 +220,11 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 		*memptr = p;
 		return 0;
 	}
-	if (tprof_tls.guard)
-		return tprof_real.posix_memalign(memptr, alignment, size);
+	if (nested()) {
+		int rc = tprof_real.posix_memalign(memptr, alignment, size);
+		defer_alloc(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL);
+		return rc;
+	}
 	ENTER();
 	int rc = tprof_real.posix_memalign(memptr, alignment, size);
 	int e = errno;
@@ -187,8 +239,11 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 	{                                                                                         \
 		if (unlikely(!ready()))                                                           \
 			return tprof_boot_alloc(size, align_expr);                                \
-		if (tprof_tls.guard)                                                              \
-			return CALL_##name;                                                       \
+		if (nested()) {                                                                   \
+			void *q_ = CALL_##name;                                                   \
+			defer_alloc(kind, size, q_);                                              \
+			return q_;                                                                \
+		}                                                                                 \
 		ENTER();                                                                          \
 		void *p = CALL_##name;                                                            \
 		int e_ = errno;                                                                   \

@@ -64,9 +64,23 @@ struct tprof_thread {
 	void *ucache_spare;      /* the stack walk cache of the slot's last thread, for its next */
 };
 
+/* A heap call that a signal handler made while the thread it interrupted was inside tprof's stack
+ * capture or ring write (tprof_tls.crit): its ring entries (two for a realloc), numbered and
+ * stamped when it was made, kept until the interrupted call has published its own. */
+struct tprof_deferred {
+	uint32_t n;
+	struct tprof_ev ev[2];
+};
+#define TPROF_DEFER_MAX 4u
+
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
 struct tprof_tls {
-	int guard;                   /* nonzero: a hook is active on this thread, pass calls through */
+	int guard;                   /* nonzero: tprof's own code runs (it may allocate): pass calls through */
+	/* volatile: a signal handler on this thread reads and writes them between any two instructions */
+	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
+	volatile int deferring;      /* a nested heap call fills defer[] */
+	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
+	struct tprof_deferred defer[TPROF_DEFER_MAX];
 	uint32_t stamp_left;         /* events to go before the next one that reads the clock */
 	uint32_t epoch;              /* the recorder's epoch when this thread last read the clock */
 	uint32_t epoch_stamps;       /* clock reads in that epoch: the first TPROF_STAMP_FIRST all read it */
@@ -167,26 +181,61 @@ __attribute__((always_inline)) static inline void tprof_ring_kick(struct tprof_r
 }
 
 
-/* Records one event on the calling thread (hooks.c calls these with the guard held); with_stack:
- * capture and intern the caller's stack (allocations), else none (free). */
+/* core.c: a heap call a signal handler made during a stack capture or ring write (tprof_tls.crit),
+ * numbered now and kept for the interrupted call to publish; lost (and counted) when defer[] is
+ * full. kind TPROF_EV_REALLOC/REALLOCARRAY: seq and tick of the release before the call are given. */
+void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old, uint64_t seq_before,
+		 uint64_t tick_before);
+/* Publishes what tprof_defer kept, in order, on the calling thread's ring. */
+void tprof_defer_flush(struct tprof_thread *t);
+
+/* The global sequence number for an event about to be written: any heap call that a signal handler
+ * made before it, and that was deferred, goes to the ring first (its number is smaller). */
+static inline uint64_t tprof_next_seq(struct tprof_thread *t)
+{
+	for (;;) {
+		uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+		if (likely(tprof_tls.defer_head == tprof_tls.defer_tail))
+			return seq; /* what a handler defers from now on is numbered after it */
+		tprof_defer_flush(t); /* numbered before seq, perhaps: publish them, take another */
+	}
+}
+
+/* After an event is published: what handlers deferred meanwhile (numbered after it). */
+static inline void tprof_crit_end(struct tprof_thread *t)
+{
+	while (unlikely(tprof_tls.defer_head != tprof_tls.defer_tail))
+		tprof_defer_flush(t);
+	tprof_tls.crit = 0;
+}
+
+/* Records one event on the calling thread; with_stack: capture and intern the caller's stack
+ * (allocations), else none (free). The stack capture and the ring write are not reentrant: a heap
+ * call from a signal handler that interrupts them is deferred (tprof_defer), and published here. */
 __attribute__((always_inline)) static inline void tprof_record(unsigned kind, uint64_t size, const void *ptr,
 							       int with_stack)
 {
 	if (unlikely(!atomic_load_explicit(&tprof_recording, memory_order_relaxed)))
 		return;
+	tprof_tls.crit = 1;
 	uint32_t stack = with_stack && tprof_cfg.depth ? tprof_stack_capture() : 0; /* no call when off */
 	struct tprof_thread *t = tprof_tls.thread;
-	if (unlikely(!t) && !(t = tprof_thread_attach()))
+	if (unlikely(!t) && !(t = tprof_thread_attach())) {
+		tprof_tls.crit = 0;
 		return;
+	}
+	uint64_t seq = tprof_next_seq(t);
 	struct tprof_ring *r = t->ring;
 	if (unlikely(!tprof_ring_reserve(r, 1))) {
 		tprof_ring_full(t, 1);
-		if (!tprof_ring_reserve(r, 1))
+		if (!tprof_ring_reserve(r, 1)) {
+			tprof_crit_end(t);
 			return;
+		}
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	tprof_prefetch_write(tprof_ring_slot(r, TPROF_RING_AHEAD));
-	e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), stack, kind);
+	e->seq_kind = tprof_ev_pack(seq, stack, kind);
 	uint32_t ep = atomic_load_explicit(&tprof_shm->epoch, memory_order_relaxed);
 	if (tprof_tls.stamp_left == 0 || tprof_tls.epoch != ep) {
 		e->tick = tprof_now();
@@ -202,34 +251,43 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	e->ptr = (uint64_t)(uintptr_t)ptr;
 	tprof_ring_publish(r, 1);
 	tprof_ring_kick(r, 1);
+	tprof_crit_end(t);
 }
 
 /* A realloc: seq_before/tick_before were taken before the real call (the old block's release),
  * the rest after it. Two ring entries, published together. */
-__attribute__((always_inline)) static inline void tprof_record_realloc(unsigned kind, uint64_t seq_before, uint64_t tick_before,
-					uint64_t size, const void *newp, const void *oldp, uint32_t stack)
+/* The caller (hooks.c) took seq_before and tick_before with the thread t attached and has kept
+ * tprof_tls.crit at 2 since: a handler's heap call between the two halves cannot be placed in the
+ * ring (its number would fall inside the pair) and is counted lost. */
+__attribute__((always_inline)) static inline void tprof_record_realloc(struct tprof_thread *t, unsigned kind,
+								       uint64_t seq_before, uint64_t tick_before,
+								       uint64_t size, const void *newp,
+								       const void *oldp, uint32_t stack)
 {
-	struct tprof_thread *t = tprof_tls.thread;
-	if (unlikely(!t) && !(t = tprof_thread_attach()))
-		return;
+	uint64_t seq2 = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+	uint64_t tick2 = tprof_now();
+	__asm__ volatile("" ::: "memory");
+	tprof_tls.crit = 1; /* deferred from here on: numbered after seq2 */
 	struct tprof_ring *r = t->ring;
 	if (unlikely(!tprof_ring_reserve(r, 2))) {
 		tprof_ring_full(t, 2);
-		if (!tprof_ring_reserve(r, 2))
+		if (!tprof_ring_reserve(r, 2)) {
+			tprof_crit_end(t);
 			return;
+		}
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0), *e2 = tprof_ring_slot(r, 1);
 	e->seq_kind = tprof_ev_pack(seq_before, stack, kind);
 	e->tick = tick_before;
 	e->size = size;
 	e->ptr = (uint64_t)(uintptr_t)newp;
-	e2->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), 0,
-				     TPROF_RING_REALLOC_TAIL);
-	e2->tick = tprof_now();
+	e2->seq_kind = tprof_ev_pack(seq2, 0, TPROF_RING_REALLOC_TAIL);
+	e2->tick = tick2;
 	e2->size = 0;
 	e2->ptr = (uint64_t)(uintptr_t)oldp;
 	tprof_ring_publish(r, 2);
 	tprof_ring_kick(r, 2);
+	tprof_crit_end(t);
 }
 
 /* kernels.c: a kernel wrapper's real function (op ids: include/tprof_ops.h). */
@@ -260,6 +318,7 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 	struct tprof_thread *t = tprof_tls.thread;
 	if (unlikely(!t) && !(t = tprof_thread_attach()))
 		return;
+	tprof_tls.crit = 1; /* a handler's heap call waits for this call's entries */
 	int wide = 0;
 	for (unsigned i = 0; i < ns; i++)
 		wide |= s[i] != (int64_t)(int32_t)s[i];
@@ -268,8 +327,10 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 	struct tprof_ring *r = t->ring;
 	if (unlikely(!tprof_ring_reserve(r, n))) {
 		tprof_ring_full(t, n);
-		if (!tprof_ring_reserve(r, n))
+		if (!tprof_ring_reserve(r, n)) {
+			tprof_crit_end(t);
 			return;
+		}
 	}
 	uint64_t dur = t1 > t0 ? t1 - t0 : 0;
 	if (dur > TPROF_RING_KDUR_MAX)
@@ -304,6 +365,7 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 	}
 	tprof_ring_publish(r, n);
 	tprof_ring_kick(r, n);
+	tprof_crit_end(t);
 }
 
 #endif

@@ -514,8 +514,11 @@ uint32_t tprof_stack_capture(void)
 	} else if (got == cap) {
 		truncated = 1; /* the buffer filled: there may be more */
 	}
-	if (tprof_cfg.verify_stacks)
+	if (tprof_cfg.verify_stacks) { /* libunwind may allocate: its calls are tprof's own */
+		tprof_tls.guard++;
 		verify(buf, n, truncated);
+		tprof_tls.guard--;
+	}
 	if (n <= 0)
 		return 0;
 	return intern((const uint64_t *)buf, (unsigned)n, truncated);

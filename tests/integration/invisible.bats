@@ -358,6 +358,23 @@ y
 	same
 }
 
+@test "signals: a handler's heap calls are all in the trace, though it interrupts the hooks" {
+	# a timer every 200 us interrupts a malloc/free loop, mostly inside the hooks (their stack
+	# capture, their ring write, the real call); the handler's block is recorded every time
+	TPROF_OUTPUT=a.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/sig_heap" 0 >a.out
+	TPROF_OUTPUT=b.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/sig_heap" 1 >b.out
+	n=$(awk '{print $2}' b.out)
+	echo "# the handler ran $n times"
+	[ "$n" -ge 20 ]
+	"$B/tprof" report --json a.trace >a.json
+	"$B/tprof" report --json b.trace >b.json
+	[ "$(jget a.json lost_events)" = 0 ]
+	[ "$(jget b.json lost_events)" = 0 ]
+	[ "$(jget b.json allocations)" = "$(($(jget a.json allocations) + n))" ]
+	[ "$(jget b.json frees)" = "$(($(jget a.json frees) + n))" ]
+	[ "$(jget b.json leaked_blocks)" = "$(jget a.json leaked_blocks)" ]
+}
+
 # ---- threads, children, privileges, the rest of what a process sees of itself ----
 
 @test "threads: one task at the start of main and after mallocs" {
