@@ -3,8 +3,8 @@
  * family, dlopen/dlclose (the module table), and pipe2, read, write and syscall, which answer libunwind's
  * memory validation without a pipe and pass every other call through. Each heap hook is thin:
  * forward to the real function, record one event through preload.h, leave errno as the real
- * function left it. A per-thread guard passes nested calls (from the C library, from tprof itself)
- * straight through. */
+ * function left it. Nested calls: tprof's own pass straight through (the guard), a signal
+ * handler's are recorded, or deferred while the stack capture or ring write runs (see enter()). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
