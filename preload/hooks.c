@@ -103,7 +103,7 @@ TPROF_EXPORT void free(void *ptr)
 	if (unlikely(!ready()))
 		return; /* cannot happen for a block we handed out: leak rather than guess */
 	if (nested()) {
-		if (!tprof_tls.guard && ptr)
+		if (!tprof_tls.guard)
 			tprof_defer(TPROF_EV_FREE, 0, ptr, NULL, 0, 0); /* numbered before the real free */
 		tprof_real.free(ptr);
 		return;

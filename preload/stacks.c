@@ -497,8 +497,10 @@ uint32_t tprof_stack_capture(void)
 	int cap = (int)max_depth + 8;
 #if defined(__x86_64__)
 	int got = tprof_unwind_here(buf, cap), cut = 0;
-#else /* no walk of our own: libunwind (linked on these machines) */
+#else /* no walk of our own: libunwind (linked on these machines), which may allocate */
+	tprof_tls.guard++;
 	int got = unw_backtrace(buf, cap), cut = 0;
+	tprof_tls.guard--;
 #endif
 	if (got < 0) { /* a frame the walk cannot read exactly: the stack up to it, marked cut */
 		got = -got - 1;
