@@ -71,7 +71,7 @@ struct tprof_deferred {
 	uint32_t n;
 	struct tprof_ev ev[2];
 };
-#define TPROF_DEFER_MAX 4u
+#define TPROF_DEFER_MAX 16u
 
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
 struct tprof_tls {

@@ -369,10 +369,19 @@ y
 	"$B/tprof" report --json a.trace >a.json
 	"$B/tprof" report --json b.trace >b.json
 	[ "$(jget a.json lost_events)" = 0 ]
-	[ "$(jget b.json lost_events)" = 0 ]
-	[ "$(jget b.json allocations)" = "$(($(jget a.json allocations) + n))" ]
-	[ "$(jget b.json frees)" = "$(($(jget a.json frees) + n))" ]
-	[ "$(jget b.json leaked_blocks)" = "$(jget a.json leaked_blocks)" ]
+	lost=$(jget b.json lost_events)
+	echo "# lost: $lost"
+	if [ "$lost" = 0 ]; then
+		[ "$(jget b.json allocations)" = "$(($(jget a.json allocations) + n))" ]
+		[ "$(jget b.json frees)" = "$(($(jget a.json frees) + n))" ]
+		[ "$(jget b.json leaked_blocks)" = "$(jget a.json leaked_blocks)" ]
+	else
+		# a hook that waited long for room in its ring (a busy machine) kept at most 16 of the
+		# handler's calls: the others are counted lost, never missing without a word
+		[ "$lost" -lt "$n" ]
+		[ "$(($(jget b.json allocations) + $(jget b.json frees) + lost))" = \
+		  "$(($(jget a.json allocations) + $(jget a.json frees) + 2 * n))" ]
+	fi
 }
 
 # ---- threads, children, privileges, the rest of what a process sees of itself ----
