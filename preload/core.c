@@ -426,6 +426,7 @@ void tprof_defer_flush(struct tprof_thread *t)
 {
 	struct tprof_ring *r = t->ring;
 	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
+		__asm__ volatile("" ::: "memory"); /* the entry is read after its head was seen */
 		const struct tprof_deferred *d = &tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX];
 		if (!tprof_ring_reserve(r, d->n)) {
 			tprof_ring_full(t, d->n);

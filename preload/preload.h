@@ -201,12 +201,18 @@ static inline uint64_t tprof_next_seq(struct tprof_thread *t)
 	}
 }
 
-/* After an event is published: what handlers deferred meanwhile (numbered after it). */
+/* After an event is published: what handlers deferred meanwhile (numbered after it). A handler
+ * that runs between the last look and the end of crit still defers: look once more after it. */
 static inline void tprof_crit_end(struct tprof_thread *t)
 {
-	while (unlikely(tprof_tls.defer_head != tprof_tls.defer_tail))
-		tprof_defer_flush(t);
-	tprof_tls.crit = 0;
+	for (;;) {
+		while (unlikely(tprof_tls.defer_head != tprof_tls.defer_tail))
+			tprof_defer_flush(t);
+		tprof_tls.crit = 0;
+		if (likely(tprof_tls.defer_head == tprof_tls.defer_tail))
+			return;
+		tprof_tls.crit = 1;
+	}
 }
 
 /* Records one event on the calling thread; with_stack: capture and intern the caller's stack
@@ -255,10 +261,10 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 }
 
 /* A realloc: seq_before/tick_before were taken before the real call (the old block's release),
- * the rest after it. Two ring entries, published together. */
-/* The caller (hooks.c) took seq_before and tick_before with the thread t attached and has kept
- * tprof_tls.crit at 2 since: a handler's heap call between the two halves cannot be placed in the
- * ring (its number would fall inside the pair) and is counted lost. */
+ * the rest after it. Two ring entries, published together. The caller (hooks.c) took the first
+ * half with the thread t attached and has kept tprof_tls.crit at 2 since: a handler's heap call
+ * between the two halves cannot be placed in the ring (its number would fall inside the pair) and
+ * is counted lost. */
 __attribute__((always_inline)) static inline void tprof_record_realloc(struct tprof_thread *t, unsigned kind,
 								       uint64_t seq_before, uint64_t tick_before,
 								       uint64_t size, const void *newp,
