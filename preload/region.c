@@ -588,8 +588,8 @@ void tprof_region_learn_self(void)
 	self_id.known = 1;
 }
 
-/* Maps the first piece of the memory file and writes the header; returns it, or NULL. The magic
- * number goes last: the recorder waits for it. */
+/* Maps the first piece of the memory file and writes the header but its last words
+ * (header_publish); returns it, or NULL. */
 static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 {
 	uint8_t *m = mmap(NULL, FIRST_PIECE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
@@ -636,14 +636,21 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	memcpy(s->cmdline, self_id.cmdline, self_id.cmdline_len);
 	s->cmdline_len = self_id.cmdline_len;
 	tprof_malloc_owner(s->malloc_owner, sizeof(s->malloc_owner));
+	atomic_store(&s->seq, 1);
+	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
+	return s;
+}
+
+/* The header's last words, once the recorder has taken the process: the resident size as recording
+ * begins (not before a wait for a recorder that is just starting), then the magic number, which
+ * the writer waits for. */
+static void header_publish(struct tprof_shm *s)
+{
 	if (tprof_cfg.rss_interval_ms) {
 		s->start_rss_bytes = tprof_rss_now();
 		s->start_rss_tick = tprof_now();
 	}
-	atomic_store(&s->seq, 1);
-	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
 	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE);
-	return s;
 }
 
 /* One try at registration; -1 with emfile_seen when the descriptor limit was in the way. */
@@ -695,6 +702,7 @@ static int register_once(int child, pid_t pid)
 	}
 	if (!s && !(s = map_header(memfd, path, pid)))
 		goto out;
+	header_publish(s);
 	atomic_fetch_add(&s->kick, 1);
 	tprof_futex_wake(&s->kick);
 	tprof_shm = s;
