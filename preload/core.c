@@ -152,7 +152,6 @@ void tprof_init(void)
 	RESOLVE(free, "free");
 	RESOLVE(calloc, "calloc");
 	RESOLVE(realloc, "realloc");
-	RESOLVE(reallocarray, "reallocarray");
 	RESOLVE(posix_memalign, "posix_memalign");
 	RESOLVE(aligned_alloc, "aligned_alloc");
 	RESOLVE(memalign, "memalign");

@@ -34,7 +34,6 @@ struct tprof_real {
 	void (*free)(void *);
 	void *(*calloc)(size_t, size_t);
 	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
 	int (*posix_memalign)(void **, size_t, size_t);
 	void *(*aligned_alloc)(size_t, size_t);
 	void *(*memalign)(size_t, size_t);
