@@ -427,12 +427,9 @@ void tprof_defer_flush(struct tprof_thread *t)
 	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
 		__asm__ volatile("" ::: "memory"); /* the entry is read after its head was seen */
 		const struct tprof_deferred *d = &tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX];
-		if (!tprof_ring_reserve(r, d->n)) {
-			tprof_ring_full(t, d->n);
-			if (!tprof_ring_reserve(r, d->n)) {
-				tprof_tls.defer_tail++; /* counted lost by tprof_ring_full */
-				continue;
-			}
+		if (!tprof_ring_room(t, d->n)) {
+			tprof_tls.defer_tail++; /* counted lost by tprof_ring_full */
+			continue;
 		}
 		for (uint32_t i = 0; i < d->n; i++)
 			*tprof_ring_slot(r, i) = d->ev[i];

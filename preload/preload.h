@@ -120,6 +120,14 @@ int tprof_boot_owns(const void *p);
 size_t tprof_boot_size(const void *p);
 struct tprof_thread *tprof_thread_attach(void);
 void tprof_ring_full(struct tprof_thread *t, uint32_t n); /* waits (lossless) or counts */
+/* Room for n entries on t's ring: at once, or after tprof_ring_full; 0 when none came (lost). */
+static inline int tprof_ring_room(struct tprof_thread *t, uint32_t n)
+{
+	if (likely(tprof_ring_reserve(t->ring, n)))
+		return 1;
+	tprof_ring_full(t, n);
+	return tprof_ring_reserve(t->ring, n);
+}
 /* Exit and exec hooks: say how this process ends, unless the caller is a vfork child (which shares
  * the parent's memory and must never speak for it). */
 void tprof_note_end(int reason, int value);
@@ -231,12 +239,9 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	}
 	uint64_t seq = tprof_next_seq(t);
 	struct tprof_ring *r = t->ring;
-	if (unlikely(!tprof_ring_reserve(r, 1))) {
-		tprof_ring_full(t, 1);
-		if (!tprof_ring_reserve(r, 1)) {
-			tprof_crit_end(t);
-			return;
-		}
+	if (unlikely(!tprof_ring_room(t, 1))) {
+		tprof_crit_end(t);
+		return;
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	tprof_prefetch_write(tprof_ring_slot(r, TPROF_RING_AHEAD));
@@ -274,12 +279,9 @@ __attribute__((always_inline)) static inline void tprof_record_realloc(struct tp
 	__asm__ volatile("" ::: "memory");
 	tprof_tls.crit = 1; /* deferred from here on: numbered after seq2 */
 	struct tprof_ring *r = t->ring;
-	if (unlikely(!tprof_ring_reserve(r, 2))) {
-		tprof_ring_full(t, 2);
-		if (!tprof_ring_reserve(r, 2)) {
-			tprof_crit_end(t);
-			return;
-		}
+	if (unlikely(!tprof_ring_room(t, 2))) {
+		tprof_crit_end(t);
+		return;
 	}
 	struct tprof_ev *e = tprof_ring_slot(r, 0), *e2 = tprof_ring_slot(r, 1);
 	e->seq_kind = tprof_ev_pack(seq_before, stack, kind);
@@ -330,12 +332,9 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 	unsigned first = wide ? 2 : 4, per = wide ? 3 : 7;
 	unsigned extra = ns > first ? (ns - first + per - 1) / per : 0, n = 1 + extra;
 	struct tprof_ring *r = t->ring;
-	if (unlikely(!tprof_ring_reserve(r, n))) {
-		tprof_ring_full(t, n);
-		if (!tprof_ring_reserve(r, n)) {
-			tprof_crit_end(t);
-			return;
-		}
+	if (unlikely(!tprof_ring_room(t, n))) {
+		tprof_crit_end(t);
+		return;
 	}
 	uint64_t dur = t1 > t0 ? t1 - t0 : 0;
 	if (dur > TPROF_RING_KDUR_MAX)

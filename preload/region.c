@@ -3,9 +3,10 @@
  * working directory, with its own permissions), connects to a recorder over an abstract unix
  * socket, sends both descriptors and waits for one byte of answer (writing its header meanwhile
  * when it could size the memory file itself); then it closes every descriptor it opened. What
- * stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor limit can see. A recorder is found through TPROF_RECORDER (tprof record sets it), else at the
- * name of the nearest traced ancestor that started one, else started here (tprof-recorder beside
- * libtprof.so, detached: it is not this process's child).
+ * stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor limit can see. A
+ * recorder is found through TPROF_RECORDER (tprof record sets it), else at the name of the nearest
+ * traced ancestor that started one, else started here (tprof-recorder beside libtprof.so,
+ * detached: it is not this process's child).
  *
  * The file is allocated by bumping an offset; the process maps it piece by piece as it grows,
  * without a descriptor: mremap with an old size of 0 makes a second mapping of a shared mapping's
