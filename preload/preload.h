@@ -237,9 +237,15 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 		tprof_tls.crit = 0;
 		return;
 	}
-	uint64_t seq = tprof_next_seq(t);
 	struct tprof_ring *r = t->ring;
+	/* room first, then the number: a thread that waits for room must not hold a number taken before
+	 * the wait, or its event's time (read below) would come after other threads' later ones */
 	if (unlikely(!tprof_ring_room(t, 1))) {
+		tprof_crit_end(t);
+		return;
+	}
+	uint64_t seq = tprof_next_seq(t);
+	if (unlikely(!tprof_ring_reserve(r, 1)) && !tprof_ring_room(t, 1)) { /* deferred calls took it */
 		tprof_crit_end(t);
 		return;
 	}
