@@ -262,6 +262,23 @@ ALIGNED_HOOK(memalign, TPROF_EV_MEMALIGN, alignment, size_t alignment, size_t si
 ALIGNED_HOOK(valloc, TPROF_EV_VALLOC, 4096, size_t size)
 ALIGNED_HOOK(pvalloc, TPROF_EV_PVALLOC, 4096, size_t size)
 
+/* The C library also exports its allocator under __libc_ names (a program that defines malloc
+ * often forwards to __libc_malloc; valgrind counts those calls too): the same hooks answer them. */
+#if defined(__has_attribute) && __has_attribute(copy)
+#define COPY_ATTRS(target) __attribute__((copy(target)))
+#else
+#define COPY_ATTRS(target)
+#endif
+#define LIBC_ALIAS(name, target) \
+	extern __typeof(target) name COPY_ATTRS(target) __attribute__((alias(#target), visibility("default")))
+LIBC_ALIAS(__libc_malloc, malloc);
+LIBC_ALIAS(__libc_free, free);
+LIBC_ALIAS(__libc_calloc, calloc);
+LIBC_ALIAS(__libc_realloc, realloc);
+LIBC_ALIAS(__libc_memalign, memalign);
+LIBC_ALIAS(__libc_valloc, valloc);
+LIBC_ALIAS(__libc_pvalloc, pvalloc);
+
 /* ---- dlopen, dlclose: the module table follows what is loaded ---- */
 
 /* dlopen and dlmopen find the caller's library by their return address (its RUNPATH, $ORIGIN and

@@ -372,6 +372,19 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[[ "$output" == *"no heap call was intercepted"*"own_malloc"* ]]
 }
 
+@test "a program whose own malloc forwards to __libc_malloc, __libc_free, ...: totals equal valgrind's" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/libc_alias"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	rm -f t.trace
+	run traced "$B/progs/libc_alias" pvalloc
+	[ "$output" = done ]
+	report t.trace r.json
+	[ "$(jget r.json allocations)" = 6 ]
+	[ "$(jget r.json bytes_allocated)" = 6828 ]
+	[ "$(jget r.json leaked_bytes)" = 400 ]
+}
+
 @test "ulimit -v: address space is taken as used, so a program under a 64 MB limit runs and is traced exactly" {
 	if ldd "$B/tprof-recorder" | grep -q libasan; then
 		skip "an ASan-built recorder (SAN=1) reserves its shadow memory: it cannot run under ulimit -v"
