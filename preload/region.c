@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -391,6 +392,15 @@ static int spawn_recorder(const char *name, size_t len)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* A child subreaper (a container's init, a supervisor) would get the orphaned recorder as its
+	 * child, see it in its wait calls and, waiting for every child to end, wait for it forever:
+	 * the flag is off from the first clone until its child has exited and been reaped, so the
+	 * recorder goes to the next subreaper up, or to init. */
+	int reaper = 0;
+	if (syscall(SYS_prctl, (long)PR_GET_CHILD_SUBREAPER, &reaper, 0L, 0L, 0L) != 0)
+		reaper = 0;
+	if (reaper)
+		syscall(SYS_prctl, (long)PR_SET_CHILD_SUBREAPER, 0L, 0L, 0L, 0L);
 	long c = syscall(SYS_clone, 0L /* no exit signal: invisible to the program's wait calls */, NULL, NULL,
 			 NULL, NULL);
 	if (c == 0) {
@@ -425,6 +435,8 @@ static int spawn_recorder(const char *name, size_t len)
 		while (syscall(SYS_wait4, c, &st, (long)__WALL, NULL) < 0 && errno == EINTR)
 			;
 	}
+	if (reaper)
+		syscall(SYS_prctl, (long)PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(lfd);
 	if (devnull >= 0)

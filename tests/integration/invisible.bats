@@ -693,6 +693,20 @@ true exited with 0"
 
 # ---- real programs ----
 
+@test "a child subreaper reaps its own descendants only, and still ends (the recorder is not its child)" {
+	"$B/progs/subreaper" >bare.out
+	[ "$(tail -1 bare.out)" = "reaped 2, subreaper 1" ]
+	run timeout 30 env TPROF_OUTPUT=t.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/subreaper"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(cat bare.out)" ]
+	settled t.*.trace
+	[ "$(ls t.*.trace | wc -l)" -ge 3 ] # subreaper, sh, sh's subshell (and sleep)
+	for f in t.*.trace; do
+		"$B/tprof" report --json "$f" >r.json
+		[ "$(jget r.json complete)" = true ]
+	done
+}
+
 @test "bash: a loop piped into sort -r" {
 	pair bash -c 'for i in 1 2 3; do echo $i; done | sort -r'
 	expect out "3
