@@ -113,7 +113,7 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
 		return 0;
 	int32_t self = (int32_t)tprof_gettid();
 	uint32_t n = 0;
-	char buf[4096];
+	static char buf[4096], st[1024]; /* static: one thread scans (scan_state), on any stack */
 	long got;
 	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
 		for (long at = 0; at < got;) {
@@ -130,7 +130,6 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
 			int32_t tid = (int32_t)strtol(d->name, NULL, 10);
 			if (tid == self || n >= cap)
 				continue;
-			char st[1024];
 			const char *t = tprof_stat_read(tid, st, sizeof(st)); /* /proc/TID/stat names the task */
 			if (t && (t[0] == 'Z' || t[0] == 'X'))
 				continue;
@@ -173,7 +172,7 @@ void tprof_scan_at_end(int reason)
 	uint64_t sp = stack_pointer(), psp = tprof_stacks_program_sp(shm->scan_regs);
 	tprof_stacks_verify_report(); /* the exit walk just made included */
 	note_stopped(shm, psp > sp && psp - sp < (64u << 20) ? psp : sp);
-	int32_t tids[TPROF_SCAN_THREADS];
+	static int32_t tids[TPROF_SCAN_THREADS]; /* this thread alone gets here */
 	uint32_t n = other_tasks(tids, TPROF_SCAN_THREADS - 1);
 	int installed = 0;
 	if (n) {

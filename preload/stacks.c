@@ -444,7 +444,8 @@ static int drop_own(void **buf, int got)
 	return n;
 }
 
-static void verify(void *const *got, int n, int cut)
+/* Out of line: its buffers and libunwind's context (about 5 KiB) stay off the stack of every capture. */
+static __attribute__((noinline, cold)) void verify(void *const *got, int n, int cut)
 {
 	if (!unw.ready)
 		return;
@@ -493,8 +494,8 @@ uint32_t tprof_stack_capture(void)
 {
 	if (max_depth == 0)
 		return 0;
-	void *buf[TPROF_DEPTH_MAX + 8];
 	int cap = (int)max_depth + 8;
+	void *buf[cap]; /* sized by the depth asked for: a hook may run on a small stack */
 #if defined(__x86_64__)
 	int got = tprof_unwind_here(buf, cap), cut = 0;
 #else /* no walk of our own: libunwind (linked on these machines), which may allocate */

@@ -402,6 +402,16 @@ tasks after mallocs: 1"
 	same
 }
 
+@test "threads: a thread on a 16 KiB stack, 6000 bytes of it in use, calls the heap as bare" {
+	run "$B/progs/small_stack" 6000
+	[ "$output" = ok ]
+	run traced "$B/progs/small_stack" 6000
+	[ "$status" -eq 0 ]
+	[ "$output" = ok ]
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json allocations)" -ge 3 ]
+}
+
 @test "threads: python forks with -W error (a warning when threads run); one task" {
 	pair $PY -W error -c 'import os
 n = len(os.listdir("/proc/self/task"))
