@@ -117,7 +117,8 @@ int cmd_record(int argc, char **argv)
 			       "  -o FILE   write the trace to FILE (%%p expands to the pid; an existing FILE\n"
 			       "            gets a suffix .1, .2, ...); default tprof.<program>.<pid>.trace\n"
 			       "            in the working directory. Every traced process says where its\n"
-			       "            trace went, on stderr (TPROF_QUIET=1: nothing).\n"
+			       "            trace went, on stderr, and a program that left none is named\n"
+			       "            (TPROF_QUIET=1: nothing).\n"
 			       "  --error-exitcode N\n"
 			       "            when the program has ended with an exit call, exit with N if its\n"
 			       "            trace shows leaks of the kinds --kinds names (default: lost, that is\n"
@@ -246,6 +247,10 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	child_pid = 0;
+	const char *quiet = getenv("TPROF_QUIET");
+	if (!trace[0] && !(quiet && *quiet && !strchr("0nNfF", quiet[0])))
+		fprintf(stderr, "tprof: record: no trace of %s: it made no heap call, or the preload did not reach it "
+				"(a statically linked or set-user-ID program)\n", argv[i]);
 	if (WIFSIGNALED(status)) { /* end the same way */
 		int sig = WTERMSIG(status);
 		fflush(stdout);

@@ -216,6 +216,14 @@ PY
 	[ "$(grep -c 'heap_known (pid' <<<"$output")" -eq 2 ]
 	[ "$(grep -c 'sh (pid' <<<"$output")" -eq 1 ]
 	[ "$(ls tree.*.trace | wc -l)" -eq 3 ] # true makes no heap call: no trace
+	# a program that leaves no trace is named, with the likely reasons
+	printf 'int main(void) { return 4; }\n' >s.c
+	if cc -static -o static_prog s.c 2>/dev/null; then
+		run "$B/tprof" record -o s.trace -- ./static_prog
+		[ "$status" -eq 4 ]
+		[[ "$output" == *"no trace of ./static_prog"*"statically linked"* ]]
+		[ ! -e s.trace ]
+	fi
 }
 
 @test "tprof record passes on SIGTERM sent to it, and ends as the program ended" {
