@@ -527,6 +527,7 @@ static int send_hello(int sock, int memfd, int tracefd)
 
 /* Waits for the recorder's byte: it has sized the file, taken the process (its credentials, a
  * pidfd) and started the writer; 0 when it said yes. */
+/* The recorder's answer: 0 when it took the process, else what it said (-1 for nothing). */
 static int await_answer(int sock)
 {
 	struct timeval tv = {10, 0};
@@ -536,7 +537,7 @@ static int await_answer(int sock)
 	do
 		r = recv(sock, &ack, 1, 0);
 	while (r < 0 && errno == EINTR);
-	return r == 1 && ack == 1 ? 0 : -1;
+	return r != 1 ? -1 : ack == 1 ? 0 : ack;
 }
 
 void tprof_region_after_fork(void)
@@ -705,11 +706,16 @@ static int register_once(int child, pid_t pid)
 	}
 	if (sized && !(s = map_header(memfd, path, pid)))
 		goto out;
-	if (await_answer(sock) != 0) {
+	int answer = await_answer(sock);
+	if (answer != 0) {
 		if (s)
 			tprof_region_forget();
 		s = NULL;
-		say("no recorder took ", path, "; not tracing");
+		if (answer == TPROF_ANSWER_FSIZE)
+			say("the file size limit (ulimit -f) is below what the recorder's shared memory file "
+			    "needs (16 GiB, sparse), for ", path, "; not tracing");
+		else
+			say("no recorder took ", path, "; not tracing");
 		unlink(path);
 		goto out;
 	}

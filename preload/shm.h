@@ -158,7 +158,9 @@ struct tprof_shm {
 
 /* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with two
  * descriptors: the memfd and the trace file it created. The recorder answers one byte: 1 when it
- * took the process, 0 when it refused. */
+ * took the process, 0 when it refused, TPROF_ANSWER_FSIZE when the file size limit it inherited
+ * (RLIMIT_FSIZE) is below the memory file's size. */
+#define TPROF_ANSWER_FSIZE 2
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */
 	uint32_t version;

@@ -71,7 +71,9 @@ int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
  * holds three descriptors per traced process. */
 static void lift_limit(int what)
 {
-	struct rlimit r;
+	struct rlimit r, none = {RLIM_INFINITY, RLIM_INFINITY};
+	if (what != RLIMIT_NOFILE && setrlimit(what, &none) == 0)
+		return; /* a privileged recorder: past the program's hard limit too */
 	if (getrlimit(what, &r) == 0 && r.rlim_cur != r.rlim_max) {
 		r.rlim_cur = r.rlim_max;
 		setrlimit(what, &r);
@@ -230,15 +232,17 @@ static void take(int conn)
 	socklen_t cl = sizeof(cred);
 	char no = 0, yes = 1;
 	uint64_t starttime = 0;
-	int slot = -1, pidfd = -1;
+	int slot = -1, pidfd = -1, size_err = 0;
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!entries[i].w)
 			slot = i;
 	if (r != (ssize_t)sizeof(h) || nfds != 2 || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
 	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.pid != h.pid ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
-	    ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 || peer_process(conn, h.pid, &pidfd, &starttime) != 0) {
-		send(conn, &no, 1, MSG_NOSIGNAL);
+	    (size_err = ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 ? errno : 0) != 0 ||
+	    peer_process(conn, h.pid, &pidfd, &starttime) != 0) {
+		char why = size_err == EFBIG ? TPROF_ANSWER_FSIZE : no; /* RLIMIT_FSIZE, which it may say */
+		send(conn, &why, 1, MSG_NOSIGNAL);
 		close_fds(fds, nfds);
 		if (pidfd >= 0)
 			close(pidfd);

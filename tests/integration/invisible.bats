@@ -333,6 +333,19 @@ hi"
 
 # ---- signals ----
 
+@test "limits: a file size limit set before the first heap call: the program runs as bare; traced, or it says why not" {
+	run sh -c 'ulimit -f 100 && exec "$@"' sh env TPROF_QUIET=0 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = done ] || [ "${lines[1]}" = done ]
+	settled t.trace
+	if [ -e t.trace ]; then # a recorder allowed to lift the limit (CAP_SYS_RESOURCE)
+		"$B/tprof" report --json t.trace >r.json
+		[ "$(jget r.json allocations)" -ge 21 ]
+	else
+		[[ "$output" == *"heap_known (pid "*"the file size limit (ulimit -f) is below"*"not tracing"* ]]
+	fi
+}
+
 @test "signals: every disposition, the blocked and the pending set are the program's own" {
 	pair "$P/inv_signals"
 	expect rc 0
