@@ -347,6 +347,8 @@ static int recorder_path(char *out, size_t cap)
 	return 0;
 }
 
+static int spawn_err; /* why the last recorder could not be started (clone's errno), else 0 */
+
 /* Starts a recorder listening at name, detached from this process (a grandchild made with raw clone
  * calls, so that the program's wait calls never see it and no fork handler runs), and returns a
  * socket connected to it, or -1. */
@@ -403,6 +405,7 @@ static int spawn_recorder(const char *name, size_t len)
 		syscall(SYS_prctl, (long)PR_SET_CHILD_SUBREAPER, 0L, 0L, 0L, 0L);
 	long c = syscall(SYS_clone, 0L /* no exit signal: invisible to the program's wait calls */, NULL, NULL,
 			 NULL, NULL);
+	spawn_err = c < 0 ? errno : 0;
 	if (c == 0) {
 		long g = syscall(SYS_clone, (long)SIGCHLD, NULL, NULL, NULL, NULL);
 		if (g == 0) {
@@ -685,9 +688,13 @@ static int register_once(int child, pid_t pid)
 	tracefd = open_trace(path, sizeof(path), pid);
 	if (tracefd < 0)
 		goto out;
+	spawn_err = 0;
 	sock = find_recorder(child);
 	if (sock < 0) {
-		if (!child && !emfile_seen)
+		if (spawn_err)
+			say("cannot start the recorder: ", errtext(spawn_err),
+			    spawn_err == EAGAIN ? " (the process limit, ulimit -u?); not tracing" : "; not tracing");
+		else if (!child && !emfile_seen)
 			say("no recorder took ", path, "; not tracing");
 		unlink(path);
 		goto out;

@@ -346,6 +346,18 @@ hi"
 	fi
 }
 
+@test "limits: no process left under ulimit -u: the program runs as bare and says the recorder could not start" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	chmod 777 "$WORK"
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c \
+		'ulimit -u 1 && exec env TPROF_QUIET=0 TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/heap_known"' "$B"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"heap_known (pid "*"cannot start the recorder: Resource temporarily unavailable (the process limit, ulimit -u?); not tracing"* ]]
+	[[ "$output" == *done* ]]
+	[ ! -e t.trace ]
+}
+
 @test "signals: every disposition, the blocked and the pending set are the program's own" {
 	pair "$P/inv_signals"
 	expect rc 0
