@@ -5,6 +5,7 @@
  * nothing is flushed here), and valgrind's __libc_freeres after every other destructor. No thread,
  * signal handler or descriptor of tprof stays in the process. The hooks in hooks.c call in here. */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -140,6 +141,41 @@ static int tsc_is_invariant(void)
 
 /* ---- init ---- */
 
+struct scope_pos {
+	uintptr_t base[2];
+	int at[2];
+	int i;
+};
+
+static int scope_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct scope_pos *p = arg;
+	for (int k = 0; k < 2; k++)
+		if (p->at[k] < 0 && info->dlpi_addr == p->base[k])
+			p->at[k] = p->i;
+	p->i++;
+	return 0;
+}
+
+/* dlsym finds the first unversioned (or default-version) definition, dlvsym the first of that exact
+ * version, which is all libc_malloc_debug defines; the program's reference takes whichever comes
+ * first, in the order of the loaded objects. */
+void *tprof_program_symbol(const char *name)
+{
+	void *u = dlsym(RTLD_DEFAULT, name), *v = dlvsym(RTLD_DEFAULT, name, "GLIBC_2.2.5");
+	if (!u || !v || u == v)
+		return u ? u : v;
+	Dl_info a, b;
+	if (!dladdr(u, &a) || !dladdr(v, &b))
+		return u;
+	struct scope_pos p = {{(uintptr_t)a.dli_fbase, (uintptr_t)b.dli_fbase}, {-1, -1}, 0};
+	dl_iterate_phdr(scope_cb, &p);
+	/* dli_fbase is an object's load address, dlpi_addr its bias: the same but for an executable
+	 * that is not position-independent (bias 0), which is unmatched and first anyway */
+	return (p.at[1] < 0 ? 0 : p.at[1]) < (p.at[0] < 0 ? 0 : p.at[0]) ? v : u;
+}
+
 #define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))dlsym(RTLD_NEXT, name)
 
 void tprof_init(void)
@@ -175,6 +211,10 @@ void tprof_init(void)
 	RESOLVE(execvpe, "execvpe");
 	RESOLVE(fexecve, "fexecve");
 	RESOLVE(dlclose, "dlclose");
+	void *pub = tprof_program_symbol("realloc");
+	Dl_info theirs, mine;
+	if (pub && dladdr(pub, &theirs) && dladdr((void *)&tprof_init, &mine) && theirs.dli_fbase != mine.dli_fbase)
+		tprof_real.realloc_foreign = (__typeof__(tprof_real.realloc_foreign))pub;
 	if (!tprof_real.malloc || !tprof_real.free || !tprof_real.calloc || !tprof_real.realloc) {
 		static const char msg[] = "tprof: cannot find the C library's allocator; aborting\n";
 		ssize_t w = write(2, msg, sizeof(msg) - 1);

@@ -206,7 +206,19 @@ TPROF_EXPORT void *realloc(void *ptr, size_t size)
 TPROF_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 {
 	size_t bytes;
-	if (__builtin_mul_overflow(nmemb, size, &bytes))
+	int overflow = __builtin_mul_overflow(nmemb, size, &bytes);
+	if (likely(ready()) && unlikely(tprof_real.realloc_foreign != NULL)) {
+		/* The program's realloc is another allocator's (libc_malloc_debug's, jemalloc's, its own):
+		 * the C library's reallocarray would call it, and so does this one, recording nothing (a
+		 * block from the C library's realloc would reach that allocator's free). What it records
+		 * of its own, through the __libc_ names, is recorded there. */
+		if (overflow) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return tprof_real.realloc_foreign(ptr, bytes);
+	}
+	if (overflow)
 		bytes = SIZE_MAX; /* the real call fails with ENOMEM: a failed call, never a free */
 	return realloc_common(TPROF_EV_REALLOCARRAY, ptr, bytes, nmemb, size);
 }

@@ -34,6 +34,9 @@ struct tprof_real {
 	void (*free)(void *);
 	void *(*calloc)(size_t, size_t);
 	void *(*realloc)(void *, size_t);
+	/* the realloc the program's calls reach when it is not ours (an allocator preloaded ahead of
+	 * libtprof.so, the executable's own): what the C library's reallocarray would call */
+	void *(*realloc_foreign)(void *, size_t);
 	int (*posix_memalign)(void **, size_t, size_t);
 	void *(*aligned_alloc)(size_t, size_t);
 	void *(*memalign)(size_t, size_t);
@@ -115,6 +118,10 @@ extern struct tprof_shm *tprof_shm; /* the shared memory; NULL while not recordi
 
 /* core.c */
 void tprof_init(void);                 /* resolves the real functions; idempotent, thread-safe */
+/* The definition of a malloc-family function that the program's own references reach (they ask
+ * for the GLIBC_2.2.5 version): the first object of the global scope that defines it unversioned,
+ * or with that version. */
+void *tprof_program_symbol(const char *name);
 void *tprof_boot_alloc(size_t size, size_t align); /* static pool used while tprof_init runs */
 int tprof_boot_owns(const void *p);
 size_t tprof_boot_size(const void *p);

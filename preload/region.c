@@ -567,7 +567,7 @@ void tprof_malloc_owner(char *out, size_t cap)
 	static char owner[sizeof(((struct tprof_shm *)0)->malloc_owner)];
 	static int known;
 	if (!known) {
-		void *seen = dlsym(RTLD_DEFAULT, "malloc");
+		void *seen = tprof_program_symbol("malloc");
 		Dl_info mine, theirs;
 		if (seen && dladdr((void *)&tprof_region_start, &mine) && dladdr(seen, &theirs) &&
 		    theirs.dli_fbase != mine.dli_fbase) {

@@ -393,6 +393,28 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[ "$(jget r.json leaked_bytes)" = 400 ]
 }
 
+@test "glibc's libc_malloc_debug preloaded ahead: the program runs as bare, its calls through __libc_* are traced" {
+	dbg=$(ls /lib/*/libc_malloc_debug.so.0 /usr/lib/*/libc_malloc_debug.so.0 2>/dev/null | head -1)
+	[ -n "$dbg" ] || skip "no libc_malloc_debug.so.0"
+	# reallocarray, which libc_malloc_debug does not define, must reach its realloc, not the C
+	# library's: its free aborted on the block ("free(): invalid pointer")
+	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$dbg $B/libtprof.so" "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json malloc_owner)" = "$dbg" ]
+	[ "$(jget r.json bytes_allocated)" = 1003278 ] # as valgrind counts heap_known (report.bats)
+	[ "$(jget r.json leaked_bytes)" = 1200 ]
+	[ "$(jget r.json leaked_blocks)" = 2 ]
+	# with its checks on, it allocates inside itself: nothing intercepted, and the report says so
+	run env MALLOC_CHECK_=3 TPROF_OUTPUT=c.trace LD_PRELOAD="$dbg $B/libtprof.so" "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	run "$B/tprof" report c.trace
+	[[ "$output" == *"no heap call was intercepted"*"libc_malloc_debug"* ]]
+}
+
 @test "ulimit -v: address space is taken as used, so a program under a 64 MB limit runs and is traced exactly" {
 	if ldd "$B/tprof-recorder" | grep -q libasan; then
 		skip "an ASan-built recorder (SAN=1) reserves its shadow memory: it cannot run under ulimit -v"
