@@ -12,7 +12,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 5           /* readers reject newer files */
+#define TPROF_VERSION 6           /* readers reject newer files */
 #define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
@@ -180,6 +180,8 @@ enum tprof_end_reason {
 /* Version 4 END ends with one more varint of flags: */
 #define TPROF_ENDF_INFLIGHT 0x1u /* a thread was inside a heap call when the process ended: that
 				  * one call may be missing, so the trace is not complete */
+#define TPROF_ENDF_RESERVE 0x2u  /* version 6: memory for call stacks or a thread's ring could not
+				  * be reserved (an address space or locked memory limit) */
 
 static inline const char *tprof_event_name(unsigned kind)
 {

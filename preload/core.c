@@ -634,8 +634,10 @@ int tprof_start_recording(void)
 		int ok = tprof_region_start(forked) == 0;
 		if (ok && forked)
 			tprof_stacks_reset();
-		else if (ok && tprof_stacks_init(tprof_cfg.depth) != 0)
+		else if (ok && tprof_stacks_init(tprof_cfg.depth) != 0) {
 			tprof_cfg.depth = 0;
+			atomic_store(&tprof_shm->reserve_failed, 1); /* said in the trace's END */
+		}
 		if (ok && !handlers_set) {
 			if (pthread_key_create(&exit_key, on_thread_exit) == 0)
 				atomic_store_explicit(&exit_key_ok, 1, memory_order_release);

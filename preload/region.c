@@ -609,7 +609,9 @@ void tprof_region_learn_self(void)
  * (header_publish); returns it, or NULL. */
 static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 {
-	uint8_t *m = mmap(NULL, FIRST_PIECE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	/* unlocked: the pieces mapped after it from it (grow) are then not faulted in whole by
+	 * mlockall(MCL_FUTURE) either */
+	uint8_t *m = tprof_map_unlocked(FIRST_PIECE, MAP_SHARED, memfd);
 	if (m == MAP_FAILED) {
 		say("cannot map shared memory: ", errtext(errno), "; not tracing");
 		return NULL;

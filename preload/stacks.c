@@ -52,6 +52,7 @@ struct chunk {
 
 static struct slot *levels[LEVELS];
 static _Atomic uint32_t level_used[LEVELS]; /* stacks inserted into each level */
+static uint32_t nlevels;                    /* the levels mapped: fewer under a tight limit */
 static _Atomic uint32_t top_level;          /* the newest level in use */
 static struct slot *table;                  /* every level, reserved together */
 static size_t table_bytes;
@@ -289,18 +290,29 @@ int tprof_stacks_init(unsigned depth)
 	publish_own();
 	if (max_depth == 0)
 		return 0;
+	/* Never locked whole by mlockall(MCL_FUTURE): 64 MiB the program never had. Under a limit
+	 * that refuses it (address space, or locked memory with MCL_FUTURE), the largest levels go
+	 * one by one: fewer distinct stacks, the others counted as allocations without a stack;
+	 * the trace's END says that memory was refused. */
+	void *m = MAP_FAILED;
 	size_t bytes = 0;
-	for (int k = 0; k < LEVELS; k++)
-		bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
-	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	for (nlevels = LEVELS; nlevels >= 2 && m == MAP_FAILED; nlevels--) {
+		bytes = 0;
+		for (uint32_t k = 0; k < nlevels; k++)
+			bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
+		m = tprof_map_unlocked(bytes, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
+		if (m == MAP_FAILED)
+			atomic_store(&tprof_shm->reserve_failed, 1);
+	}
 	if (m == MAP_FAILED) {
 		max_depth = 0;
 		return -1;
 	}
+	nlevels++; /* the loop went one past */
 	table = m;
 	table_bytes = bytes;
 	struct slot *at = m;
-	for (int k = 0; k < LEVELS; k++) {
+	for (uint32_t k = 0; k < nlevels; k++) {
 		levels[k] = at;
 		at += (size_t)1 << level_bits[k];
 	}
@@ -408,7 +420,7 @@ static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 		s->truncated = (uint8_t)truncated;
 		s->id = id;
 		atomic_store_explicit(&s->tag, tag, memory_order_release);
-		if (atomic_fetch_add(&level_used[top], 1) + 1 == (mask + 1) / 2 && top + 1 < LEVELS)
+		if (atomic_fetch_add(&level_used[top], 1) + 1 == (mask + 1) / 2 && top + 1 < nlevels)
 			atomic_store_explicit(&top_level, top + 1, memory_order_release);
 		return id;
 	}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,20 @@ static inline void tprof_populate(void *p, size_t len)
 
 /* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check.
  * Shared futexes: the word may sit in memory mapped by the traced process and its recorder. */
+/* mmap read-write, but never faulted in and locked whole: under mlockall(MCL_FUTURE) a new readable
+ * mapping is, and one without access is not; it is mapped so, unlocked, then opened. */
+static inline void *tprof_map_unlocked(size_t len, int flags, int fd)
+{
+	void *m = mmap(NULL, len, PROT_NONE, flags, fd, 0);
+	if (m != MAP_FAILED && (munlock(m, len) != 0 || mprotect(m, len, PROT_READ | PROT_WRITE) != 0)) {
+		int e = errno;
+		munmap(m, len);
+		errno = e;
+		return MAP_FAILED;
+	}
+	return m;
+}
+
 static inline void tprof_futex_wait(_Atomic uint32_t *addr, uint32_t val, long timeout_ns)
 {
 	struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};

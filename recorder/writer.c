@@ -1234,6 +1234,8 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		if (atomic_load(&w->shm->threads[i].inflight))
 			flags |= TPROF_ENDF_INFLIGHT;
 	}
+	if (atomic_load(&w->shm->reserve_failed))
+		flags |= TPROF_ENDF_RESERVE;
 	modules_update(w);
 	stacks_flush(w);
 	uint64_t xb = atomic_load(&w->shm->exit_rss_bytes);

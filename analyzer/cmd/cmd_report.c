@@ -156,6 +156,7 @@ static void declare_summary(void)
 	add_col("exit_status", OUT_U64, "", NULL);
 	add_col("malloc_owner", OUT_STR, "", NULL);
 	add_col("cut_at_byte", OUT_U64, "bytes", NULL);
+	add_col("reserve_failed", OUT_BOOL, "", NULL);
 	add_col("leaks_classified", OUT_BOOL, "", NULL);
 	for (int k = LEAK_KINDS - 1, n = 0; k >= 0; k--, n += 2) {
 		snprintf(summary_names[n], sizeof(summary_names[n]), "%s_bytes", leak_kind_key(k));
@@ -226,6 +227,7 @@ static int print_tables(const struct cmd_opts *o, const struct tprof_trace *t, c
 	put_opt(&w, has_exit_status(t), t->end_value);
 	out_str(&w, in->malloc_owner);
 	put_opt(&w, t->cut, t->cut_at);
+	out_bool(&w, t->ended && (t->end_flags & TPROF_ENDF_RESERVE));
 	out_bool(&w, kd->lc.classified);
 	for (int k = LEAK_KINDS - 1; k >= 0; k--) {
 		put_opt(&w, kd->lc.classified, kd->bytes[k]);
@@ -277,6 +279,9 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 					 ? " (TOTALS BELOW UNDERCOUNT: lossy mode dropped events)"
 					 : " (TOTALS BELOW UNDERCOUNT: events were dropped)")
 			      : "");
+	if (t->ended && (t->end_flags & TPROF_ENDF_RESERVE))
+		printf("  warning        memory for call stacks or a thread's ring was refused (an address space or "
+		       "locked memory limit): fewer distinct stacks, allocations without one, or events lost (counted)\n");
 	if (!s->events && in->malloc_owner[0]) {
 		printf("  warning        no heap call was intercepted: the program's malloc is ");
 		tprof_text_str(stdout, in->malloc_owner, 0);

@@ -129,9 +129,12 @@ int rd_parse_info(struct tprof_trace *t, struct tprof_cursor *c, unsigned versio
 	return 0;
 }
 
-/* The END flags this reader knows; a file with any other bit set is corrupt (a recorder that sets
+/* The END flags each version has; a file with any other bit set is corrupt (a recorder that sets
  * a new one writes a newer version). */
-#define END_FLAGS_KNOWN ((uint64_t)TPROF_ENDF_INFLIGHT)
+static uint64_t end_flags_known(unsigned version)
+{
+	return version >= 6 ? TPROF_ENDF_INFLIGHT | TPROF_ENDF_RESERVE : TPROF_ENDF_INFLIGHT;
+}
 
 /* END: reason, value, next seq, records, lost, stacks, stacks dropped; version 4 adds flags. A
  * reason or flag the version cannot hold is corrupt, said in buf. */
@@ -153,9 +156,9 @@ int rd_parse_end(struct tprof_trace *t, struct tprof_cursor *c, unsigned version
 		*why = buf;
 		return -1;
 	}
-	if (t->end_flags & ~END_FLAGS_KNOWN) {
+	if (t->end_flags & ~end_flags_known(version)) {
 		snprintf(buf, len, "END block with unknown flags 0x%llx",
-			 (unsigned long long)(t->end_flags & ~END_FLAGS_KNOWN));
+			 (unsigned long long)(t->end_flags & ~end_flags_known(version)));
 		*why = buf;
 		return -1;
 	}

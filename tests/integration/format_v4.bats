@@ -177,6 +177,24 @@ EOF
 	[ "$(jget l.json complete)" = false ]
 }
 
+@test "END flag RESERVE (version 6): the report warns and says so in JSON; still complete; corrupt in version 5" {
+	mk t.trace --version 6 --events 5 --end 1,0,2
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json reserve_failed)" = true ]
+	[ "$(jget r.json complete)" = true ]
+	run "$B/tprof" report t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"warning        memory for call stacks or a thread's ring was refused"* ]]
+	mk u.trace --version 6 --events 5 --end 1,0
+	"$B/tprof" report --json u.trace >u.json
+	[ "$(jget u.json reserve_failed)" = false ]
+	mk v.trace --version 5 --events 5 --end 1,0,2
+	off=$(awk '$2 == 7 { print $1 }' v.trace.blocks)
+	run "$B/tprof" report v.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"v.trace: byte $off: corrupt: END block with unknown flags 0x2"* ]]
+}
+
 @test "END flags this reader does not know are corrupt" {
 	for flags in 2 3 0x80 0x100000000; do
 		mk t.trace --end 1,0,$flags

@@ -358,6 +358,36 @@ hi"
 	[ ! -e t.trace ]
 }
 
+@test "limits: mlockall(MCL_FUTURE): tprof's memory is not locked whole; under a locked memory limit the trace has stacks and says what was refused" {
+	bare=$("$B/progs/mlock_all")
+	run traced "$B/progs/mlock_all"
+	[ "$status" -eq 0 ]
+	[ "$output" -le $((bare + 16)) ] # MiB: the stack table alone is 64 MiB
+	"$B/tprof" allocs --json t.trace >a.json
+	[ "$(jget a.json allocations)" -ge 1001 ]
+	[ "$(id -u)" = 0 ] || skip "not root: no setpriv to a user with an 8 MiB locked memory limit"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	chmod 777 "$WORK"
+	rm -f t.trace
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c \
+		'ulimit -l 8192 && exec env TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/mlock_all"' "$B"
+	[ "$status" -eq 0 ]
+	settled t.trace
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json reserve_failed)" = true ]
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json allocations)" -ge 1001 ]
+	run "$B/tprof" report t.trace
+	[[ "$output" == *"warning        memory for call stacks or a thread's ring was refused"* ]]
+	"$B/tprof" allocs --json t.trace >a.json
+	$PY - <<'PY'
+import json
+d = json.load(open("a.json"))
+sites = d["by_allocations"]
+assert d["sites"] >= 2 and all(s["stack"] for s in sites), sites
+PY
+}
+
 @test "signals: every disposition, the blocked and the pending set are the program's own" {
 	pair "$P/inv_signals"
 	expect rc 0
