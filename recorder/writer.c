@@ -1066,9 +1066,10 @@ void tprof_writer_gone(struct tprof_writer *w)
 	w->gone_clock[0] = now_tick(w);
 	w->gone_clock[1] = mono_ns();
 	w->gone_clock[2] = real_ns();
-	int st, said = atomic_load(&w->shm->end_reason);
-	if (said != TPROF_END_EXIT && said != TPROF_END__EXIT && said != TPROF_END_QUICK_EXIT &&
-	    tprof_zombie_status(w->tpid, w->starttime, &st) == 0) {
+	/* read even when the process said how it ends: what it said can be wrong (two threads call
+	 * exit at once and the other one's status wins; a destructor crashes after it said exit) */
+	int st;
+	if (tprof_zombie_status(w->tpid, w->starttime, &st) == 0) {
 		atomic_store(&w->zombie_status, st);
 		atomic_store(&w->zombie_known, 1);
 	}
@@ -1096,7 +1097,9 @@ int tprof_writer_done(const struct tprof_writer *w)
 
 /* How the process ended: what it said itself (exit status, _exit, quick_exit), an exec, or what its
  * zombie tells (/proc/PID/stat, field 52, while its parent has not reaped it): a signal, or an exit
- * status without an exit call (the raw system call). Else it vanished. */
+ * status without an exit call (the raw system call). Else it vanished. The zombie, when read, has
+ * the last word on the status: another thread's exit call may have ended the process first, or a
+ * signal after the process said it was exiting. */
 static void end_of(struct tprof_writer *w, int exec_seen, int *reason, int *value)
 {
 	*value = 0;
@@ -1108,6 +1111,13 @@ static void end_of(struct tprof_writer *w, int exec_seen, int *reason, int *valu
 	if (r == TPROF_END_EXIT || r == TPROF_END__EXIT || r == TPROF_END_QUICK_EXIT) {
 		*reason = r;
 		*value = atomic_load(&w->shm->end_value);
+		int z = atomic_load(&w->zombie_status);
+		if (atomic_load(&w->zombie_known) && WIFSIGNALED(z)) {
+			*reason = TPROF_END_SIGNAL;
+			*value = WTERMSIG(z);
+		} else if (atomic_load(&w->zombie_known) && WIFEXITED(z)) {
+			*value = WEXITSTATUS(z);
+		}
 		return;
 	}
 	if (atomic_load(&w->shm->exec_pending)) {

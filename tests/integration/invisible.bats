@@ -563,6 +563,25 @@ MAIN_TOTALS="allocations 100 frees 60 bytes 300100"
 	[ "$(rj "$t" complete)" = true ]
 }
 
+@test "ends: a destructor dies of SIGSEGV after main returned 0: the trace says the signal, not exit 0" {
+	run "$B/tprof" record -o d.trace -- "$B/progs/dtor_crash"
+	[ "$status" -eq 139 ]
+	"$B/tprof" report --json d.trace >d.json
+	[ "$(jget d.json end)" = "fatal signal" ]
+	[ "$(jget d.json signal)" = 11 ]
+	[ "$(jget d.json complete)" = true ]
+}
+
+@test "ends: four threads call exit(1..4) at once: the status in the trace is the process's own" {
+	for i in 1 2 3 4 5; do
+		rm -f x.trace
+		run "$B/tprof" record -o x.trace -- "$P/exit_race"
+		"$B/tprof" report --json x.trace >x.json
+		[ "$(jget x.json end)" = exit ]
+		[ "$(jget x.json exit_status)" = "$status" ]
+	done
+}
+
 @test "ends: raise(SIGTERM)" {
 	end_case sigterm 143
 	totals_are "$t" "$MAIN_TOTALS"
