@@ -529,8 +529,7 @@ static int send_hello(int sock, int memfd, int tracefd)
 }
 
 /* Waits for the recorder's byte: it has sized the file, taken the process (its credentials, a
- * pidfd) and started the writer; 0 when it said yes. */
-/* The recorder's answer: 0 when it took the process, else what it said (-1 for nothing). */
+ * pidfd) and started the writer. 0 when it said yes, else what it said (-1 for nothing). */
 static int await_answer(int sock)
 {
 	struct timeval tv = {10, 0};
