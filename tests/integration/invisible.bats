@@ -346,12 +346,24 @@ hi"
 	fi
 }
 
+# nobody_kit PROG...: copies libtprof.so, the recorder beside it and PROGs into $WORK/kit (a user
+# without rights may not reach the build tree: a fresh clone under a private temporary directory),
+# opens $WORK to everyone, and prints the kit's path
+nobody_kit() {
+	mkdir -p "$WORK/kit/progs"
+	cp "$B/libtprof.so" "$B/tprof-recorder" "$WORK/kit/"
+	for p in "$@"; do cp "$B/progs/$p" "$WORK/kit/progs/"; done
+	chmod -R a+rX "$WORK/kit"
+	chmod 777 "$WORK"
+	echo "$WORK/kit"
+}
+
 @test "limits: no process left under ulimit -u: the program runs as bare and says the recorder could not start" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	command -v setpriv >/dev/null || skip "no setpriv"
-	chmod 777 "$WORK"
+	kit=$(nobody_kit heap_known)
 	run setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c \
-		'ulimit -u 1 && exec env TPROF_QUIET=0 TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/heap_known"' "$B"
+		'ulimit -u 1 && exec env TPROF_QUIET=0 TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/heap_known"' "$kit"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"heap_known (pid "*"cannot start the recorder: Resource temporarily unavailable (the process limit, ulimit -u?); not tracing"* ]]
 	[[ "$output" == *done* ]]
@@ -367,10 +379,10 @@ hi"
 	[ "$(jget a.json allocations)" -ge 1001 ]
 	[ "$(id -u)" = 0 ] || skip "not root: no setpriv to a user with an 8 MiB locked memory limit"
 	command -v setpriv >/dev/null || skip "no setpriv"
-	chmod 777 "$WORK"
+	kit=$(nobody_kit mlock_all)
 	rm -f t.trace
 	run setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c \
-		'ulimit -l 8192 && exec env TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/mlock_all"' "$B"
+		'ulimit -l 8192 && exec env TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/mlock_all"' "$kit"
 	[ "$status" -eq 0 ]
 	settled t.trace
 	"$B/tprof" report --json t.trace >r.json
