@@ -161,10 +161,10 @@ static int scope_cb(struct dl_phdr_info *info, size_t size, void *arg)
 /* dlsym finds the first unversioned (or default-version) definition, dlvsym the first of that exact
  * version, which is all libc_malloc_debug defines; the program's reference takes whichever comes
  * first, in the order of the loaded objects. */
-void *tprof_program_symbol(const char *name)
+void *tprof_program_symbol(const char *name, void *next)
 {
 	void *u = dlsym(RTLD_DEFAULT, name), *v = dlvsym(RTLD_DEFAULT, name, "GLIBC_2.2.5");
-	if (!u || !v || u == v)
+	if (!u || !v || u == v || v == next) /* the usual: v is the C library's, after us */
 		return u ? u : v;
 	Dl_info a, b;
 	if (!dladdr(u, &a) || !dladdr(v, &b))
@@ -211,9 +211,8 @@ void tprof_init(void)
 	RESOLVE(execvpe, "execvpe");
 	RESOLVE(fexecve, "fexecve");
 	RESOLVE(dlclose, "dlclose");
-	void *pub = tprof_program_symbol("realloc");
-	Dl_info theirs, mine;
-	if (pub && dladdr(pub, &theirs) && dladdr((void *)&tprof_init, &mine) && theirs.dli_fbase != mine.dli_fbase)
+	void *pub = tprof_program_symbol("realloc", (void *)tprof_real.realloc);
+	if (pub && pub != (void *)tprof_own_realloc && pub != (void *)tprof_real.realloc)
 		tprof_real.realloc_foreign = (__typeof__(tprof_real.realloc_foreign))pub;
 	if (!tprof_real.malloc || !tprof_real.free || !tprof_real.calloc || !tprof_real.realloc) {
 		static const char msg[] = "tprof: cannot find the C library's allocator; aborting\n";

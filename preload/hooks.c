@@ -291,6 +291,11 @@ LIBC_ALIAS(__libc_memalign, memalign);
 LIBC_ALIAS(__libc_valloc, valloc);
 LIBC_ALIAS(__libc_pvalloc, pvalloc);
 
+/* This library's own malloc and realloc, by an address no other definition can take the place of
+ * (a reference to malloc itself goes through the global scope) */
+extern __typeof(malloc) tprof_own_malloc COPY_ATTRS(malloc) __attribute__((alias("malloc"), visibility("hidden")));
+extern __typeof(realloc) tprof_own_realloc COPY_ATTRS(realloc) __attribute__((alias("realloc"), visibility("hidden")));
+
 /* ---- dlopen, dlclose: the module table follows what is loaded ---- */
 
 /* dlopen and dlmopen find the caller's library by their return address (its RUNPATH, $ORIGIN and

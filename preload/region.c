@@ -566,10 +566,10 @@ void tprof_malloc_owner(char *out, size_t cap)
 	static char owner[sizeof(((struct tprof_shm *)0)->malloc_owner)];
 	static int known;
 	if (!known) {
-		void *seen = tprof_program_symbol("malloc");
-		Dl_info mine, theirs;
-		if (seen && dladdr((void *)&tprof_region_start, &mine) && dladdr(seen, &theirs) &&
-		    theirs.dli_fbase != mine.dli_fbase) {
+		tprof_init();
+		void *seen = tprof_program_symbol("malloc", (void *)tprof_real.malloc);
+		Dl_info theirs;
+		if (seen && seen != (void *)tprof_own_malloc && dladdr(seen, &theirs)) {
 			const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname
 										   : program_invocation_name;
 			size_t n = strnlen(name, sizeof(owner) - 1);
