@@ -76,7 +76,7 @@ for threads in 1 2; do
 		done
 		what=$([ "$depth" = 0 ] && echo "stacks off" || echo "stacks on")
 		line="$line $what: program +$(awk -v a="$prog" -v b="$bare" -v n="$PAIRS" 'BEGIN{printf "%.1f", (a-b)*1000/n}') ns,"
-		line="$line recorder $(awk -v a="$rec" -v n="$PAIRS" 'BEGIN{printf "%.1f", a*1000/n}') ns;"
+		line="$line recorder $(awk -v a="$rec" -v n="$PAIRS" 'BEGIN{ if (a == 999999999) printf "n/a (no CPU line)"; else printf "%.1f ns", a*1000/n}');"
 	done
 	echo "${line%;}"
 done

@@ -121,12 +121,14 @@ static int finishing_writers(void)
 	return n;
 }
 
-/* Lets stderr go once the root process is gone and its trace is written: stderr may be a pipe that
- * someone reads to its end (a shell's command substitution), which must not wait for processes the
- * root left behind. */
+/* Lets stderr go once the root process is gone and its trace is written, and so are the traces of
+ * every process that ended before it (each says where its trace went: a child's writer may finish
+ * after its parent's): stderr may be a pipe that someone reads to its end (a shell's command
+ * substitution), which must not wait for processes the root left behind. */
 static void check_root(void)
 {
-	if (atomic_load(&stderr_dropped) || !root_gone || !drop_stderr || writers_of(root_pid) != 0)
+	if (atomic_load(&stderr_dropped) || !root_gone || !drop_stderr || writers_of(root_pid) != 0 ||
+	    finishing_writers() != 0)
 		return;
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (devnull >= 0) {
