@@ -161,7 +161,7 @@ static int scope_cb(struct dl_phdr_info *info, size_t size, void *arg)
 /* dlsym finds the first unversioned (or default-version) definition, dlvsym the first of that exact
  * version, which is all libc_malloc_debug defines; the program's reference takes whichever comes
  * first, in the order of the loaded objects. */
-void *tprof_program_symbol(const char *name, void *next)
+static void *program_symbol(const char *name, void *next)
 {
 	void *u = dlsym(RTLD_DEFAULT, name), *v = dlvsym(RTLD_DEFAULT, name, "GLIBC_2.2.5");
 	if (!u || !v || u == v || v == next) /* the usual: v is the C library's, after us */
@@ -174,6 +174,12 @@ void *tprof_program_symbol(const char *name, void *next)
 	/* dli_fbase is an object's load address, dlpi_addr its bias: the same but for an executable
 	 * that is not position-independent (bias 0), which is unmatched and first anyway */
 	return (p.at[1] < 0 ? 0 : p.at[1]) < (p.at[0] < 0 ? 0 : p.at[0]) ? v : u;
+}
+
+void *tprof_foreign_symbol(const char *name, void *own, void *next)
+{
+	void *d = program_symbol(name, next);
+	return d && d != own && d != next ? d : NULL;
 }
 
 #define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))dlsym(RTLD_NEXT, name)
@@ -211,9 +217,8 @@ void tprof_init(void)
 	RESOLVE(execvpe, "execvpe");
 	RESOLVE(fexecve, "fexecve");
 	RESOLVE(dlclose, "dlclose");
-	void *pub = tprof_program_symbol("realloc", (void *)tprof_real.realloc);
-	if (pub && pub != (void *)tprof_own_realloc && pub != (void *)tprof_real.realloc)
-		tprof_real.realloc_foreign = (__typeof__(tprof_real.realloc_foreign))pub;
+	tprof_real.realloc_foreign = (__typeof__(tprof_real.realloc_foreign))tprof_foreign_symbol(
+		"realloc", (void *)tprof_own_realloc, (void *)tprof_real.realloc);
 	if (!tprof_real.malloc || !tprof_real.free || !tprof_real.calloc || !tprof_real.realloc) {
 		static const char msg[] = "tprof: cannot find the C library's allocator; aborting\n";
 		ssize_t w = write(2, msg, sizeof(msg) - 1);
@@ -633,10 +638,8 @@ int tprof_start_recording(void)
 		int ok = tprof_region_start(forked) == 0;
 		if (ok && forked)
 			tprof_stacks_reset();
-		else if (ok && tprof_stacks_init(tprof_cfg.depth) != 0) {
-			tprof_cfg.depth = 0;
-			atomic_store(&tprof_shm->reserve_failed, 1); /* said in the trace's END */
-		}
+		else if (ok && tprof_stacks_init(tprof_cfg.depth) != 0)
+			tprof_cfg.depth = 0; /* the refused memory is noted there, said in the trace's END */
 		if (ok && !handlers_set) {
 			if (pthread_key_create(&exit_key, on_thread_exit) == 0)
 				atomic_store_explicit(&exit_key_ok, 1, memory_order_release);

@@ -119,9 +119,10 @@ extern struct tprof_shm *tprof_shm; /* the shared memory; NULL while not recordi
 /* core.c */
 void tprof_init(void);                 /* resolves the real functions; idempotent, thread-safe */
 /* The definition of a malloc-family function that the program's own references reach (they ask
- * for the GLIBC_2.2.5 version): the first object of the global scope that defines it unversioned,
- * or with that version. next: the definition after libtprof.so (dlsym RTLD_NEXT). */
-void *tprof_program_symbol(const char *name, void *next);
+ * for the GLIBC_2.2.5 version: the first object of the global scope that defines it unversioned,
+ * or with that version) when it is another allocator's, else NULL. own: ours; next: the one after
+ * libtprof.so (dlsym RTLD_NEXT). */
+void *tprof_foreign_symbol(const char *name, void *own, void *next);
 void *tprof_own_malloc(size_t);          /* hooks.c: our own, whatever the global scope says */
 void *tprof_own_realloc(void *, size_t);
 void *tprof_boot_alloc(size_t size, size_t align); /* static pool used while tprof_init runs */

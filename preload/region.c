@@ -567,9 +567,9 @@ void tprof_malloc_owner(char *out, size_t cap)
 	static int known;
 	if (!known) {
 		tprof_init();
-		void *seen = tprof_program_symbol("malloc", (void *)tprof_real.malloc);
+		void *seen = tprof_foreign_symbol("malloc", (void *)tprof_own_malloc, (void *)tprof_real.malloc);
 		Dl_info theirs;
-		if (seen && seen != (void *)tprof_own_malloc && dladdr(seen, &theirs)) {
+		if (seen && dladdr(seen, &theirs)) {
 			const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname
 										   : program_invocation_name;
 			size_t n = strnlen(name, sizeof(owner) - 1);

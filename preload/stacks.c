@@ -294,21 +294,21 @@ int tprof_stacks_init(unsigned depth)
 	 * that refuses it (address space, or locked memory with MCL_FUTURE), the largest levels go
 	 * one by one: fewer distinct stacks, the others counted as allocations without a stack;
 	 * the trace's END says that memory was refused. */
-	void *m = MAP_FAILED;
-	size_t bytes = 0;
-	for (nlevels = LEVELS; nlevels >= 2 && m == MAP_FAILED; nlevels--) {
+	void *m;
+	size_t bytes;
+	for (nlevels = LEVELS;; nlevels--) {
 		bytes = 0;
 		for (uint32_t k = 0; k < nlevels; k++)
 			bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
 		m = tprof_map_unlocked(bytes, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
-		if (m == MAP_FAILED)
-			atomic_store(&tprof_shm->reserve_failed, 1);
+		if (m != MAP_FAILED)
+			break;
+		atomic_store(&tprof_shm->reserve_failed, 1);
+		if (nlevels == 2) {
+			max_depth = 0;
+			return -1;
+		}
 	}
-	if (m == MAP_FAILED) {
-		max_depth = 0;
-		return -1;
-	}
-	nlevels++; /* the loop went one past */
 	table = m;
 	table_bytes = bytes;
 	struct slot *at = m;

@@ -35,8 +35,6 @@ static inline void tprof_populate(void *p, size_t len)
 	errno = saved;
 }
 
-/* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check.
- * Shared futexes: the word may sit in memory mapped by the traced process and its recorder. */
 /* mmap read-write, but never faulted in and locked whole: under mlockall(MCL_FUTURE) a new readable
  * mapping is, and one without access is not; it is mapped so, unlocked, then opened. */
 static inline void *tprof_map_unlocked(size_t len, int flags, int fd)
@@ -51,6 +49,8 @@ static inline void *tprof_map_unlocked(size_t len, int flags, int fd)
 	return m;
 }
 
+/* Sleeps while *addr == val, at most timeout_ns. Spurious returns are allowed; callers re-check.
+ * Shared futexes: the word may sit in memory mapped by the traced process and its recorder. */
 static inline void tprof_futex_wait(_Atomic uint32_t *addr, uint32_t val, long timeout_ns)
 {
 	struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};

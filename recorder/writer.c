@@ -1107,37 +1107,26 @@ static void end_of(struct tprof_writer *w, int exec_seen, int *reason, int *valu
 		*reason = TPROF_END_EXEC;
 		return;
 	}
+	int status = atomic_load(&w->zombie_status);
+	int known = atomic_load(&w->zombie_known) || tprof_zombie_status(w->tpid, w->starttime, &status) == 0;
 	int r = atomic_load(&w->shm->end_reason);
-	if (r == TPROF_END_EXIT || r == TPROF_END__EXIT || r == TPROF_END_QUICK_EXIT) {
-		*reason = r;
-		*value = atomic_load(&w->shm->end_value);
-		int z = atomic_load(&w->zombie_status);
-		if (atomic_load(&w->zombie_known) && WIFSIGNALED(z)) {
-			*reason = TPROF_END_SIGNAL;
-			*value = WTERMSIG(z);
-		} else if (atomic_load(&w->zombie_known) && WIFEXITED(z)) {
-			*value = WEXITSTATUS(z);
-		}
-		return;
-	}
-	if (atomic_load(&w->shm->exec_pending)) {
+	int noted = r == TPROF_END_EXIT || r == TPROF_END__EXIT || r == TPROF_END_QUICK_EXIT;
+	if (!noted && atomic_load(&w->shm->exec_pending)) {
 		*reason = TPROF_END_EXEC;
 		return;
 	}
-	int status = atomic_load(&w->zombie_status);
-	if (atomic_load(&w->zombie_known) || tprof_zombie_status(w->tpid, w->starttime, &status) == 0) {
-		if (WIFSIGNALED(status)) {
-			*reason = TPROF_END_SIGNAL;
-			*value = WTERMSIG(status);
-			return;
-		}
-		if (WIFEXITED(status)) {
-			*reason = TPROF_END__EXIT;
-			*value = WEXITSTATUS(status);
-			return;
-		}
+	if (known && WIFSIGNALED(status)) {
+		*reason = TPROF_END_SIGNAL;
+		*value = WTERMSIG(status);
+	} else if (noted) {
+		*reason = r;
+		*value = known && WIFEXITED(status) ? WEXITSTATUS(status) : atomic_load(&w->shm->end_value);
+	} else if (known && WIFEXITED(status)) {
+		*reason = TPROF_END__EXIT;
+		*value = WEXITSTATUS(status);
+	} else {
+		*reason = TPROF_END_VANISHED;
 	}
-	*reason = TPROF_END_VANISHED;
 }
 
 /* The reachability scan the process asked for on its way out (preload/scan.c): every event up to
