@@ -12,7 +12,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 6           /* readers reject newer files */
+#define TPROF_VERSION 7           /* readers reject newer files */
 #define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
@@ -182,6 +182,9 @@ enum tprof_end_reason {
 				  * one call may be missing, so the trace is not complete */
 #define TPROF_ENDF_RESERVE 0x2u  /* version 6: memory for call stacks or a thread's ring could not
 				  * be reserved (an address space or locked memory limit) */
+#define TPROF_ENDF_SECCOMP 0x4u  /* version 7: the process installed a seccomp filter, after which
+				  * tprof made no call it might forbid: no scan at the end, no resident
+				  * size at the end, stacks walked only over pages checked before */
 
 static inline const char *tprof_event_name(unsigned kind)
 {

@@ -36,6 +36,7 @@ struct tprof_config tprof_cfg = {
 };
 _Atomic int tprof_ready;
 _Atomic int tprof_recording;
+_Atomic int tprof_sandboxed;
 int tprof_clock_is_tsc;
 /* The process-private side of each shared slot: its ring's address here. */
 static struct tprof_thread threads[TPROF_SHM_THREADS];
@@ -97,6 +98,7 @@ static void read_config(void)
 	tprof_cfg.freeres = env_flag("TPROF_FREERES", 1);
 	tprof_cfg.leakscan = env_flag("TPROF_LEAKSCAN", 1);
 	tprof_cfg.verify_stacks = env_flag("TPROF_VERIFY_STACKS", 0);
+	tprof_cfg.trust_seccomp = env_flag("TPROF_SECCOMP", 0);
 	tprof_cfg.output = getenv("TPROF_OUTPUT");
 	const char *ts = getenv("TPROF_TIMESTAMPS");
 	if (ts && strcmp(ts, "all") == 0)
@@ -211,6 +213,7 @@ void tprof_init(void)
 	RESOLVE(read, "read");
 	RESOLVE(write, "write");
 	RESOLVE(syscall, "syscall");
+	RESOLVE(prctl, "prctl");
 	RESOLVE(execve, "execve");
 	RESOLVE(execv, "execv");
 	RESOLVE(execvp, "execvp");
@@ -251,7 +254,7 @@ static void on_thread_exit(void *arg)
 		return;
 	int saved = errno;
 	char name[16] = {0}; /* PR_GET_NAME: at most 16 bytes, the terminating NUL included */
-	if (prctl(PR_GET_NAME, name) == 0) {
+	if (!atomic_load(&tprof_sandboxed) && prctl(PR_GET_NAME, name) == 0) {
 		memcpy(t->slot->exit_name, name, sizeof(name));
 		atomic_store_explicit(&t->slot->exit_named, 1, memory_order_release);
 	}
@@ -377,8 +380,8 @@ again:
 		tprof_unwind_new_thread();
 	}
 	/* its name now, for the recorder, which may first look when the thread is gone */
-	if (prctl(PR_GET_NAME, slot->start_name) != 0)
-		slot->start_name[0] = 0;
+	if (atomic_load(&tprof_sandboxed) || prctl(PR_GET_NAME, slot->start_name) != 0)
+		slot->start_name[0] = 0; /* the recorder reads the name, while the thread lives */
 	atomic_store_explicit(&slot->inflight, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->exit_named, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->state, TPROF_SLOT_ACTIVE, memory_order_release);
@@ -498,7 +501,7 @@ void tprof_writer_kick(void)
 uint64_t tprof_rss_now(void)
 {
 	char buf[128];
-	if (tprof_proc_read("/proc/self/statm", buf, sizeof(buf)) <= 0)
+	if (atomic_load(&tprof_sandboxed) || tprof_proc_read("/proc/self/statm", buf, sizeof(buf)) <= 0)
 		return 0;
 	const char *p = strchr(buf, ' ');
 	return p ? strtoull(p + 1, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
@@ -556,7 +559,7 @@ static void on_exit_status(int status, void *arg)
 static void run_freeres(void)
 {
 	char leader;
-	if (!tprof_cfg.freeres || !tprof_shm || tprof_proc_threads(&leader) != 1)
+	if (!tprof_cfg.freeres || !tprof_shm || atomic_load(&tprof_sandboxed) || tprof_proc_threads(&leader) != 1)
 		return;
 	tprof_tls.guard++;
 	void (*cxx_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
@@ -584,6 +587,26 @@ static void last_quick_exit_handler(void)
 	tprof_scan_at_end(TPROF_END_QUICK_EXIT);
 }
 
+/* An image exec'd under a seccomp filter it inherited: /proc/self/status says so (Seccomp: 1 for
+ * strict mode, 2 for a filter). A filter that an unprivileged process installed (with
+ * no-new-privileges set, as it must be) sandboxes a program that knows every call it makes, and may
+ * kill it at any other; one installed with privilege and without that flag is a container
+ * runtime's, made to run any program, and fails the calls it forbids instead. */
+void tprof_sandbox_inherited(void)
+{
+	if (tprof_cfg.trust_seccomp)
+		return;
+	static char buf[4096]; /* registration is one thread's at a time */
+	ssize_t n = tprof_proc_read("/proc/self/status", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	const char *m = strstr(buf, "\nSeccomp:\t"), *p = strstr(buf, "\nNoNewPrivs:\t");
+	int mode = m ? m[10] - '0' : 0, nnp = p ? p[13] - '0' : 0;
+	if (mode == 1 || (mode == 2 && nnp == 1))
+		atomic_store(&tprof_sandboxed, 1);
+}
+
 /* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
 static _Atomic int reg_state;
 static int forked; /* this image is a fork child: its parent's memory is still mapped */
@@ -591,7 +614,8 @@ static int handlers_set; /* on_exit and the thread key: inherited by fork childr
 
 static void before_fork(void)
 {
-	if (atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard) {
+	if (atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard &&
+	    !atomic_load(&tprof_sandboxed)) {
 		tprof_tls.guard++;
 		tprof_recorder_ensure();
 		tprof_region_learn_self();

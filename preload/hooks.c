@@ -1,7 +1,8 @@
 /* The functions libtprof.so exports and the traced program calls instead of the C library's: the
  * malloc family, the ways out (_exit, _Exit, quick_exit; exit is seen through on_exit), the exec
- * family, dlopen/dlclose (the module table), and pipe2, read, write and syscall, which answer libunwind's
- * memory validation without a pipe and pass every other call through. Each heap hook is thin:
+ * family, dlopen/dlclose (the module table), pipe2, read, write and syscall, which answer libunwind's
+ * memory validation without a pipe and pass every other call through, and prctl and syscall again,
+ * which notice a seccomp filter the program installs. Each heap hook is thin:
  * forward to the real function, record one event through preload.h, leave errno as the real
  * function left it. Nested calls: tprof's own pass straight through (the guard), a signal
  * handler's are recorded, or deferred while the stack capture or ring write runs (see enter()). */
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -454,19 +457,56 @@ TPROF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 	return (ssize_t)syscall(SYS_write, (long)fd, buf, n);
 }
 
-TPROF_EXPORT long syscall(long nr, ...)
+/* ---- seccomp ----
+ * A filter the program installs may end it at any call it does not make itself: tprof takes it for
+ * one (tprof_sandboxed) before the call, since with TSYNC it holds in every thread as the call
+ * returns, and forgets it again when the call failed. */
+static int sandbox_enter(void)
+{
+	int was = atomic_load(&tprof_sandboxed);
+	struct tprof_shm *shm = tprof_shm;
+	if (tprof_cfg.trust_seccomp || (shm && shm->pid != (int32_t)syscall(SYS_getpid)))
+		return was; /* trusted; or a vfork child, in its parent's memory: its exec looks again */
+	atomic_store(&tprof_sandboxed, 1);
+	if (shm)
+		atomic_store(&shm->sandboxed, 1); /* said in the trace's END */
+	return was;
+}
+
+static long sandbox_leave(long rc, int was)
+{
+	if (rc != 0) {
+		int e = errno;
+		struct tprof_shm *shm = tprof_shm;
+		atomic_store(&tprof_sandboxed, was);
+		if (shm)
+			atomic_store(&shm->sandboxed, (uint32_t)was);
+		errno = e;
+	}
+	return rc;
+}
+
+static int installs_filter(long nr, long a1)
+{
+	return (nr == SYS_seccomp && (a1 == SECCOMP_SET_MODE_STRICT || a1 == SECCOMP_SET_MODE_FILTER)) ||
+	       (nr == SYS_prctl && a1 == PR_SET_SECCOMP);
+}
+
+TPROF_EXPORT int prctl(int option, ...)
 {
 	va_list ap;
-	va_start(ap, nr);
-	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_start(ap, option);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
-	if (unlikely(nr == SYS_write && (int)a1 == TPROF_FAKE_PIPE_W)) { /* an int, passed in a long */
-		if (tprof_readable((const void *)a2))
-			return 1;
-		errno = EFAULT;
-		return -1;
-	}
+	int was = option == PR_SET_SECCOMP ? sandbox_enter() : -1;
+	int rc = likely(tprof_real.prctl != NULL) ? tprof_real.prctl(option, a2, a3, a4, a5)
+						    : (int)syscall(SYS_prctl, (long)option, a2, a3, a4, a5);
+	return was >= 0 ? (int)sandbox_leave(rc, was) : rc;
+}
+
+static long pass_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
 	if (unlikely(!tprof_real.syscall)) {
 		long r;
 		register long r10 __asm__("r10") = a4, r8 __asm__("r8") = a5, r9 __asm__("r9") = a6;
@@ -481,6 +521,26 @@ TPROF_EXPORT long syscall(long nr, ...)
 		return r;
 	}
 	return tprof_real.syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+
+TPROF_EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	if (unlikely(nr == SYS_write && (int)a1 == TPROF_FAKE_PIPE_W)) { /* an int, passed in a long */
+		if (tprof_readable((const void *)a2))
+			return 1;
+		errno = EFAULT;
+		return -1;
+	}
+	if (unlikely(installs_filter(nr, a1))) {
+		int was = sandbox_enter();
+		return sandbox_leave(pass_syscall(nr, a1, a2, a3, a4, a5, a6), was);
+	}
+	return pass_syscall(nr, a1, a2, a3, a4, a5, a6);
 }
 
 /* The variadic forms gather their arguments on the stack (no allocation), as the C library does. */

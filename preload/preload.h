@@ -57,6 +57,7 @@ struct tprof_real {
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*write)(int, const void *, size_t);
 	long (*syscall)(long, ...);
+	int (*prctl)(int, ...);
 };
 
 /* A thread's process-private view of its slot in the shared memory. */
@@ -108,6 +109,7 @@ struct tprof_config {
 	int compress;          /* TPROF_COMPRESS (default 1): zstd-compress event blocks */
 	uint32_t rss_interval_ms; /* TPROF_RSS_INTERVAL_MS (default 10): RSS sampling period, 0 = off */
 	int verify_stacks;     /* TPROF_VERIFY_STACKS=1: check every capture against a full libunwind unwind */
+	int trust_seccomp;     /* TPROF_SECCOMP=1: trace under any seccomp filter (tprof_sandboxed) */
 };
 
 extern struct tprof_real tprof_real;
@@ -115,6 +117,13 @@ extern struct tprof_config tprof_cfg;
 extern _Atomic int tprof_ready;     /* real functions resolved */
 extern _Atomic int tprof_recording; /* hooks record events (a recorder took this process) */
 extern struct tprof_shm *tprof_shm; /* the shared memory; NULL while not recording */
+/* A seccomp filter that may kill the process at a system call the program does not make itself is in
+ * force (the program installed one, or an image inherited one with no-new-privileges set): from then
+ * on tprof makes none but the calls any program that allocates must be allowed (mmap, mremap,
+ * munmap, futex, getpid, gettid, write to stderr): no registration, no scan at the end, no /proc
+ * read, and the stack walk reads no page it has not checked before. */
+extern _Atomic int tprof_sandboxed;
+#define TPROF_SYS_SANDBOXED atomic_load_explicit(&tprof_sandboxed, memory_order_relaxed)
 
 /* core.c */
 void tprof_init(void);                 /* resolves the real functions; idempotent, thread-safe */
@@ -140,6 +149,7 @@ static inline int tprof_ring_room(struct tprof_thread *t, uint32_t n)
 }
 /* Exit and exec hooks: say how this process ends, unless the caller is a vfork child (which shares
  * the parent's memory and must never speak for it). */
+void tprof_sandbox_inherited(void); /* sets tprof_sandboxed for an image exec'd under a filter */
 void tprof_note_end(int reason, int value);
 void tprof_note_exec(int pending);
 uint64_t tprof_rss_now(void);

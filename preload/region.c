@@ -747,6 +747,15 @@ out:
 int tprof_region_start(int child)
 {
 	int saved = errno;
+	if (!child)
+		tprof_sandbox_inherited();
+	if (atomic_load(&tprof_sandboxed)) {
+		if (!tprof_cfg.quiet) /* no fault: said as the line at exit is */
+			say("a seccomp filter is in force, which may end the process at a call tprof makes", "",
+			    "; not tracing (TPROF_SECCOMP=1 traces anyway)");
+		errno = saved;
+		return -1;
+	}
 	pid_t pid = getpid();
 	struct nofile_guard g = {.raised = 0};
 	emfile_seen = 0;

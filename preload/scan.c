@@ -62,7 +62,7 @@ static inline uint64_t stack_pointer(void)
 static int scan_wanted(void)
 {
 	struct tprof_shm *shm = tprof_shm;
-	return shm && shm->leakscan && atomic_load(&tprof_recording) &&
+	return shm && shm->leakscan && atomic_load(&tprof_recording) && !atomic_load(&tprof_sandboxed) &&
 	       shm->pid == (int32_t)syscall(SYS_getpid) && !atomic_load(&shm->recorder_gone);
 }
 

@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 4
+#define TPROF_SHM_VERSION 5
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 #define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
@@ -107,6 +107,7 @@ struct tprof_shm {
 	_Atomic uint64_t used;
 	_Atomic uint32_t alloc_busy;
 	_Atomic uint32_t reserve_failed; /* a piece could not be mapped (address space limit) */
+	_Atomic uint32_t sandboxed;      /* the process installed a seccomp filter (tprof_sandboxed) */
 
 	_Alignas(64) _Atomic uint64_t seq; /* global event order */
 	_Alignas(64) _Atomic uint32_t epoch; /* advanced by the recorder on every pass */

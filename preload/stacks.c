@@ -202,6 +202,8 @@ int tprof_readable(const void *addr)
 {
 	char c;
 	struct iovec local = {&c, 1}, remote = {(void *)addr, 1};
+	if (atomic_load_explicit(&tprof_sandboxed, memory_order_relaxed))
+		return 0;
 	/* this thread's id, not the process's: a main thread that called pthread_exit is a zombie
 	 * without memory, and the call would fail for every thread */
 	return syscall(SYS_process_vm_readv, (long)tprof_gettid(), &local, 1L, &remote, 1L, 0L) == 1;

@@ -103,6 +103,8 @@ static int page_readable(uint64_t page)
 {
 	char b;
 	struct iovec local = {&b, 1}, remote = {(void *)(uintptr_t)(page << 12), 1};
+	if (atomic_load_explicit(&tprof_sandboxed, memory_order_relaxed))
+		return 0; /* the walk ends here: its stack is marked cut */
 	int saved = errno;
 	long r = syscall(SYS_process_vm_readv, (long)tprof_gettid(), &local, 1L, &remote, 1L, 0L);
 	errno = saved;

@@ -1235,6 +1235,8 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 	}
 	if (atomic_load(&w->shm->reserve_failed))
 		flags |= TPROF_ENDF_RESERVE;
+	if (atomic_load(&w->shm->sandboxed))
+		flags |= TPROF_ENDF_SECCOMP;
 	modules_update(w);
 	stacks_flush(w);
 	uint64_t xb = atomic_load(&w->shm->exit_rss_bytes);

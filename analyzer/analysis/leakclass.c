@@ -12,6 +12,8 @@ static const char *end_words(const struct tprof_trace *t)
 {
 	if (!t->ended)
 		return "the trace is incomplete (the process was killed, or the file was cut short)";
+	if (t->end_flags & TPROF_ENDF_SECCOMP)
+		return "the process installed a seccomp filter, which might have ended it at the scan's calls";
 	switch (t->end_reason) {
 	case TPROF_END_SIGNAL:
 		return "the process was killed by a signal, after which nothing of it runs";

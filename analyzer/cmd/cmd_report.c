@@ -157,6 +157,7 @@ static void declare_summary(void)
 	add_col("malloc_owner", OUT_STR, "", NULL);
 	add_col("cut_at_byte", OUT_U64, "bytes", NULL);
 	add_col("reserve_failed", OUT_BOOL, "", NULL);
+	add_col("seccomp", OUT_BOOL, "", NULL);
 	add_col("leaks_classified", OUT_BOOL, "", NULL);
 	for (int k = LEAK_KINDS - 1, n = 0; k >= 0; k--, n += 2) {
 		snprintf(summary_names[n], sizeof(summary_names[n]), "%s_bytes", leak_kind_key(k));
@@ -228,6 +229,7 @@ static int print_tables(const struct cmd_opts *o, const struct tprof_trace *t, c
 	out_str(&w, in->malloc_owner);
 	put_opt(&w, t->cut, t->cut_at);
 	out_bool(&w, t->ended && (t->end_flags & TPROF_ENDF_RESERVE));
+	out_bool(&w, t->ended && (t->end_flags & TPROF_ENDF_SECCOMP));
 	out_bool(&w, kd->lc.classified);
 	for (int k = LEAK_KINDS - 1; k >= 0; k--) {
 		put_opt(&w, kd->lc.classified, kd->bytes[k]);
@@ -282,6 +284,10 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	if (t->ended && (t->end_flags & TPROF_ENDF_RESERVE))
 		printf("  warning        memory for call stacks or a thread's ring was refused (an address space or "
 		       "locked memory limit): fewer distinct stacks, allocations without one, or events lost (counted)\n");
+	if (t->ended && (t->end_flags & TPROF_ENDF_SECCOMP))
+		printf("  note           the process installed a seccomp filter: from then on tprof made no call "
+		       "it might forbid (no scan of leaks, no resident size at the end; stacks that reach "
+		       "unchecked stack pages are cut), and its fork children were not traced\n");
 	if (!s->events && in->malloc_owner[0]) {
 		printf("  warning        no heap call was intercepted: the program's malloc is ");
 		tprof_text_str(stdout, in->malloc_owner, 0);

@@ -198,7 +198,7 @@ PY
 	printf '\x01\x00' | dd of=v1.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	run "$B/tprof" report v1.trace
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 6)"* ]]
+	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 7)"* ]]
 	TPROF_LEAKSCAN=0 TPROF_RSS_INTERVAL_MS=0 TPROF_OUTPUT=plain.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
 	settled plain.trace
 	printf '\x02\x00' | dd of=plain.trace bs=1 seek=8 conv=notrunc 2>/dev/null

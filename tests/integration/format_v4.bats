@@ -195,6 +195,27 @@ EOF
 	[[ "$output" == *"v.trace: byte $off: corrupt: END block with unknown flags 0x2"* ]]
 }
 
+@test "END flag SECCOMP (version 7): the report notes it, says why leaks are not classified, JSON and CSV say so; corrupt in version 6" {
+	mk t.trace --version 7 --events 5 --end 1,0,4
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json seccomp)" = true ]
+	[ "$(jget r.json reserve_failed)" = false ]
+	[ "$(jget r.json complete)" = true ]
+	"$B/tprof" report --csv t.trace >r.csv
+	[ "$(csv_col r.csv seccomp)" = true ]
+	run "$B/tprof" report t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"note           the process installed a seccomp filter"* ]]
+	mk u.trace --version 7 --events 5 --end 1,0
+	"$B/tprof" report --json u.trace >u.json
+	[ "$(jget u.json seccomp)" = false ]
+	mk v.trace --version 6 --events 5 --end 1,0,4
+	off=$(awk '$2 == 7 { print $1 }' v.trace.blocks)
+	run "$B/tprof" report v.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"v.trace: byte $off: corrupt: END block with unknown flags 0x4"* ]]
+}
+
 @test "END flags this reader does not know are corrupt" {
 	for flags in 2 3 0x80 0x100000000; do
 		mk t.trace --end 1,0,$flags

@@ -469,6 +469,65 @@ tasks after mallocs: 1"
 	same
 }
 
+@test "seccomp: a program that sandboxes itself (kill at any call but a short list) runs as bare; the trace says so" {
+	pair "$P/inv_seccomp" strict
+	expect rc 0
+	expect out "child allocated yes
+strict: child exit 4"
+	same
+	settle
+	# the parent alone is traced: its fork child was made under the filter
+	[ "$(ls tr | wc -l)" = 1 ]
+	"$B/tprof" report --json tr/* >r.json
+	[ "$(jget r.json allocations)" = 1201 ]
+	[ "$(jget r.json frees)" = 1200 ]
+	[ "$(jget r.json leaked_bytes)" = 4000 ]
+	[ "$(jget r.json seccomp)" = true ]
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json leaks_classified)" = false ]
+	"$B/tprof" report tr/* >r.txt
+	grep -q "not classified: the process installed a seccomp filter" r.txt
+}
+
+@test "seccomp: a fork child and an exec'd program under a filter that kills at tprof's calls run as bare, untraced, and say why" {
+	pair "$P/inv_seccomp" deny /bin/ls /nonexistent-dir
+	expect rc 0
+	expect out "deny: child exit 5
+deny: exec'd exit 2"
+	same
+	settle
+	[ "$(ls tr | wc -l)" = 1 ]
+	"$B/tprof" report --json tr/* >r.json
+	[ "$(jget r.json seccomp)" = true ]
+	# not quiet: the two untraced processes each say why
+	rm -f tr/*
+	run env -u TPROF_QUIET TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so" "$P/inv_seccomp" deny /bin/ls /nonexistent-dir
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "$output" | grep -c 'a seccomp filter is in force.*; not tracing')" = 2 ]
+	[[ "$output" == *"ls (pid "*"): a seccomp filter is in force"* ]]
+}
+
+@test "seccomp: a program exec'd under a filter installed with privilege and without no-new-privileges (a container runtime's) is traced" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	pair "$P/inv_seccomp" permit /bin/ls /nonexistent-dir
+	expect rc 2
+	same
+	reports
+	t=$(the_trace program ls)
+	[ "$(rj "$t" end)" = exit ]
+	[ "$(rj "$t" seccomp)" = false ]
+	[ "$(rj "$t" allocations)" -ge 10 ]
+}
+
+@test "seccomp: man, whose children sandbox themselves, prints a page as bare; every trace reads" {
+	command -v man >/dev/null && man -w ls >/dev/null 2>&1 || skip "no man or no page"
+	pair man -P cat ls
+	expect rc 0
+	same
+	reports
+	[ -n "$(traces_where seccomp true)" ]
+}
+
 @test "threads: a thread on a 16 KiB stack, 6000 bytes of it in use, calls the heap as bare" {
 	run "$B/progs/small_stack" 6000
 	[ "$output" = ok ]
