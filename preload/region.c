@@ -539,7 +539,7 @@ static int await_answer(int sock)
 	do
 		r = recv(sock, &ack, 1, 0);
 	while (r < 0 && errno == EINTR);
-	return r != 1 ? -1 : ack == 1 ? 0 : ack;
+	return r != 1 || ack == 0 ? -1 : ack == 1 ? 0 : ack; /* 0 is a refusal: -1 as no answer */
 }
 
 void tprof_region_after_fork(void)

@@ -819,7 +819,9 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	memset(out, 0, sizeof(*out));
 	/* The memory is read through the thread that asked (it waits): a main thread that called
 	 * pthread_exit is a zombie without memory, and the process's pid names it. */
-	pid_t reader = shm->scan_stopped && shm->scan_threads[0].tid > 0 ? shm->scan_threads[0].tid : pid;
+	pid_t reader = shm->scan_stopped && shm->scan_threads[0].tid > 0 && shm->pid == pid ? shm->scan_threads[0].tid
+											      : pid;
+	/* (a process in a child pid namespace knows its threads by ids that name others here) */
 	struct scan s = {.pid = reader, .beat = beat_word};
 	/* the live blocks, sorted */
 	s.nb = live->live;

@@ -10,7 +10,8 @@
 
 /* What a writer needs to know of the process image it records. */
 struct tprof_writer_args {
-	pid_t pid;
+	pid_t pid;          /* as the recorder sees it */
+	pid_t label;        /* as the process sees itself (another in a child pid namespace); 0: pid */
 	uint64_t starttime; /* /proc/PID/stat field 22: with the pid, names the process for good */
 	int memfd;          /* its shared memory; the writer owns it from now on */
 	int tracefd;        /* the trace file it created; the writer owns it from now on */

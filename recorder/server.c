@@ -208,6 +208,36 @@ static int peer_process(int conn, pid_t pid, int *pidfd, uint64_t *starttime)
 	return 0;
 }
 
+/* Whether the process the recorder knows as pid knows itself as own: the same number, or, in a
+ * child pid namespace, the last of the pids its NSpid line lists (one per namespace, the
+ * recorder's first). */
+static int same_process(pid_t pid, pid_t own)
+{
+	if (pid == own)
+		return 1;
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	ssize_t n = tprof_proc_read(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *l = strstr(buf, "\nNSpid:");
+	if (!l)
+		return 0;
+	l += 7;
+	long first = -1, last = -1;
+	int count = 0;
+	for (char *e;; l = e) {
+		long v = strtol(l, &e, 10);
+		if (e == l)
+			break;
+		if (!count++)
+			first = v;
+		last = v;
+	}
+	return count >= 2 && first == pid && last == own;
+}
+
 /* One registration: check, start the writer, answer. */
 static void take(int conn)
 {
@@ -239,10 +269,10 @@ static void take(int conn)
 		if (!entries[i].w)
 			slot = i;
 	if (r != (ssize_t)sizeof(h) || nfds != 2 || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
-	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.pid != h.pid ||
+	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || !same_process(cred.pid, h.pid) ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
 	    (size_err = ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 ? errno : 0) != 0 ||
-	    peer_process(conn, h.pid, &pidfd, &starttime) != 0) {
+	    peer_process(conn, cred.pid, &pidfd, &starttime) != 0) {
 		char why = size_err == EFBIG ? TPROF_ANSWER_FSIZE : no; /* RLIMIT_FSIZE, which it may say */
 		send(conn, &why, 1, MSG_NOSIGNAL);
 		close_fds(fds, nfds);
@@ -253,20 +283,21 @@ static void take(int conn)
 	/* the same process again: an exec; its previous image's writer finishes that trace */
 	for (int i = 0; i < high; i++) {
 		struct entry *e = &entries[i];
-		if (e->w && e->pid == h.pid && e->starttime == starttime && e->pidfd >= 0) {
+		if (e->w && e->pid == cred.pid && e->starttime == starttime && e->pidfd >= 0) {
 			tprof_writer_exec(e->w);
 			close(e->pidfd);
 			e->pidfd = -1;
 		}
 	}
-	struct tprof_writer_args a = {.pid = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1]};
+	struct tprof_writer_args a = {
+		.pid = cred.pid, .label = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1]};
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
 		send(conn, &no, 1, MSG_NOSIGNAL);
 		close(pidfd);
 		return;
 	}
-	entries[slot] = (struct entry){w, h.pid, starttime, pidfd};
+	entries[slot] = (struct entry){w, cred.pid, starttime, pidfd};
 	nentries++;
 	if (slot >= high)
 		high = slot + 1;

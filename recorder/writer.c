@@ -62,6 +62,8 @@ struct tprof_writer {
 	struct tprof_shm *shm; /* the traced image's shared memory, mapped whole */
 	int shm_fd;            /* the memory file: mapped further as the process uses more of it */
 	pid_t tpid;            /* the traced process */
+	pid_t label;           /* the pid it knows itself by: another one in a child pid namespace */
+	int own_ns;            /* its pid namespace is the recorder's: its thread ids are ours too */
 	uint64_t starttime;    /* its start time: with the pid, names it for good */
 	char prog_name[256];   /* for the line at the end */
 	char proc_dir[32];     /* "/proc/PID/" */
@@ -311,7 +313,7 @@ static uint64_t read_rss(struct tprof_writer *w)
 {
 	uint64_t b = statm_rss(w, proc_file(w, "statm"));
 	uint32_t hwm = threads_hwm(w);
-	for (uint32_t i = 0; !b && i < hwm; i++) {
+	for (uint32_t i = 0; !b && w->own_ns && i < hwm; i++) {
 		if (atomic_load_explicit(&w->shm->threads[i].state, memory_order_acquire) != TPROF_SLOT_ACTIVE ||
 		    w->shm->threads[i].tid == w->tpid)
 			continue;
@@ -372,7 +374,7 @@ static void write_header_and_info(struct tprof_writer *w)
 
 	out_flush(w);
 	uint8_t *p = block_begin(w);
-	p = tprof_put_varint(p, (uint64_t)w->tpid);
+	p = tprof_put_varint(p, (uint64_t)w->label);
 	p = tprof_put_varint(p, (uint64_t)w->shm->ppid);
 	p = tprof_put_varint(p, (uint64_t)w->shm->clock);
 	p = tprof_put_varint(p, w->shm->lossy ? TPROF_INFO_LOSSY : 0);
@@ -509,6 +511,8 @@ static void write_thread(struct tprof_writer *w, struct wthread *t, const char *
 static ssize_t read_thread_name(struct tprof_writer *w, pid_t tid, char *name, size_t cap)
 {
 	char path[64];
+	if (!w->own_ns)
+		return -1; /* its thread ids name other threads here */
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, "/proc/");
 	tprof_sb_u64(&s, (uint64_t)w->tpid);
@@ -926,8 +930,8 @@ static void reap_dead_threads(struct tprof_writer *w)
 		struct tprof_shm_thread *sl = &w->shm->threads[i];
 		if (atomic_load_explicit(&sl->state, memory_order_acquire) != TPROF_SLOT_ACTIVE || !t->ring)
 			continue;
-		if (syscall(SYS_tgkill, w->tpid, t->tid, 0) == 0 || errno != ESRCH)
-			continue;
+		if (!w->own_ns || syscall(SYS_tgkill, w->tpid, t->tid, 0) == 0 || errno != ESRCH)
+			continue; /* (in another pid namespace its slots are not reused) */
 		int was = w->flushing;
 		w->flushing = 1;
 		drain_thread(w, t);
@@ -1044,12 +1048,12 @@ static void report_path(struct tprof_writer *w, int reason, int value)
 	if (w->shm->quiet || !tprof_recorder_stderr_ok(w->tpid))
 		return;
 	char how[96];
-	fprintf(stderr, "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", w->prog_name, (int)w->tpid,
+	fprintf(stderr, "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", w->prog_name, (int)w->label,
 		end_words(reason, value, how, sizeof(how)), (unsigned long long)w->events_written,
 		w->lost_written ? ", LOST " : "", w->lost_written ? "some" : "",
 		w->out_failed ? "trace incomplete:" : "trace written to", w->shm->trace_path);
 	if (w->shm->debug)
-		fprintf(stderr, "tprof: recorder CPU for pid %d: %llu us\n", (int)w->tpid,
+		fprintf(stderr, "tprof: recorder CPU for pid %d: %llu us\n", (int)w->label,
 			(unsigned long long)((thread_cpu_ns() - w->cpu_start) / 1000));
 }
 
@@ -1151,7 +1155,7 @@ static void leak_scan_now(struct tprof_writer *w)
 			fprintf(stderr,
 				"tprof: leak scan of pid %d: %llu live blocks, %.1f MiB of roots and %.1f MiB of blocks "
 				"read in %.1f ms (status %d)\n",
-				(int)w->tpid, (unsigned long long)w->scan->live_blocks,
+				(int)w->label, (unsigned long long)w->scan->live_blocks,
 				(double)w->scan->root_bytes / (1 << 20), (double)w->scan->block_bytes / (1 << 20),
 				(double)w->scan->ns / 1e6, w->scan->status);
 	}
@@ -1303,7 +1307,7 @@ static void write_trace(struct tprof_writer *w)
 {
 	w->cpu_start = thread_cpu_ns();
 	if (wait_header(w) != 0) {
-		fprintf(stderr, "tprof: pid %d ended before it could be traced; its trace is empty\n", (int)w->tpid);
+		fprintf(stderr, "tprof: pid %d ended before it could be traced; its trace is empty\n", (int)w->label);
 		goto out;
 	}
 	w->clock_is_tsc = w->shm->clock == TPROF_CLOCK_TSC;
@@ -1449,6 +1453,8 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 		}
 	}
 	w->tpid = a->pid;
+	w->label = a->label ? a->label : a->pid;
+	w->own_ns = w->label == w->tpid;
 	w->starttime = a->starttime;
 	w->trace_fd = a->tracefd;
 	char fdpath[64];
@@ -1479,7 +1485,7 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 			atomic_store(&w->thread_state, THREAD_NONE);
 	}
 	if (!ok) {
-		fprintf(stderr, "tprof: cannot start a writer for pid %d: %s; its trace is empty\n", (int)w->tpid,
+		fprintf(stderr, "tprof: cannot start a writer for pid %d: %s; its trace is empty\n", (int)w->label,
 			strerror(errno));
 		let_go(w);
 		w->next_free = free_list;

@@ -994,3 +994,20 @@ select sum(a), group_concat(b) from t; select count(*) from t where a > 1;"
 	same
 	traces_ok 1
 }
+
+@test "pid namespace: tprof record -- unshare -pf traces the processes inside, known by their own pids, scanned" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	unshare -pf --mount-proc true 2>/dev/null || skip "no pid namespaces here"
+	run "$B/tprof" record -o "$WORK/tr/%p.trace" -- unshare -pf --mount-proc sh -c 'ls / >/dev/null; echo inside $$'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"inside 1"* ]]
+	reports
+	t=$(the_trace program ls)
+	[ "$(rj "$t" pid)" = 2 ]
+	[ "$(rj "$t" end)" = exit ]
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" leaks_classified)" = true ]
+	[ "$(rj "$t" allocations)" -ge 10 ]
+	t=$(the_trace program sh)
+	[ "$(rj "$t" pid)" = 1 ]
+}
