@@ -30,6 +30,11 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
+/* another architecture's system call numbers mean other calls: kill */
+#define X86_64_ONLY                                                                                \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),                   \
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),                          \
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
 #define LOAD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
 #define ALLOW_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 #define KILL_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
@@ -49,12 +54,16 @@ static void install(struct sock_filter *f, unsigned short n)
 	install_as(f, n, 1);
 }
 
+/* how a child ended: "exit N" or "signal N" */
+static void ended(const char *what, int st)
+{
+	say("%s %s %d\n", what, WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 static void strict(void)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		X86_64_ONLY,
 		LOAD_NR,
 		ALLOW_NR(SYS_read), ALLOW_NR(SYS_write), ALLOW_NR(SYS_close), ALLOW_NR(SYS_brk),
 		ALLOW_NR(SYS_mmap), ALLOW_NR(SYS_munmap), ALLOW_NR(SYS_mremap), ALLOW_NR(SYS_mprotect),
@@ -76,7 +85,7 @@ static void strict(void)
 	}
 	int st = 0;
 	waitpid(p, &st, 0);
-	say("strict: child %s %d\n", WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	ended("strict: child", st);
 	sink = keep;
 	churn(100);
 }
@@ -84,9 +93,7 @@ static void strict(void)
 static void deny(char **argv)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		X86_64_ONLY,
 		LOAD_NR,
 		KILL_NR(SYS_memfd_create), KILL_NR(SYS_socket), KILL_NR(SYS_connect), KILL_NR(SYS_prctl),
 		KILL_NR(SYS_process_vm_readv),
@@ -105,14 +112,14 @@ static void deny(char **argv)
 	}
 	int st = 0;
 	waitpid(p, &st, 0);
-	say("deny: child %s %d\n", WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	ended("deny: child", st);
 	p = fork();
 	if (p == 0) {
 		execvp(argv[0], argv);
 		_exit(127);
 	}
 	waitpid(p, &st, 0);
-	say("deny: exec'd %s %d\n", WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	ended("deny: exec'd", st);
 }
 
 static void permit(char **argv)
