@@ -15,18 +15,6 @@ static void overflow(struct heap_stats *s, const struct tprof_event *e)
 	}
 }
 
-/* The pairs table: direct-mapped by address. */
-#define PAIR_BITS 12
-struct heap_pair {
-	uint64_t ptr, seq, size; /* ptr 0: free slot */
-	uint32_t stack, tid;
-};
-
-static struct heap_pair *pair_of(const struct heap_stats *s, uint64_t ptr)
-{
-	return &s->pairs[(ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - PAIR_BITS)];
-}
-
 /* Moves q's block to live. */
 static void pair_move(struct heap_stats *s, struct heap_pair *q, struct heap_change *c)
 {
@@ -42,7 +30,7 @@ static void pair_move(struct heap_stats *s, struct heap_pair *q, struct heap_cha
 int heap_finish(struct heap_stats *s, struct tprof_trace *t)
 {
 	struct heap_change c;
-	for (size_t i = 0; s->pairs && i < (1u << PAIR_BITS); i++)
+	for (size_t i = 0; s->pairs && i < (1u << HEAP_PAIR_BITS); i++)
 		if (s->pairs[i].ptr)
 			pair_move(s, &s->pairs[i], &c);
 	if (!s->overflowed)
@@ -65,7 +53,7 @@ static void reused(struct heap_stats *s, uint64_t old_size)
 static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_change *c)
 {
 	uint64_t old;
-	struct heap_pair *q = s->pairs ? pair_of(s, e->ptr) : NULL;
+	struct heap_pair *q = s->pairs ? heap_pair_of(s, e->ptr) : NULL;
 	if (q && q->ptr == e->ptr) {
 		reused(s, q->size);
 		q->ptr = 0;
@@ -101,7 +89,7 @@ static void give_back(struct heap_stats *s, uint64_t ptr, struct heap_change *c)
 	uint64_t size, stack = 0;
 	if (!ptr)
 		return;
-	struct heap_pair *q = s->pairs ? pair_of(s, ptr) : NULL;
+	struct heap_pair *q = s->pairs ? heap_pair_of(s, ptr) : NULL;
 	if (q && q->ptr == ptr) {
 		c->freed_ptr = ptr;
 		c->freed_size = q->size;
@@ -133,7 +121,7 @@ void heap_init(struct heap_stats *s, int with_stacks)
 	s->with_stacks = with_stacks;
 	if (with_stacks)
 		addrmap_init(&s->live_stack);
-	s->pairs = xcalloc(1u << PAIR_BITS, sizeof(*s->pairs)); /* untouched pages cost nothing */
+	s->pairs = xcalloc(1u << HEAP_PAIR_BITS, sizeof(*s->pairs)); /* untouched pages cost nothing */
 }
 
 void heap_index_all(struct heap_stats *s)
@@ -196,7 +184,7 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 	uint64_t nmalloc = 0, nfree = 0, bytes = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct tprof_event *e = &ev[i];
-		struct heap_pair *q = s->pairs ? pair_of(s, e->ptr) : NULL;
+		struct heap_pair *q = s->pairs ? heap_pair_of(s, e->ptr) : NULL;
 		if (e->kind == TPROF_EV_FREE && q && q->ptr == e->ptr && e->ptr) {
 			nfree++;
 			live -= q->size;

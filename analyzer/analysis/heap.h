@@ -57,6 +57,22 @@ struct heap_change {
 	uint32_t moved_tid;
 };
 
+/* The pairs table (heap_stats.pairs): direct-mapped by address, a block in the slot of its address.
+ * Exposed for replays that keep figures of their own per event (tprof summary) and take the two
+ * commonest events without heap_step: a free of the block in its address's slot (ptr equal), and an
+ * allocation the reader paired whose slot is free (ptr 0). Each such step must do to the slot and to
+ * the counters exactly what heap_step does (heap.c, heap_run). */
+#define HEAP_PAIR_BITS 12
+struct heap_pair {
+	uint64_t ptr, seq, size; /* ptr 0: free slot */
+	uint32_t stack, tid;
+};
+
+static inline struct heap_pair *heap_pair_of(const struct heap_stats *s, uint64_t ptr)
+{
+	return &s->pairs[(ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - HEAP_PAIR_BITS)];
+}
+
 /* Replays t from its current position to the end. 0 on success; -1 on a corrupt record or byte
  * totals past 2^64 (t->err).
  * The caller releases s->live with addrmap_free (or heap_release). */

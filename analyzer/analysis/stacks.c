@@ -121,14 +121,6 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
 	return 0;
 }
 
-struct temp_thread {
-	uint32_t tid;
-	uint64_t last_seq;         /* its latest event that took a block */
-	uint64_t owned, owned_seq; /* that block while it may be in owner, else 0 */
-	int owned_in_map;          /* it is in owner (it is in the replay's live map, not its pairs) */
-	UT_hash_handle hh;
-};
-
 void temporaries_init(struct temporaries *tp)
 {
 	addrmap_init(&tp->owner);
@@ -146,9 +138,9 @@ void temporaries_free(struct temporaries *tp)
 	tp->cur = NULL;
 }
 
-static struct temp_thread *temp_thread_of(struct temporaries *tp, uint32_t tid)
+struct temp_thread *temporaries_thread(struct temporaries *tp, uint32_t tid)
 {
-	if (tp->cur && tp->cur->tid == tid) /* events come in runs of one thread */
+	if (tp->cur && tp->cur->tid == tid)
 		return tp->cur;
 	struct temp_thread *th;
 	HASH_FIND(hh, tp->threads, &tid, sizeof(tid), th);
@@ -165,13 +157,13 @@ int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const 
 	if (!c->freed_ptr && !c->taken_ptr && !c->moved_ptr)
 		return 0;
 	if (c->moved_ptr) { /* a paired block went to the live map: so it does here, if it is latest */
-		struct temp_thread *m = temp_thread_of(tp, c->moved_tid);
+		struct temp_thread *m = temporaries_thread_fast(tp, c->moved_tid);
 		if (m->owned == c->moved_ptr && m->owned_seq == c->moved_seq && !m->owned_in_map) {
 			addrmap_put(&tp->owner, c->moved_ptr, c->moved_seq, NULL);
 			m->owned_in_map = 1;
 		}
 	}
-	struct temp_thread *th = temp_thread_of(tp, e->tid);
+	struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 	int temporary = 0;
 	if (c->freed_ptr) {
 		uint64_t seq;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <uthash.h>
 
 #include "analysis/heap.h"
 #include "trace/reader.h"
@@ -75,14 +76,27 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
  * taken by exactly that event. The replay's pairs table (heap.h) knows that of its blocks; for the
  * others owner maps the address to its allocation's sequence number, for each thread's latest
  * allocation only (an older one can no longer be temporary): at most one entry per thread. */
+struct temp_thread {
+	uint32_t tid;
+	uint64_t last_seq;         /* its latest event that took a block */
+	uint64_t owned, owned_seq; /* that block while it may be in owner, else 0 */
+	int owned_in_map;          /* it is in owner (it is in the replay's live map, not its pairs) */
+	UT_hash_handle hh;
+};
 struct temporaries {
 	struct addrmap owner;
-	struct temp_thread *threads, *cur; /* per thread: its latest take (stacks.c) */
+	struct temp_thread *threads, *cur; /* per thread: its latest take; cur: the last one looked up */
 };
 void temporaries_init(struct temporaries *tp);
 void temporaries_free(struct temporaries *tp);
 /* After heap_step(e) changed c: 1 when what c gave back was a temporary allocation. */
 int temporaries_step(struct temporaries *tp, const struct tprof_event *e, const struct heap_change *c);
+/* Thread tid's entry (made when new). Events come in runs of one thread: the last one is kept. */
+struct temp_thread *temporaries_thread(struct temporaries *tp, uint32_t tid);
+static inline struct temp_thread *temporaries_thread_fast(struct temporaries *tp, uint32_t tid)
+{
+	return tp->cur && tp->cur->tid == tid ? tp->cur : temporaries_thread(tp, tid);
+}
 
 /* ---- symbolized frames */
 

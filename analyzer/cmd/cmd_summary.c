@@ -72,29 +72,80 @@ static void at_peak(struct summary *m)
 	m->ndirty = 0;
 }
 
-/* The one pass. */
-static int replay(struct tprof_trace *t, struct summary *m)
+/* One event through the replay, the temporaries and the sites. */
+static void step(struct summary *m, struct temporaries *tp, const struct tprof_event *e)
 {
-	struct temporaries tp;
-	temporaries_init(&tp);
-	heap_init(&m->hs, 1);
-	const struct tprof_event *e;
 	struct heap_change c;
-	int r;
-	while ((r = tprof_trace_next_ref(t, &e)) > 0) {
-		uint64_t peak = m->hs.peak_bytes;
-		heap_step(&m->hs, e, &c);
-		if (c.freed_ptr) {
-			struct site *st = site_of(m, c.freed_stack);
-			st->live_bytes -= c.freed_size;
+	uint64_t peak = m->hs.peak_bytes;
+	heap_step(&m->hs, e, &c);
+	if (c.freed_ptr) {
+		struct site *st = site_of(m, c.freed_stack);
+		st->live_bytes -= c.freed_size;
+		st->live_blocks--;
+		touch(m, st);
+	}
+	if (temporaries_step(tp, e, &c)) {
+		site_of(m, c.freed_stack)->temporary++;
+		m->temporary++;
+	}
+	if (c.taken_ptr) {
+		struct site *st = site_of(m, e->stack);
+		st->calls++;
+		st->bytes += e->size;
+		st->live_bytes += e->size;
+		st->live_blocks++;
+		st->seq = e->seq;
+		touch(m, st);
+	}
+	if (m->hs.peak_bytes != peak)
+		at_peak(m);
+}
+
+/* A run of events (tprof_trace_next_run) through step, but for the two commonest events, which are
+ * taken here with what heap_step, temporaries_step and step would do to them: a free of the block
+ * in its address's slot of the pairs table, and an allocation the reader paired whose slot is free
+ * (heap.h). The rest, and an allocation whose byte totals would pass 2^64, take step. */
+static void run(struct summary *m, struct temporaries *tp, const struct tprof_event *ev, size_t n)
+{
+	struct heap_stats *s = &m->hs;
+	for (size_t i = 0; i < n; i++) {
+		const struct tprof_event *e = &ev[i];
+		struct heap_pair *q = heap_pair_of(s, e->ptr);
+		if (e->kind == TPROF_EV_FREE && e->ptr && q->ptr == e->ptr) {
+			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
+			struct site *st = site_of(m, q->stack);
+			s->events++;
+			s->calls[TPROF_EV_FREE]++;
+			s->frees++;
+			s->live_bytes -= q->size;
+			s->live_blocks--;
+			st->live_bytes -= q->size;
 			st->live_blocks--;
 			touch(m, st);
+			if (q->seq == th->last_seq) {
+				st->temporary++;
+				m->temporary++;
+			}
+			q->ptr = 0;
+			continue;
 		}
-		if (temporaries_step(&tp, e, &c)) {
-			site_of(m, c.freed_stack)->temporary++;
-			m->temporary++;
-		}
-		if (c.taken_ptr) {
+		if (e->paired && e->ptr && !q->ptr && e->kind != TPROF_EV_FREE && !tprof_kind_is_realloc(e->kind) &&
+		    e->size <= UINT64_MAX - s->bytes_allocated && e->size <= UINT64_MAX - s->live_bytes) {
+			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
+			uint64_t seq;
+			if (th->owned_in_map && addrmap_get(&tp->owner, th->owned, &seq) && seq == th->owned_seq)
+				addrmap_del(&tp->owner, th->owned, NULL);
+			th->owned = e->ptr;
+			th->owned_seq = e->seq;
+			th->owned_in_map = 0;
+			th->last_seq = e->seq;
+			*q = (struct heap_pair){e->ptr, e->seq, e->size, e->stack, e->tid};
+			s->events++;
+			s->calls[e->kind]++;
+			s->allocations++;
+			s->bytes_allocated += e->size;
+			s->live_bytes += e->size;
+			s->live_blocks++;
 			struct site *st = site_of(m, e->stack);
 			st->calls++;
 			st->bytes += e->size;
@@ -102,10 +153,31 @@ static int replay(struct tprof_trace *t, struct summary *m)
 			st->live_blocks++;
 			st->seq = e->seq;
 			touch(m, st);
+			if (s->live_bytes > s->peak_bytes) {
+				s->peak_bytes = s->live_bytes;
+				s->peak_blocks = s->live_blocks;
+				s->peak_seq = e->seq;
+				s->peak_tick = e->tick;
+				s->peak_tid = e->tid;
+				at_peak(m);
+			}
+			continue;
 		}
-		if (m->hs.peak_bytes != peak)
-			at_peak(m);
+		step(m, tp, e);
 	}
+}
+
+/* The one pass. */
+static int replay(struct tprof_trace *t, struct summary *m)
+{
+	struct temporaries tp;
+	temporaries_init(&tp);
+	heap_init(&m->hs, 1);
+	const struct tprof_event *ev;
+	size_t n;
+	int r;
+	while ((r = tprof_trace_next_run(t, &ev, &n)) > 0)
+		run(m, &tp, ev, n);
 	temporaries_free(&tp);
 	return r < 0 ? r : heap_finish(&m->hs, t);
 }
