@@ -371,6 +371,8 @@ struct tprof_rec {
 	uint32_t stack; /* allocations: stack id (0: none); free: 0 */
 	uint64_t seq, tick, size, ptr;
 	uint64_t old_ptr, seq2, tick2;
+	uint32_t hist_dist; /* decode: a free named by its distance in the allocation history (1..),
+			     * i.e. the allocation record that pushed its block there; else 0 */
 };
 
 /* The running values records are coded against; starts as the EVENTS block header says (base seq,
@@ -603,6 +605,7 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 		st->stack = r->stack;
 	}
 	uint64_t freed_size = UINT64_MAX;
+	r->hist_dist = 0;
 	if (head & TPROF_REC_PTR_HIST) { /* a free names an allocation, an allocation a free */
 		uint32_t pushes = alloc ? st->nfree : st->nalloc;
 		const uint64_t *hist = alloc ? st->free_hist : st->alloc_hist;
@@ -613,8 +616,10 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 				return -1;
 		} else {
 			r->ptr = hist[(pushes - u) % TPROF_PTR_HIST];
-			if (!alloc)
+			if (!alloc) {
 				freed_size = st->alloc_size[(pushes - u) % TPROF_PTR_HIST];
+				r->hist_dist = (uint32_t)u;
+			}
 		}
 	} else {
 		if (tprof_get_svarint(&in[TPROF_S_PTR], &d))

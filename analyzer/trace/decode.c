@@ -1,5 +1,5 @@
 /* The trace reader's decoding of one EVENTS or ZEVENTS block into events, chunk by chunk: ticks
- * interpolated between measured records, frees paired with their allocations (pair_event). */
+ * interpolated between measured records, frees paired with their allocations through the codec's history. */
 #include "trace/reader_int.h"
 
 
@@ -32,53 +32,6 @@ static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint6
 		return a_tick + dt * ds / (b_seq - a_seq);
 	unsigned __int128 d = (unsigned __int128)(b_tick - a_tick) * (seq - a_seq);
 	return a_tick + (uint64_t)(d / (b_seq - a_seq));
-}
-
-/* The first of the two slots (a set) where an address may be pending. */
-static uint32_t pend_set(const struct blockdec *c, uint64_t ptr)
-{
-	return (uint32_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - c->pend_bits)) & ~1u;
-}
-
-/* The slot of the set that holds ptr, or NULL. */
-static struct pending *pend_find(struct blockdec *c, uint64_t ptr)
-{
-	struct pending *q = &c->pend[pend_set(c, ptr)];
-	return q[0].ptr == ptr ? &q[0] : q[1].ptr == ptr ? &q[1] : NULL;
-}
-
-/* Pairs event ev[i] (the last of a realloc's two) with the allocation it frees, when that allocation
- * is in the same chunk (event number >= base) and nothing of this thread touched its address since
- * (other threads may have: a pairing is a hint, see reader.h): c->pend holds
- * the latest allocation at each address (in a set of two slots: an address has at most one; when
- * both are taken by allocations of this chunk the older is dropped, which only loses a pairing). */
-static void pair_event(struct blockdec *c, struct tprof_event *ev, size_t i, uint64_t base)
-{
-	struct tprof_event *e = &ev[i];
-	if (e->kind == TPROF_EV_FREE) {
-		struct pending *q = e->ptr ? pend_find(c, e->ptr) : NULL;
-		if (q && q->at > base) {
-			struct tprof_event *a = &ev[q->at - 1 - base];
-			a->paired = e->paired = 1;
-			q->at = 0;
-		}
-		return;
-	}
-	if (tprof_kind_is_realloc(e->kind)) { /* its old block is released through the replay's index */
-		struct pending *q = pend_find(c, e->old_ptr);
-		if (q)
-			q->at = 0;
-	}
-	if (e->ptr) {
-		struct pending *q = pend_find(c, e->ptr);
-		if (!q) { /* a free slot, or one of an earlier chunk, or else the older */
-			q = &c->pend[pend_set(c, e->ptr)];
-			if (q[1].at < q[0].at)
-				q++;
-		}
-		q->ptr = e->ptr;
-		q->at = base + i + 1;
-	}
 }
 
 /* Starts decoding block b with c: decompresses it when needed and sets up its streams and state.
@@ -129,18 +82,12 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 		what = "bytes left over after the streams";
 		goto bad;
 	}
-	/* pairing slots: about two per event of a chunk; a larger table drops what the smaller held,
-	 * which only pairs within a chunk */
-	unsigned bits = 2;
-	while (bits < PEND_BITS && (1ull << bits) < 2 * (c->count < CHUNK ? c->count : CHUNK))
-		bits++;
-	if (bits > c->pend_bits) {
-		free(c->pend);
-		c->pend = xcalloc(1u << bits, sizeof(*c->pend));
-		c->pend_bits = bits;
+	if (!c->st) {
+		/* the codec's state and, after it, the event number + 1 of each allocation in its
+		 * history (pairing, below) */
+		c->st = xmalloc(sizeof(*c->st) + TPROF_PTR_HIST * sizeof(uint64_t));
+		c->alloc_at = (uint64_t *)(c->st + 1);
 	}
-	if (!c->st)
-		c->st = xmalloc(sizeof(*c->st));
 	tprof_rec_state_init(c->st, seq0, tick0);
 	c->a_seq = seq0;
 	c->a_tick = tick0;
@@ -229,7 +176,18 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 				n++;
 			}
 		}
-		pair_event(c, ev, n - 1, base);
+		/* Pairing: a free that names its block by distance in the allocation history frees
+		 * the block of the allocation record that pushed it there (the codec's history holds an
+		 * address's latest allocation), paired when that event is in this chunk (number >
+		 * base) and no free named it before. A hint, see reader.h. */
+		if (r.hist_dist) {
+			uint64_t *a = &c->alloc_at[(c->st->nalloc - r.hist_dist) % TPROF_PTR_HIST];
+			if (*a > base)
+				ev[*a - 1 - base].paired = ev[n - 1].paired = 1;
+			*a = 0;
+		} else if (r.kind != TPROF_EV_FREE && r.ptr) {
+			c->alloc_at[(c->st->nalloc - 1) % TPROF_PTR_HIST] = base + n;
+		}
 	}
 	if (c->ri == c->count) {
 		for (int k = 0; k < TPROF_NSTREAMS; k++)
@@ -244,6 +202,7 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 		c->blk = NULL;
 		free(c->st); /* a trace of many threads holds no codec state or decompressed payload */
 		c->st = NULL; /* for the threads between two blocks */
+		c->alloc_at = NULL;
 		free(c->zbuf);
 		c->zbuf = NULL;
 		c->zcap = 0;

@@ -79,9 +79,6 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			free(c->own.ev);
 			c->own.ev = NULL;
 			c->own.cap = 0;
-			free(c->d.pend);
-			c->d.pend = NULL;
-			c->d.pend_bits = 0;
 			return 0;
 		}
 		const struct block_ref *b = &c->blocks[c->next_block++];

@@ -507,7 +507,6 @@ void tprof_trace_close(struct tprof_trace *t)
 		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
 			free(p->cur[i].d.zbuf);
-			free(p->cur[i].d.pend);
 			free(p->cur[i].d.st);
 			free(p->cur[i].own.ev);
 		}

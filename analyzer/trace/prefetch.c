@@ -104,7 +104,6 @@ static void *decoder_main(void *arg)
 	pthread_mutex_unlock(&p->lock);
 	if (d) {
 		free(d->zbuf);
-		free(d->pend);
 		free(d->st);
 	}
 	free(d);

@@ -26,10 +26,11 @@ struct tprof_event {
 	uint8_t kind;  /* enum tprof_event_kind */
 	uint8_t phase; /* realloc only, see above */
 	/* A guess of the reader's from one thread's block of events: on an allocation (or the new half
-	 * of a realloc), 1 when a later free of the same thread gives this address back with nothing of
-	 * that thread taking or releasing it in between; on that free, 1 too. Another thread may still
-	 * have freed the block and the address been taken again meanwhile: a replay uses the flag only
-	 * to keep such short-lived blocks in a cheaper table (heap.h). */
+	 * of a realloc), 1 when a later free of the same thread, a few thousand events on at most,
+	 * names it in the codec's pointer history (which holds each address's latest allocation of the
+	 * thread); on that free, 1 too. Another thread may still have freed the block and the address
+	 * been taken again meanwhile: a replay uses the flag only to keep such short-lived blocks in a
+	 * cheaper table (heap.h). */
 	uint8_t paired;
 };
 

@@ -20,7 +20,7 @@ struct block_ref {
 };
 
 /* The merge decodes its blocks in chunks of about this many records: small enough to stay in the
- * cache between being decoded and being merged, large enough that pairs (pair_event) are rarely
+ * cache between being decoded and being merged, large enough that pairs (decode.c) are rarely
  * split between chunks. */
 #define CHUNK 2048
 
@@ -43,27 +43,20 @@ struct decoded {
 	struct dec_err err;
 };
 
-/* An allocation of the events being decoded that no later event has freed yet (see pair_event). */
-#define PEND_BITS 9
-struct pending {
-	uint64_t ptr;
-	uint64_t at; /* the decoder's event number + 1 */
-};
-
 /* The state of decoding one EVENTS block: each cursor has one, the decode thread another. */
 struct blockdec {
 	const struct block_ref *blk; /* the block being decoded, NULL between blocks */
 	uint32_t tid;                /* its thread */
 	struct tprof_cursor s[TPROF_NSTREAMS];
 	uint64_t count, ri;     /* its records, and how many are decoded */
-	struct tprof_rec_state *st; /* the codec's state (23 KiB): only while a block is decoded */
+	struct tprof_rec_state *st; /* the codec's state (25 KiB with alloc_at): only while a block is
+				     * decoded */
+	uint64_t *alloc_at;     /* in st's allocation: per allocation history entry, its event number
+				 * + 1 (decode.c's pairing), 0 once a free named it */
 	uint64_t a_seq, a_tick; /* the last measured record */
 	uint8_t *zbuf;          /* its decompressed payload */
 	size_t zcap;
-	uint64_t evno;          /* events decoded so far, over all blocks (pair_event's numbering) */
-	struct pending *pend;   /* 2^pend_bits slots, sized by the largest block met (a thread of a
-				 * few events costs a few slots, not 8 KiB) */
-	unsigned pend_bits;
+	uint64_t evno;          /* events decoded so far, over all blocks (the pairing's numbering) */
 };
 
 /* One thread's stream of EVENTS blocks, as the merge reads it: a block the decode thread decoded
