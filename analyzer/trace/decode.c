@@ -130,6 +130,7 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	const char *what = NULL;
 	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
 	uint64_t base = c->evno;
+	uint32_t last_fid = 0, last_stack = 0; /* the last stack id looked up, and ours */
 	while (c->ri < c->count && (n < limit || run != SIZE_MAX)) {
 		if (n + 2 > out->cap) {
 			/* first: what this chunk can hold (the room for a pair's two halves besides), so that
@@ -145,7 +146,9 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 		}
 		c->ri++;
 		uint32_t stack = 0;
-		if (r.stack) {
+		if (r.stack == last_fid) { /* most allocations repeat the last record's stack */
+			stack = last_stack;
+		} else if (r.stack) {
 			uint32_t our = rd_id_find(p, r.stack);
 			if (!our) {
 				out->n = run == SIZE_MAX ? n : run;
@@ -153,6 +156,8 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 				goto fail;
 			}
 			stack = p->stacks[our].canon;
+			last_fid = r.stack;
+			last_stack = stack;
 		}
 		struct tprof_event *e = &ev[n++];
 		*e = (struct tprof_event){.seq = r.seq, .tick = r.tick, .size = r.size, .ptr = r.ptr,
