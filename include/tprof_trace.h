@@ -482,8 +482,10 @@ static inline uint32_t tprof_ptr_find(const struct tprof_ptr_slot *map, const ui
 }
 
 /* Appends record r to the streams (each out[i] advances). r->seq > previous seq; for reallocs
- * r->seq2 > r->seq and r->no_tick is ignored. */
-static inline void tprof_rec_encode(uint8_t *out[TPROF_NSTREAMS], struct tprof_rec_encoder *e,
+ * r->seq2 > r->seq and r->no_tick is ignored. Returns, for a free that names its block by distance
+ * in the allocation history, that distance (the record that allocated it made push number
+ * e->st.nalloc - distance, counted from 0 since tprof_rec_encoder_init), else 0. */
+static inline uint32_t tprof_rec_encode(uint8_t *out[TPROF_NSTREAMS], struct tprof_rec_encoder *e,
 				    const struct tprof_rec *r)
 {
 	struct tprof_rec_state *st = &e->st;
@@ -555,6 +557,7 @@ static inline void tprof_rec_encode(uint8_t *out[TPROF_NSTREAMS], struct tprof_r
 		e->amap[s].at = st->nalloc + 1;
 	}
 	tprof_rec_push(st, r, freed_size);
+	return r->kind == TPROF_EV_FREE && hist ? dist : 0;
 }
 
 /* Reads one record from the stream cursors; 0 on success, -1 when it is malformed (overrun,

@@ -67,6 +67,9 @@ struct leak_live {
 	struct live_slot *s;
 	uint64_t mask, used, live, freed; /* freed: entries that remember a free */
 	_Atomic uint32_t *beat; /* advanced while the table grows (a process waits on it) */
+	/* leak_live_block_rec: the allocations of the block being encoded whose entry waits, by their
+	 * push number in the encoder's allocation history (addr 0: none) */
+	struct live_slot hold[TPROF_PTR_HIST];
 };
 
 /* The home slot of an address. Neighbouring blocks go to neighbouring slots (the low bits of the
@@ -178,6 +181,41 @@ static void live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_
 	m->freed += (uint64_t)was - (uint64_t)is;
 	e->seq = seq;
 	e->size = size;
+}
+
+void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_t free_dist, uint32_t pushes)
+{
+	if (!m)
+		return;
+	if (r->kind == TPROF_EV_FREE) {
+		live_event(m, r->ptr, r->seq, LIVE_FREED);
+		if (free_dist) /* its allocation's entry would be overtaken at once */
+			m->hold[(pushes - free_dist) % TPROF_PTR_HIST].addr = 0;
+		return;
+	}
+	uint64_t seq = r->seq;
+	if (tprof_kind_is_realloc(r->kind)) {
+		if (r->ptr || (r->size == 0 && r->old_ptr)) /* as the heap replay counts it */
+			live_event(m, r->old_ptr, r->seq, LIVE_FREED);
+		seq = r->seq2;
+	}
+	if (!r->ptr) /* nothing taken, nothing pushed */
+		return;
+	struct live_slot *h = &m->hold[(pushes - 1) % TPROF_PTR_HIST];
+	if (h->addr) /* the entry of the allocation that leaves the history now */
+		live_event(m, h->addr, h->seq, h->size);
+	*h = (struct live_slot){r->ptr, seq, r->size};
+}
+
+void leak_live_block_end(struct leak_live *m)
+{
+	if (!m)
+		return;
+	for (uint32_t i = 0; i < TPROF_PTR_HIST; i++)
+		if (m->hold[i].addr) {
+			live_event(m, m->hold[i].addr, m->hold[i].seq, m->hold[i].size);
+			m->hold[i].addr = 0;
+		}
 }
 
 uint64_t leak_live_freed(const struct leak_live *m)

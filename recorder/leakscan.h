@@ -22,6 +22,13 @@ void leak_live_free(struct leak_live *m);
 /* One heap record as the writer encodes it (realloc: the old block is released at seq, the new one
  * taken at seq2). */
 void leak_live_apply(struct leak_live *m, const struct tprof_rec *r);
+/* The same for the records of one EVENTS block, in their order, with what the encoder said of each:
+ * free_dist, tprof_rec_encode's answer, and pushes, its allocation history's e->st.nalloc after it.
+ * An allocation's entry waits until the block ends (leak_live_block_end) and is never made when a
+ * later free of the block names it in the history: the table keeps each address's latest event
+ * only, which is that free, so the block's short-lived allocations cost one update instead of two. */
+void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_t free_dist, uint32_t pushes);
+void leak_live_block_end(struct leak_live *m);
 uint64_t leak_live_count(const struct leak_live *m);
 /* Addresses remembered as freed (their latest event), and forgetting those freed before sequence
  * number below: the caller knows that every event before it has been applied. */

@@ -804,11 +804,10 @@ static uint32_t encode_run(struct tprof_writer *w, struct wthread *t, uint32_t f
 			rec.tick2 = e2->tick;
 			i++;
 		}
-		if (w->live)
-			leak_live_apply(w->live, &rec);
 		if (rec.stack)
 			define_stack(w, rec.stack);
-		tprof_rec_encode(out, &w->enc, &rec);
+		uint32_t dist = tprof_rec_encode(out, &w->enc, &rec);
+		leak_live_block_rec(w->live, &rec, dist, w->enc.st.nalloc);
 		in_run = rec.no_tick;
 		i++;
 		recs++;
@@ -818,6 +817,7 @@ static uint32_t encode_run(struct tprof_writer *w, struct wthread *t, uint32_t f
 				bytes += (size_t)(out[s] - w->streams[s]);
 		}
 	}
+	leak_live_block_end(w->live);
 	if (recs) {
 		uint8_t *p = w->ev_buf;
 		p = tprof_put_varint(p, (uint64_t)t->tid);

@@ -135,6 +135,90 @@ static void test_growth(void)
 	leak_live_free(m);
 }
 
+/* The writer's way (leak_live_block_rec per record with the encoder's answers, leak_live_block_end per
+ * block) ends with the table leak_live_apply makes, whatever the order in which threads' blocks come:
+ * threads that allocate, free their own and each other's blocks and reallocate, over few addresses
+ * (taken again and again), in blocks of random lengths, some longer than the pointer history. */
+static void test_blocks(void)
+{
+	enum { T = 3, N = 30000, SLOTS = 400 };
+	struct tprof_rec *th[T];
+	int nth[T] = {0};
+	for (int t = 0; t < T; t++)
+		th[t] = calloc(N, sizeof(**th));
+	uint64_t live[SLOTS] = {0};
+	uint64_t x = 0x9e3779b97f4a7c15ull, seq = 0;
+#define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+	for (int i = 0; i < N; i++) {
+		int t = (int)(RND() % T), k = (int)(RND() % SLOTS);
+		uint64_t addr = 0x100000 + (uint64_t)k * 4096 + (RND() % 3) * 16; /* no two slots share one */
+		struct tprof_rec r = {.seq = ++seq, .tick = seq};
+		if (!live[k]) {
+			r.kind = RND() % 2 ? TPROF_EV_MALLOC : TPROF_EV_CALLOC;
+			r.ptr = live[k] = addr;
+			r.size = 1 + RND() % 500;
+		} else if (RND() % 5 == 0) {
+			r.kind = TPROF_EV_REALLOC;
+			r.old_ptr = live[k];
+			r.ptr = live[k] = addr; /* sometimes in place */
+			r.size = 1 + RND() % 500;
+			r.seq2 = ++seq;
+			r.tick2 = seq;
+		} else {
+			r.kind = TPROF_EV_FREE;
+			r.ptr = live[k];
+			live[k] = 0;
+		}
+		th[t][nth[t]++] = r;
+	}
+#undef RND
+	int order[T] = {0, 1, 2}, bad = 0;
+	struct leak_live *ref = leak_live_new(&test_beat);
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < nth[t]; i++)
+			leak_live_apply(ref, &th[t][i]);
+	static uint8_t bufs[TPROF_NSTREAMS][1000 * TPROF_REC_MAX_BYTES];
+	for (int round = 0; round < 6; round++) {
+		struct leak_live *m = leak_live_new(&test_beat);
+		int at[T] = {0};
+		uint64_t y = 12345u + (uint64_t)round * 7919u;
+		for (;;) { /* a random thread's next block of 1 to 64 records, until all are in */
+			int left = 0;
+			for (int t = 0; t < T; t++)
+				left += at[order[t]] < nth[order[t]];
+			if (!left)
+				break;
+			y = y * 6364136223846793005ull + 1442695040888963407ull;
+			int t = (int)((y >> 33) % T);
+			if (at[t] == nth[t])
+				continue;
+			int len = 1 + (int)((y >> 20) % 64);
+			if ((y >> 40) % 4 == 0) /* longer than the history: allocations leave it */
+				len = 300 + (int)((y >> 44) % 700);
+			struct tprof_rec_encoder enc;
+			tprof_rec_encoder_init(&enc, at[t] ? th[t][at[t] - 1].seq2 ? th[t][at[t] - 1].seq2 : th[t][at[t] - 1].seq : 0, 0);
+			uint8_t *o[TPROF_NSTREAMS];
+			for (int k = 0; k < TPROF_NSTREAMS; k++)
+				o[k] = bufs[k];
+			for (int i = 0; i < len && at[t] < nth[t]; i++, at[t]++) {
+				uint32_t dist = tprof_rec_encode(o, &enc, &th[t][at[t]]);
+				leak_live_block_rec(m, &th[t][at[t]], dist, enc.st.nalloc);
+			}
+			leak_live_block_end(m);
+		}
+		bad += leak_live_count(m) != leak_live_count(ref);
+		for (uint64_t i = 0; i <= ref->mask; i++)
+			if (ref->s[i].addr && ref->s[i].size != LIVE_FREED)
+				bad += size_of(m, ref->s[i].addr) != ref->s[i].size;
+		leak_live_free(m);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(leak_live_count(ref) > 0);
+	leak_live_free(ref);
+	for (int t = 0; t < T; t++)
+		free(th[t]);
+}
+
 static void test_radix_sort(void)
 {
 	enum { N = 100000 };
@@ -165,6 +249,7 @@ int main(void)
 	RUN(test_any_order);
 	RUN(test_realloc);
 	RUN(test_growth);
+	RUN(test_blocks);
 	RUN(test_radix_sort);
 	return UT_DONE();
 }
