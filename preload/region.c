@@ -231,8 +231,10 @@ static void make_path(char *buf, size_t cap, pid_t pid)
 }
 
 /* Creates the trace file exclusively: never through a symlink, never over an existing file. An
- * existing name gets a numeric suffix (.1, .2, ...). Returns the descriptor, path in path. */
-static int open_trace(char *path, size_t cap, pid_t pid)
+ * existing name gets a numeric suffix (.1, .2, ...). Returns the descriptor, path in path; or -1
+ * with errno, and said unless the recorder may create it instead (no_file_ok: the directory may
+ * not be written or is gone). */
+static int open_trace(char *path, size_t cap, pid_t pid, int *no_file_ok)
 {
 	char base[4096 - 16];
 	make_path(base, sizeof(base), pid);
@@ -258,6 +260,11 @@ static int open_trace(char *path, size_t cap, pid_t pid)
 	}
 	int err = errno;
 	note_fd_error();
+	*no_file_ok = err == EACCES || err == EPERM || err == EROFS || err == ENOENT || err == ENOTDIR;
+	if (*no_file_ok) {
+		errno = err;
+		return -1;
+	}
 	if (!emfile_seen) {
 		char why[160] = ": ";
 		const char *e = errtext(err);
@@ -505,27 +512,36 @@ void tprof_recorder_ensure(void)
 }
 
 /* Sends the memory file and the trace file; 0 when sent. */
-static int send_hello(int sock, int memfd, int tracefd)
+/* tracefd -1: the recorder is to create the file, whose name is path's last part. */
+static int send_hello(int sock, int memfd, int tracefd, const char *path)
 {
-	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), 0};
-	struct iovec iov = {&h, sizeof(h)};
+	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(),
+				tracefd < 0 ? TPROF_HELLO_NO_FILE : 0, 0};
+	const char *name = path;
+	for (const char *p = path; *p; p++)
+		if (*p == '/')
+			name = p + 1;
+	size_t nlen = tracefd < 0 ? strnlen(name, TPROF_HELLO_NAME_MAX) : 0;
+	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)name, nlen}};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	memset(&u, 0, sizeof(u));
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	int nfds = tracefd < 0 ? 1 : 2;
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = nlen ? 2 : 1, .msg_control = u.buf,
+			   .msg_controllen = CMSG_SPACE(nfds * sizeof(int))};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 	int fds[2] = {memfd, tracefd};
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	ssize_t w;
 	do
 		w = sendmsg(sock, &m, MSG_NOSIGNAL);
 	while (w < 0 && errno == EINTR);
-	return w == (ssize_t)sizeof(h) ? 0 : -1;
+	return w == (ssize_t)(sizeof(h) + nlen) ? 0 : -1;
 }
 
 /* Waits for the recorder's byte: it has sized the file, taken the process (its credentials, a
@@ -686,8 +702,9 @@ static int register_once(int child, pid_t pid)
 		goto out;
 	}
 	char path[4096];
-	tracefd = open_trace(path, sizeof(path), pid);
-	if (tracefd < 0)
+	int no_file = 0; /* the recorder is to create the file */
+	tracefd = open_trace(path, sizeof(path), pid, &no_file);
+	if (tracefd < 0 && !no_file)
 		goto out;
 	spawn_err = 0;
 	sock = find_recorder(child);
@@ -697,7 +714,8 @@ static int register_once(int child, pid_t pid)
 			    spawn_err == EAGAIN ? " (the process limit, ulimit -u?); not tracing" : "; not tracing");
 		else if (!child && !emfile_seen)
 			say("no recorder took ", path, "; not tracing");
-		unlink(path);
+		if (!no_file)
+			unlink(path);
 		goto out;
 	}
 	/* The recorder sizes the file (it may have a larger file size limit than the program); the
@@ -707,12 +725,13 @@ static int register_once(int child, pid_t pid)
 	int sized = getrlimit(RLIMIT_FSIZE, &fl) == 0 &&
 		    (fl.rlim_cur == RLIM_INFINITY || fl.rlim_cur >= TPROF_SHM_FILE_BYTES) &&
 		    ftruncate(memfd, (off_t)TPROF_SHM_FILE_BYTES) == 0;
-	if (send_hello(sock, memfd, tracefd) != 0) {
+	if (send_hello(sock, memfd, tracefd, path) != 0) {
 		say("no recorder took ", path, "; not tracing");
-		unlink(path);
+		if (!no_file)
+			unlink(path);
 		goto out;
 	}
-	if (sized && !(s = map_header(memfd, path, pid)))
+	if (sized && !(s = map_header(memfd, no_file ? "" : path, pid)))
 		goto out;
 	int answer = await_answer(sock);
 	if (answer != 0) {
@@ -722,12 +741,15 @@ static int register_once(int child, pid_t pid)
 		if (answer == TPROF_ANSWER_FSIZE)
 			say("the file size limit (ulimit -f) is below what the recorder's shared memory file "
 			    "needs (16 GiB, sparse), for ", path, "; not tracing");
+		else if (answer == TPROF_ANSWER_NO_FILE)
+			say("cannot create ", path, " in the working directory nor in the recorder's; not tracing");
 		else
 			say("no recorder took ", path, "; not tracing");
-		unlink(path);
+		if (!no_file)
+			unlink(path);
 		goto out;
 	}
-	if (!s && !(s = map_header(memfd, path, pid)))
+	if (!s && !(s = map_header(memfd, no_file ? "" : path, pid)))
 		goto out;
 	header_publish(s);
 	atomic_fetch_add(&s->kick, 1);

@@ -97,7 +97,8 @@ struct tprof_shm {
 	uint64_t start_tick, start_mono_ns; /* the trace's first clock pair, taken at registration */
 	/* configuration, fixed before registration */
 	uint32_t clock, lossy, quiet, debug, depth, ring_entries, rss_interval_ms, compress;
-	char trace_path[4096];   /* as the process created it (relative to its working directory) */
+	char trace_path[4096];   /* as the process created it (relative to its working directory); ""
+				  * when the recorder created it (TPROF_HELLO_NO_FILE) */
 	char exe[4096];          /* /proc/self/exe, as the process saw it at start-up */
 	uint32_t exe_len, cmdline_len;
 	char cmdline[32768];     /* /proc/self/cmdline: NUL-separated arguments (may be cut short) */
@@ -158,15 +159,23 @@ struct tprof_shm {
 };
 
 /* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with two
- * descriptors: the memfd and the trace file it created. The recorder answers one byte: 1 when it
- * took the process, 0 when it refused, TPROF_ANSWER_FSIZE when the file size limit it inherited
- * (RLIMIT_FSIZE) is below the memory file's size. */
+ * descriptors: the memfd and the trace file it created. A process that cannot create the file where
+ * it was to go (a working directory it may not write, or one that is gone) sends the memfd alone,
+ * flags TPROF_HELLO_NO_FILE and the file's name (no directory, at most TPROF_HELLO_NAME_MAX bytes)
+ * after the struct: the recorder creates it in the directory it was started in. The recorder
+ * answers one byte: 1 when it took the process, 0 when it refused, TPROF_ANSWER_FSIZE when the file
+ * size limit it inherited (RLIMIT_FSIZE) is below the memory file's size, TPROF_ANSWER_NO_FILE when
+ * it could not create the file either. */
 #define TPROF_ANSWER_FSIZE 2
+#define TPROF_ANSWER_NO_FILE 3
+#define TPROF_HELLO_NO_FILE 1u
+#define TPROF_HELLO_NAME_MAX 255
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */
 	uint32_t version;
 	int32_t pid;
-	uint64_t reserved; /* 0 */
+	uint32_t flags;    /* TPROF_HELLO_NO_FILE */
+	uint32_t reserved; /* 0 */
 };
 
 /* Where a recorder listens: an abstract unix socket, "\0tprof.<uid>.<pid>.<starttime>" of the

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -80,8 +81,15 @@ static void lift_limit(int what)
 	}
 }
 
+/* The directory the recorder was started in (absolute; "" when unknown): where it creates the trace
+ * of a process that could not create its own (TPROF_HELLO_NO_FILE). Kept as a path: an open
+ * directory would keep it busy. */
+static char start_dir[4096];
+
 void tprof_recorder_setup(void)
 {
+	if (!getcwd(start_dir, sizeof(start_dir)))
+		start_dir[0] = 0;
 	if (chdir("/") != 0) { /* never keep a directory of the program's busy */
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -238,21 +246,57 @@ static int same_process(pid_t pid, pid_t own)
 	return count >= 2 && first == pid && last == own;
 }
 
+/* Creates the trace file of a process that could not (TPROF_HELLO_NO_FILE) in start_dir, as the
+ * process would have: exclusively, never through a symlink, a suffix for an existing name, locked
+ * until the trace is complete. Only for a process of the recorder's own user: a root recorder makes
+ * no file another user names in its directory. name is the process's (checked: one part of a
+ * path). The descriptor, or -1. */
+static int create_for(const char *name, size_t len, const struct ucred *cred)
+{
+	if (cred->uid != geteuid() || !start_dir[0] || len == 0 || len > TPROF_HELLO_NAME_MAX ||
+	    memchr(name, '/', len) || memchr(name, 0, len) || (len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return -1;
+	char path[4096 + TPROF_HELLO_NAME_MAX + 16];
+	for (int k = 0; k < 1000; k++) {
+		if (k)
+			snprintf(path, sizeof(path), "%s/%.*s.%d", strcmp(start_dir, "/") ? start_dir : "", (int)len,
+				 name, k);
+		else
+			snprintf(path, sizeof(path), "%s/%.*s", strcmp(start_dir, "/") ? start_dir : "", (int)len, name);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			flock(fd, LOCK_EX | LOCK_NB);
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
 /* One registration: check, start the writer, answer. */
 static void take(int conn)
 {
+	struct {
+		struct tprof_hello h;
+		char name[TPROF_HELLO_NAME_MAX + 1];
+	} msg;
 	struct tprof_hello h;
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {&h, sizeof(h)};
+	struct iovec iov = {&msg, sizeof(msg)};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
 	int fds[4] = {-1, -1, -1, -1}, nfds = 0;
 	ssize_t r;
 	do
 		r = recvmsg(conn, &m, MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
+	h = msg.h;
+	size_t name_len = r > (ssize_t)sizeof(h) ? (size_t)r - sizeof(h) : 0;
+	int no_file = r >= (ssize_t)sizeof(h) && (h.flags & TPROF_HELLO_NO_FILE);
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -268,7 +312,8 @@ static void take(int conn)
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!entries[i].w)
 			slot = i;
-	if (r != (ssize_t)sizeof(h) || nfds != 2 || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
+	if (r < (ssize_t)sizeof(h) || nfds != (no_file ? 1 : 2) || (!no_file && name_len) ||
+	    (h.flags & ~TPROF_HELLO_NO_FILE) || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
 	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || !same_process(cred.pid, h.pid) ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
 	    (size_err = ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 ? errno : 0) != 0 ||
@@ -278,6 +323,13 @@ static void take(int conn)
 		close_fds(fds, nfds);
 		if (pidfd >= 0)
 			close(pidfd);
+		return;
+	}
+	if (no_file && (fds[1] = create_for(msg.name, name_len, &cred)) < 0) {
+		char why = TPROF_ANSWER_NO_FILE;
+		send(conn, &why, 1, MSG_NOSIGNAL);
+		close_fds(fds, nfds);
+		close(pidfd);
 		return;
 	}
 	/* the same process again: an exec; its previous image's writer finishes that trace */

@@ -203,11 +203,18 @@ static uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The trace's name for messages: as the process created it, or the absolute path of the file the
+ * recorder created for it (the process could not). */
+static const char *trace_name(const struct tprof_writer *w)
+{
+	return w->shm->trace_path[0] ? w->shm->trace_path : w->trace_abs;
+}
+
 static void out_flush(struct tprof_writer *w)
 {
 	if (w->out_len && !w->out_failed && tprof_write_all(w->trace_fd, w->out_buf, w->out_len) != 0) {
 		w->out_failed = 1;
-		fprintf(stderr, "tprof: writing %s failed: %s; the trace ends here\n", w->shm->trace_path,
+		fprintf(stderr, "tprof: writing %s failed: %s; the trace ends here\n", trace_name(w),
 			strerror(errno));
 	}
 	w->out_len = 0;
@@ -1051,7 +1058,7 @@ static void report_path(struct tprof_writer *w, int reason, int value)
 	fprintf(stderr, "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", w->prog_name, (int)w->label,
 		end_words(reason, value, how, sizeof(how)), (unsigned long long)w->events_written,
 		w->lost_written ? ", LOST " : "", w->lost_written ? "some" : "",
-		w->out_failed ? "trace incomplete:" : "trace written to", w->shm->trace_path);
+		w->out_failed ? "trace incomplete:" : "trace written to", trace_name(w));
 	if (w->shm->debug)
 		fprintf(stderr, "tprof: recorder CPU for pid %d: %llu us\n", (int)w->label,
 			(unsigned long long)((thread_cpu_ns() - w->cpu_start) / 1000));

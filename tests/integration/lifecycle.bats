@@ -186,6 +186,36 @@ PY
 	[ -f link.trace.1 ]
 }
 
+@test "a working directory the process cannot write (procfs, removed, not its own): the recorder creates the trace in its own" {
+	unset TPROF_QUIET
+	run "$B/tprof" record -- sh -c 'cd /proc && exec "$0"' "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"heap_known (pid "*"trace written to $WORK/tprof.heap_known."*".trace"* ]]
+	t=$(ls tprof.heap_known.*.trace)
+	report "$t" r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json allocations)" -gt 0 ]
+	# with LD_PRELOAD alone: the recorder's directory is the one the first traced process started it in
+	mkdir gone
+	run env LD_PRELOAD="$B/libtprof.so" TPROF_OUTPUT=g.trace sh -c 'cd gone && LD_PRELOAD= rmdir ../gone && exec "$0"' "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"heap_known (pid "*"trace written to $WORK/g.trace.1"* ]] # g.trace: sh's
+	report g.trace.1 r.json
+	[ "$(jget r.json complete)" = true ]
+	# a user who may not write the working directory: the trace is the user's own, beside the recorder
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		mkdir -p kit/progs
+		cp "$B/libtprof.so" "$B/tprof-recorder" "$B/tprof" kit/
+		cp "$B/progs/heap_known" kit/progs/
+		chmod -R a+rX kit
+		chmod 777 "$WORK"
+		run setpriv --reuid=nobody --regid=nogroup --clear-groups "$WORK/kit/tprof" record -o n.trace -- sh -c 'cd / && exec "$0"' "$WORK/kit/progs/heap_known"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"trace written to $WORK/n.trace"* ]]
+		[ "$(stat -c %U n.trace)" = nobody ]
+	fi
+}
+
 @test "one line on stderr says where the trace went; TPROF_QUIET silences it" {
 	unset TPROF_QUIET
 	run env TPROF_OUTPUT=x.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known"
