@@ -126,11 +126,13 @@ out:
 
 /* ---- descriptors, carefully ---- */
 
-/* The program may run at a descriptor limit it has used up, or below the three descriptors
- * registration holds at once. Registration first tries without touching the limit; only when it
- * ran into it (EMFILE) is the limit raised for a second try, and then put back. A privileged
- * process (CAP_SYS_RESOURCE) may go past its hard limit; others get their soft limit raised to the
- * hard one, and at a hard limit with fewer than three free they are not traced (and say so). */
+/* The program may run at a descriptor limit it has used up, or below the two descriptors
+ * registration holds at once (three when the process creates its trace file itself). Registration
+ * first tries without touching the limit; only when it ran into it (EMFILE) is the limit raised for
+ * a second try, and then put back. A privileged process (CAP_SYS_RESOURCE) may go past its hard
+ * limit; others get their soft limit raised to the hard one, and at a hard limit with fewer free
+ * they are not traced (and say so). A recorder the process starts inherits the limit: one that runs
+ * out of descriptors answers so, which the process says too. */
 struct nofile_guard {
 	struct rlimit old;
 	int raised;
@@ -231,10 +233,9 @@ static void make_path(char *buf, size_t cap, pid_t pid)
 }
 
 /* Creates the trace file exclusively: never through a symlink, never over an existing file. An
- * existing name gets a numeric suffix (.1, .2, ...). Returns the descriptor, path in path; or -1
- * with errno, and said unless the recorder may create it instead (no_file_ok: the directory may
- * not be written or is gone). */
-static int open_trace(char *path, size_t cap, pid_t pid, int *no_file_ok)
+ * existing name gets a numeric suffix (.1, .2, ...). Returns the descriptor, path in path; or -1,
+ * said. For a process whose recorder runs as another user, which does not create it (hello). */
+static int open_trace(char *path, size_t cap, pid_t pid)
 {
 	char base[4096 - 16];
 	make_path(base, sizeof(base), pid);
@@ -260,11 +261,6 @@ static int open_trace(char *path, size_t cap, pid_t pid, int *no_file_ok)
 	}
 	int err = errno;
 	note_fd_error();
-	*no_file_ok = err == EACCES || err == EPERM || err == EROFS || err == ENOENT || err == ENOTDIR;
-	if (*no_file_ok) {
-		errno = err;
-		return -1;
-	}
 	if (!emfile_seen) {
 		char why[160] = ": ";
 		const char *e = errtext(err);
@@ -417,14 +413,28 @@ static int spawn_recorder(const char *name, size_t len)
 		long g = syscall(SYS_clone, (long)SIGCHLD, NULL, NULL, NULL, NULL);
 		if (g == 0) {
 			setsid();
-			/* out of the way first: either may sit on 0, 1 or 3 (a program that closed
-			 * them), and dup2 onto itself would keep close-on-exec */
-			int l = fcntl(lfd, F_DUPFD, 10), nl = devnull >= 0 ? fcntl(devnull, F_DUPFD, 10) : -1;
-			dup2(l, 3);
-			if (nl >= 0) {
-				dup2(nl, 0);
-				dup2(nl, 1);
+			/* 3: the listening socket, 0 and 1: /dev/null, 2 kept. Everything else goes
+			 * first, so that this works under a descriptor limit of 5 too; either may sit on
+			 * 0, 1 or 3 (a program that closed them), and dup2 onto itself would keep
+			 * close-on-exec */
+			for (int fd = 0; fd < 3 + 64; fd++) /* the lowest numbers, which the moves need */
+				if (fd != 2 && fd != lfd && fd != devnull)
+					close(fd);
+			syscall(SYS_close_range, (unsigned)(3 + 64), ~0u, 0u);
+			int l = lfd;
+			if (devnull >= 0) {
+				if (l == 0 || l == 1)
+					l = fcntl(l, F_DUPFD, 3); /* below the limit: few are open */
+				for (int t = 0; t < 2; t++)
+					if (devnull == t)
+						fcntl(t, F_SETFD, 0);
+					else
+						dup2(devnull, t);
 			}
+			if (l == 3)
+				fcntl(3, F_SETFD, 0);
+			else
+				dup2(l, 3);
 			syscall(SYS_close_range, 4u, ~0u, 0u);
 			struct sigaction sa;
 			memset(&sa, 0, sizeof(sa));
@@ -512,17 +522,13 @@ void tprof_recorder_ensure(void)
 }
 
 /* Sends the memory file and the trace file; 0 when sent. */
-/* tracefd -1: the recorder is to create the file, whose name is path's last part. */
+/* tracefd -1: the recorder is to create the file path (relative: to its own directory). */
 static int send_hello(int sock, int memfd, int tracefd, const char *path)
 {
 	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(),
 				tracefd < 0 ? TPROF_HELLO_NO_FILE : 0, 0};
-	const char *name = path;
-	for (const char *p = path; *p; p++)
-		if (*p == '/')
-			name = p + 1;
-	size_t nlen = tracefd < 0 ? strnlen(name, TPROF_HELLO_NAME_MAX) : 0;
-	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)name, nlen}};
+	size_t nlen = tracefd < 0 ? strnlen(path, TPROF_HELLO_NAME_MAX) : 0;
+	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)path, nlen}};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
@@ -687,8 +693,11 @@ static void header_publish(struct tprof_shm *s)
 	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE);
 }
 
-/* One try at registration; -1 with emfile_seen when the descriptor limit was in the way. */
-static int register_once(int child, pid_t pid)
+/* One try at registration; -1 with emfile_seen when the descriptor limit was in the way. The
+ * recorder creates the trace file (in the directory it started in, where every process of a tree
+ * has its trace: none lands in a directory of the program's), unless own is set: 1 (unsaid) when
+ * it would not, as a recorder of another user's, so that the process creates it itself. */
+static int register_once(int child, pid_t pid, int own)
 {
 	int rc = -1, memfd = -1, tracefd = -1, sock = -1;
 	struct tprof_shm *s = NULL;
@@ -702,9 +711,10 @@ static int register_once(int child, pid_t pid)
 		goto out;
 	}
 	char path[4096];
-	int no_file = 0; /* the recorder is to create the file */
-	tracefd = open_trace(path, sizeof(path), pid, &no_file);
-	if (tracefd < 0 && !no_file)
+	int no_file = !own; /* the recorder is to create the file */
+	if (no_file)
+		make_path(path, sizeof(path), pid);
+	else if ((tracefd = open_trace(path, sizeof(path), pid)) < 0)
 		goto out;
 	spawn_err = 0;
 	sock = find_recorder(child);
@@ -742,7 +752,10 @@ static int register_once(int child, pid_t pid)
 			say("the file size limit (ulimit -f) is below what the recorder's shared memory file "
 			    "needs (16 GiB, sparse), for ", path, "; not tracing");
 		else if (answer == TPROF_ANSWER_NO_FILE)
-			say("cannot create ", path, " in the working directory nor in the recorder's; not tracing");
+			rc = 1;
+		else if (answer == TPROF_ANSWER_FDS)
+			say("too few descriptors left to register", " (the recorder's: the limit, ulimit -n, is "
+				"inherited)", "; not tracing");
 		else
 			say("no recorder took ", path, "; not tracing");
 		if (!no_file)
@@ -781,11 +794,15 @@ int tprof_region_start(int child)
 	pid_t pid = getpid();
 	struct nofile_guard g = {.raised = 0};
 	emfile_seen = 0;
-	int rc = register_once(child, pid);
+	int rc = register_once(child, pid, 0);
+	if (rc == 1)
+		rc = register_once(child, pid, 1);
 	if (rc != 0 && emfile_seen) {
 		if (nofile_raise(&g)) {
 			emfile_seen = 0;
-			rc = register_once(child, pid);
+			rc = register_once(child, pid, 0);
+			if (rc == 1)
+				rc = register_once(child, pid, 1);
 		}
 		if (rc != 0 && emfile_seen)
 			say("too few descriptors left to register", "", "; not tracing");

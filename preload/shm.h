@@ -98,7 +98,7 @@ struct tprof_shm {
 	/* configuration, fixed before registration */
 	uint32_t clock, lossy, quiet, debug, depth, ring_entries, rss_interval_ms, compress;
 	char trace_path[4096];   /* as the process created it (relative to its working directory); ""
-				  * when the recorder created it (TPROF_HELLO_NO_FILE) */
+				  * when the recorder created it (TPROF_HELLO_NO_FILE, the usual case) */
 	char exe[4096];          /* /proc/self/exe, as the process saw it at start-up */
 	uint32_t exe_len, cmdline_len;
 	char cmdline[32768];     /* /proc/self/cmdline: NUL-separated arguments (may be cut short) */
@@ -158,18 +158,19 @@ struct tprof_shm {
 	char paths[TPROF_SHM_PATHS];
 };
 
-/* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with two
- * descriptors: the memfd and the trace file it created. A process that cannot create the file where
- * it was to go (a working directory it may not write, or one that is gone) sends the memfd alone,
- * flags TPROF_HELLO_NO_FILE and the file's name (no directory, at most TPROF_HELLO_NAME_MAX bytes)
- * after the struct: the recorder creates it in the directory it was started in. The recorder
- * answers one byte: 1 when it took the process, 0 when it refused, TPROF_ANSWER_FSIZE when the file
- * size limit it inherited (RLIMIT_FSIZE) is below the memory file's size, TPROF_ANSWER_NO_FILE when
- * it could not create the file either. */
+/* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with the
+ * memfd, flags TPROF_HELLO_NO_FILE and the trace file's path after the struct (at most
+ * TPROF_HELLO_NAME_MAX bytes; relative: to the directory the recorder was started in), for the
+ * recorder to create. The recorder answers one byte: 1 when it took the process, 0 when it refused,
+ * TPROF_ANSWER_FSIZE when the file size limit it inherited (RLIMIT_FSIZE) is below the memory file's
+ * size, TPROF_ANSWER_FDS when it has too few descriptors left, TPROF_ANSWER_NO_FILE when it does not
+ * create the file (it runs as another user, or could not): the process then creates it itself, in its own directory, and sends it with the memfd in
+ * a second message, without the flag. */
 #define TPROF_ANSWER_FSIZE 2
 #define TPROF_ANSWER_NO_FILE 3
+#define TPROF_ANSWER_FDS 4 /* the recorder ran out of descriptors (a limit it inherited) */
 #define TPROF_HELLO_NO_FILE 1u
-#define TPROF_HELLO_NAME_MAX 255
+#define TPROF_HELLO_NAME_MAX 4095
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */
 	uint32_t version;

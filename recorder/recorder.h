@@ -50,6 +50,10 @@ struct tprof_server_opts {
  * SIGHUP, the program's resource limits lifted to their hard values. */
 void tprof_recorder_setup(void);
 
+/* The directory the recorder was started in (absolute; "" when unknown), where it creates the
+ * traces: relative paths are relative to it. */
+const char *tprof_recorder_start_dir(void);
+
 /* Takes registrations until the options say to stop; returns 0 once every writer has finished. */
 int tprof_server_run(const struct tprof_server_opts *o);
 

@@ -246,26 +246,41 @@ static int same_process(pid_t pid, pid_t own)
 	return count >= 2 && first == pid && last == own;
 }
 
-/* Creates the trace file of a process that could not (TPROF_HELLO_NO_FILE) in start_dir, as the
- * process would have: exclusively, never through a symlink, a suffix for an existing name, locked
- * until the trace is complete. Only for a process of the recorder's own user: a root recorder makes
- * no file another user names in its directory. name is the process's (checked: one part of a
- * path). The descriptor, or -1. */
+/* The process's umask (/proc/PID/status), or 022. */
+static mode_t umask_of(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	ssize_t n = tprof_proc_read(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 022;
+	buf[n] = 0;
+	const char *l = strstr(buf, "\nUmask:");
+	return l ? (mode_t)strtol(l + 7, NULL, 8) & 0777 : 022;
+}
+
+/* Creates a process's trace file (TPROF_HELLO_NO_FILE) as the process would have: exclusively,
+ * never through a symlink, a suffix for an existing name, with its umask, locked until the trace is
+ * complete; a relative path in start_dir. Only for a process of the recorder's own user: a root
+ * recorder makes no file that another user names. The descriptor, or -1. */
 static int create_for(const char *name, size_t len, const struct ucred *cred)
 {
-	if (cred->uid != geteuid() || !start_dir[0] || len == 0 || len > TPROF_HELLO_NAME_MAX ||
-	    memchr(name, '/', len) || memchr(name, 0, len) || (len == 1 && name[0] == '.') ||
-	    (len == 2 && name[0] == '.' && name[1] == '.'))
+	if (cred->uid != geteuid() || len == 0 || len > TPROF_HELLO_NAME_MAX || memchr(name, 0, len) ||
+	    (name[0] != '/' && !start_dir[0]))
 		return -1;
-	char path[4096 + TPROF_HELLO_NAME_MAX + 16];
+	const char *dir = name[0] == '/' ? "" : strcmp(start_dir, "/") ? start_dir : "";
+	const char *sep = name[0] == '/' ? "" : "/";
+	char path[sizeof(start_dir) + TPROF_HELLO_NAME_MAX + 16];
+	mode_t mode = 0644 & ~umask_of(cred->pid);
 	for (int k = 0; k < 1000; k++) {
 		if (k)
-			snprintf(path, sizeof(path), "%s/%.*s.%d", strcmp(start_dir, "/") ? start_dir : "", (int)len,
-				 name, k);
+			snprintf(path, sizeof(path), "%s%s%.*s.%d", dir, sep, (int)len, name, k);
 		else
-			snprintf(path, sizeof(path), "%s/%.*s", strcmp(start_dir, "/") ? start_dir : "", (int)len, name);
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			snprintf(path, sizeof(path), "%s%s%.*s", dir, sep, (int)len, name);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
+			if (fchmod(fd, mode) != 0) {
+			} /* 0600 is the safe side */
 			flock(fd, LOCK_EX | LOCK_NB);
 			return fd;
 		}
@@ -273,6 +288,24 @@ static int create_for(const char *name, size_t len, const struct ucred *cred)
 			return -1;
 	}
 	return -1;
+}
+
+const char *tprof_recorder_start_dir(void)
+{
+	return start_dir;
+}
+
+/* Whether the recorder is at its descriptor limit (a limit inherited from the program that it
+ * could not lift): why a registration failed, which the process says. */
+static int out_of_fds(void)
+{
+	int fd[3], n = 0; /* a registration takes three at once: a pidfd, a /proc file, the trace */
+	while (n < 3 && (fd[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	int full = n < 3 && errno == EMFILE;
+	while (n)
+		close(fd[--n]);
+	return full;
 }
 
 /* One registration: check, start the writer, answer. */
@@ -294,6 +327,7 @@ static void take(int conn)
 	do
 		r = recvmsg(conn, &m, MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
+	int fds_short = r >= 0 && (m.msg_flags & MSG_CTRUNC); /* descriptors it sent were dropped */
 	h = msg.h;
 	size_t name_len = r > (ssize_t)sizeof(h) ? (size_t)r - sizeof(h) : 0;
 	int no_file = r >= (ssize_t)sizeof(h) && (h.flags & TPROF_HELLO_NO_FILE);
@@ -318,7 +352,8 @@ static void take(int conn)
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
 	    (size_err = ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 ? errno : 0) != 0 ||
 	    peer_process(conn, cred.pid, &pidfd, &starttime) != 0) {
-		char why = size_err == EFBIG ? TPROF_ANSWER_FSIZE : no; /* RLIMIT_FSIZE, which it may say */
+		/* RLIMIT_FSIZE, or the descriptor limit: reasons the process says */
+		char why = size_err == EFBIG ? TPROF_ANSWER_FSIZE : fds_short || out_of_fds() ? TPROF_ANSWER_FDS : no;
 		send(conn, &why, 1, MSG_NOSIGNAL);
 		close_fds(fds, nfds);
 		if (pidfd >= 0)
@@ -326,7 +361,7 @@ static void take(int conn)
 		return;
 	}
 	if (no_file && (fds[1] = create_for(msg.name, name_len, &cred)) < 0) {
-		char why = TPROF_ANSWER_NO_FILE;
+		char why = errno == EMFILE || out_of_fds() ? TPROF_ANSWER_FDS : TPROF_ANSWER_NO_FILE;
 		send(conn, &why, 1, MSG_NOSIGNAL);
 		close_fds(fds, nfds);
 		close(pidfd);
@@ -363,6 +398,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	root_gone = root_fd < 0;
 	drop_stderr = o->drop_stderr;
 	int notify_fd = o->notify_fd;
+	int spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* first: under the tightest limit too */
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	static struct pollfd pf[MAX_WRITERS + 3];
 	static int at[MAX_WRITERS + 3]; /* the entry of each pidfd in pf */
@@ -407,6 +443,25 @@ int tprof_server_run(const struct tprof_server_opts *o)
 		}
 		if (pf[0].revents) {
 			int conn = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (conn < 0 && errno == EMFILE && spare_fd >= 0) {
+				/* out of descriptors: the spare one makes room to say so, so that the
+				 * process does not wait for an answer */
+				close(spare_fd);
+				conn = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+				if (conn >= 0) {
+					char why = TPROF_ANSWER_FDS;
+					send(conn, &why, 1, MSG_NOSIGNAL);
+					/* its message is read before the close: a close with unread data
+					 * resets the connection, and the process would read that instead */
+					struct pollfd in = {conn, POLLIN, 0};
+					char drop[64];
+					if (poll(&in, 1, 1000) > 0 && recv(conn, drop, sizeof(drop), MSG_DONTWAIT) < 0) {
+					}
+					close(conn);
+					conn = -1;
+				}
+				spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			}
 			if (conn >= 0) {
 				take(conn);
 				close(conn);

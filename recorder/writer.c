@@ -203,11 +203,18 @@ static uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The trace's name for messages: as the process created it, or the absolute path of the file the
- * recorder created for it (the process could not). */
+/* The trace's name for messages: as the process created it, or the file the recorder created for
+ * it, relative to the directory the recorder started in when it is there (where the user who
+ * started the program is), else absolute. */
 static const char *trace_name(const struct tprof_writer *w)
 {
-	return w->shm->trace_path[0] ? w->shm->trace_path : w->trace_abs;
+	if (w->shm->trace_path[0])
+		return w->shm->trace_path;
+	const char *d = tprof_recorder_start_dir();
+	size_t n = strlen(d);
+	if (n > 1 && strncmp(w->trace_abs, d, n) == 0 && w->trace_abs[n] == '/')
+		return w->trace_abs + n + 1;
+	return w->trace_abs;
 }
 
 static void out_flush(struct tprof_writer *w)

@@ -186,33 +186,49 @@ PY
 	[ -f link.trace.1 ]
 }
 
-@test "a working directory the process cannot write (procfs, removed, not its own): the recorder creates the trace in its own" {
+@test "every trace goes to the recorder's directory, wherever its process runs: /proc, a removed directory, another user's" {
 	unset TPROF_QUIET
 	run "$B/tprof" record -- sh -c 'cd /proc && exec "$0"' "$B/progs/heap_known"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"heap_known (pid "*"trace written to $WORK/tprof.heap_known."*".trace"* ]]
+	[[ "$output" == *"heap_known (pid "*"trace written to tprof.heap_known."*".trace"* ]]
 	t=$(ls tprof.heap_known.*.trace)
 	report "$t" r.json
 	[ "$(jget r.json complete)" = true ]
 	[ "$(jget r.json allocations)" -gt 0 ]
+	# a working tree is left as it was: git sees no file of tprof's
+	run "$B/tprof" record -o 'g.%p.trace' -- sh -c 'mkdir w && cd w && git init -q && echo x >f &&
+		git add f && git -c user.name=a -c user.email=a@b commit -qm c && git status --porcelain'
+	[ "$status" -eq 0 ]
+	[ -z "$(grep -v '^tprof: ' <<<"$output")" ]
+	[ "$(ls g.*.trace | wc -l)" -ge 3 ]
 	# with LD_PRELOAD alone: the recorder's directory is the one the first traced process started it in
 	mkdir gone
-	run env LD_PRELOAD="$B/libtprof.so" TPROF_OUTPUT=g.trace sh -c 'cd gone && LD_PRELOAD= rmdir ../gone && exec "$0"' "$B/progs/heap_known"
+	run env LD_PRELOAD="$B/libtprof.so" TPROF_OUTPUT=d.trace sh -c 'cd gone && LD_PRELOAD= rmdir ../gone && exec "$0"' "$B/progs/heap_known"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"heap_known (pid "*"trace written to $WORK/g.trace.1"* ]] # g.trace: sh's
-	report g.trace.1 r.json
+	[[ "$output" == *"heap_known (pid "*"trace written to d.trace.1"* ]] # d.trace: sh's
+	report d.trace.1 r.json
 	[ "$(jget r.json complete)" = true ]
-	# a user who may not write the working directory: the trace is the user's own, beside the recorder
+	# the user's own umask
+	run env LD_PRELOAD="$B/libtprof.so" TPROF_OUTPUT=u.trace sh -c 'umask 077 && exec "$0"' "$B/progs/heap_known"
+	[ "$(stat -c %a u.trace.1)" = 600 ]
 	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-		mkdir -p kit/progs
+		mkdir -p kit/progs nb
 		cp "$B/libtprof.so" "$B/tprof-recorder" "$B/tprof" kit/
 		cp "$B/progs/heap_known" kit/progs/
 		chmod -R a+rX kit
-		chmod 777 "$WORK"
+		chmod 777 "$WORK" nb
+		# a user who may not write the working directory: the trace is beside the recorder
 		run setpriv --reuid=nobody --regid=nogroup --clear-groups "$WORK/kit/tprof" record -o n.trace -- sh -c 'cd / && exec "$0"' "$WORK/kit/progs/heap_known"
 		[ "$status" -eq 0 ]
-		[[ "$output" == *"trace written to $WORK/n.trace"* ]]
+		[[ "$output" == *"trace written to n.trace"* ]]
 		[ "$(stat -c %U n.trace)" = nobody ]
+		# a process that drops to another user under a root recorder creates its own, as that user
+		run "$B/tprof" record -o p.trace -- setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c 'cd "$0" && exec "$1"' "$WORK/nb" "$WORK/kit/progs/heap_known"
+		[ "$status" -eq 0 ]
+		[ "$(stat -c %U p.trace)" = root ] # setpriv's, before it dropped
+		[ "$(stat -c %U nb/p.trace)" = nobody ]
+		report nb/p.trace r.json
+		[ "$(jget r.json complete)" = true ]
 	fi
 }
 
