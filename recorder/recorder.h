@@ -15,6 +15,8 @@ struct tprof_writer_args {
 	uint64_t starttime; /* /proc/PID/stat field 22: with the pid, names the process for good */
 	int memfd;          /* its shared memory; the writer owns it from now on */
 	int tracefd;        /* the trace file it created; the writer owns it from now on */
+	int own_mode;       /* the recorder created it (mode 0600): the writer gives it the process's
+			     * umask */
 };
 
 struct tprof_writer;

@@ -246,22 +246,10 @@ static int same_process(pid_t pid, pid_t own)
 	return count >= 2 && first == pid && last == own;
 }
 
-/* The process's umask (/proc/PID/status), or 022. */
-static mode_t umask_of(pid_t pid)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	ssize_t n = tprof_proc_read(path, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return 022;
-	buf[n] = 0;
-	const char *l = strstr(buf, "\nUmask:");
-	return l ? (mode_t)strtol(l + 7, NULL, 8) & 0777 : 022;
-}
-
 /* Creates a process's trace file (TPROF_HELLO_NO_FILE) as the process would have: exclusively,
- * never through a symlink, a suffix for an existing name, with its umask, locked until the trace is
- * complete; a relative path in start_dir. Only for a process of the recorder's own user: a root
+ * never through a symlink, a suffix for an existing name, locked until the trace is complete (its
+ * mode, 0600 for now, gets the process's umask from the writer, off the registration's path); a
+ * relative path in start_dir. Only for a process of the recorder's own user: a root
  * recorder makes no file that another user names. The descriptor, or -1. */
 static int create_for(const char *name, size_t len, const struct ucred *cred)
 {
@@ -271,7 +259,6 @@ static int create_for(const char *name, size_t len, const struct ucred *cred)
 	const char *dir = name[0] == '/' ? "" : strcmp(start_dir, "/") ? start_dir : "";
 	const char *sep = name[0] == '/' ? "" : "/";
 	char path[sizeof(start_dir) + TPROF_HELLO_NAME_MAX + 16];
-	mode_t mode = 0644 & ~umask_of(cred->pid);
 	for (int k = 0; k < 1000; k++) {
 		if (k)
 			snprintf(path, sizeof(path), "%s%s%.*s.%d", dir, sep, (int)len, name, k);
@@ -279,8 +266,6 @@ static int create_for(const char *name, size_t len, const struct ucred *cred)
 			snprintf(path, sizeof(path), "%s%s%.*s", dir, sep, (int)len, name);
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
-			if (fchmod(fd, mode) != 0) {
-			} /* 0600 is the safe side */
 			flock(fd, LOCK_EX | LOCK_NB);
 			return fd;
 		}
@@ -377,7 +362,8 @@ static void take(int conn)
 		}
 	}
 	struct tprof_writer_args a = {
-		.pid = cred.pid, .label = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1]};
+		.pid = cred.pid, .label = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1],
+		.own_mode = no_file};
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
 		send(conn, &no, 1, MSG_NOSIGNAL);

@@ -99,6 +99,7 @@ struct tprof_writer {
 	uint64_t cpu_start;     /* the writer thread's CPU time when this trace began (TPROF_DEBUG) */
 	struct leak_live *live; /* the blocks live now, for the scan at the end (NULL: not asked) */
 	char trace_abs[4096];   /* the trace file's absolute path, for tprof record --error-exitcode */
+	int own_mode;           /* the recorder created the file: give it the process's umask */
 	struct leak_result *scan; /* the scan's result, written at the end of the trace */
 	uint32_t scan_reason;
 	uint8_t module_end_written[TPROF_SHM_MODULES];
@@ -1316,10 +1317,30 @@ static void let_go(struct tprof_writer *w)
 	}
 }
 
+/* A trace file the recorder created for the process: the mode the process would have given it,
+ * with its umask (/proc/PID/status; 022 when it cannot be read). */
+static void give_mode(struct tprof_writer *w)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)w->tpid);
+	ssize_t n = tprof_proc_read(path, buf, sizeof(buf) - 1);
+	mode_t mask = 022;
+	if (n > 0) {
+		buf[n] = 0;
+		const char *l = strstr(buf, "\nUmask:");
+		if (l)
+			mask = (mode_t)strtol(l + 7, NULL, 8) & 0777;
+	}
+	if (fchmod(w->trace_fd, 0644 & ~mask) != 0) {
+	} /* 0600 is the safe side */
+}
+
 /* The whole life of one trace. */
 static void write_trace(struct tprof_writer *w)
 {
 	w->cpu_start = thread_cpu_ns();
+	if (w->own_mode)
+		give_mode(w);
 	if (wait_header(w) != 0) {
 		fprintf(stderr, "tprof: pid %d ended before it could be traced; its trace is empty\n", (int)w->label);
 		goto out;
@@ -1471,6 +1492,7 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	w->own_ns = w->label == w->tpid;
 	w->starttime = a->starttime;
 	w->trace_fd = a->tracefd;
+	w->own_mode = a->own_mode;
 	char fdpath[64];
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", w->trace_fd);
 	ssize_t n = readlink(fdpath, w->trace_abs, sizeof(w->trace_abs) - 1);
