@@ -594,8 +594,12 @@ static void last_quick_exit_handler(void)
  * runtime's, made to run any program, and fails the calls it forbids instead. */
 void tprof_sandbox_inherited(void)
 {
-	if (tprof_cfg.trust_seccomp)
+	/* once per image: a fork child has its parent's answer (before_fork asks), and a filter the
+	 * image installs itself is seen by the prctl and syscall hooks */
+	static int asked;
+	if (tprof_cfg.trust_seccomp || asked)
 		return;
+	asked = 1;
 	static char buf[4096]; /* registration is one thread's at a time */
 	ssize_t n = tprof_proc_read("/proc/self/status", buf, sizeof(buf) - 1);
 	if (n <= 0)
@@ -617,9 +621,12 @@ static void before_fork(void)
 	if (atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard &&
 	    !atomic_load(&tprof_sandboxed)) {
 		tprof_tls.guard++;
-		tprof_recorder_ensure();
-		tprof_region_learn_self();
-		tprof_stacks_warm();
+		tprof_sandbox_inherited();
+		if (!atomic_load(&tprof_sandboxed)) {
+			tprof_recorder_ensure();
+			tprof_region_learn_self();
+			tprof_stacks_warm();
+		}
 		tprof_tls.guard--;
 	}
 }
