@@ -75,13 +75,7 @@ static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_
 	    __builtin_add_overflow(s->live_bytes, e->size, &s->live_bytes))
 		overflow(s, e);
 	s->live_blocks++;
-	if (s->live_bytes > s->peak_bytes) {
-		s->peak_bytes = s->live_bytes;
-		s->peak_blocks = s->live_blocks;
-		s->peak_seq = e->seq;
-		s->peak_tick = e->tick;
-		s->peak_tid = e->tid;
-	}
+	heap_peak_check(s, e);
 }
 
 static void give_back(struct heap_stats *s, uint64_t ptr, struct heap_change *c)

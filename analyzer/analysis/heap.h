@@ -73,6 +73,20 @@ static inline struct heap_pair *heap_pair_of(const struct heap_stats *s, uint64_
 	return &s->pairs[(ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - HEAP_PAIR_BITS)];
 }
 
+/* The live heap has just grown by e's block: when it passes the peak, this is the new peak.
+ * 1 when it was. */
+static inline int heap_peak_check(struct heap_stats *s, const struct tprof_event *e)
+{
+	if (s->live_bytes <= s->peak_bytes)
+		return 0;
+	s->peak_bytes = s->live_bytes;
+	s->peak_blocks = s->live_blocks;
+	s->peak_seq = e->seq;
+	s->peak_tick = e->tick;
+	s->peak_tid = e->tid;
+	return 1;
+}
+
 /* Replays t from its current position to the end. 0 on success; -1 on a corrupt record or byte
  * totals past 2^64 (t->err).
  * The caller releases s->live with addrmap_free (or heap_release). */

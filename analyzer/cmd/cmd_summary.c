@@ -72,6 +72,17 @@ static void at_peak(struct summary *m)
 	m->ndirty = 0;
 }
 
+/* Site st takes e's block. */
+static void site_take(struct summary *m, struct site *st, const struct tprof_event *e)
+{
+	st->calls++;
+	st->bytes += e->size;
+	st->live_bytes += e->size;
+	st->live_blocks++;
+	st->seq = e->seq;
+	touch(m, st);
+}
+
 /* One event through the replay, the temporaries and the sites. */
 static void step(struct summary *m, struct temporaries *tp, const struct tprof_event *e)
 {
@@ -88,15 +99,8 @@ static void step(struct summary *m, struct temporaries *tp, const struct tprof_e
 		site_of(m, c.freed_stack)->temporary++;
 		m->temporary++;
 	}
-	if (c.taken_ptr) {
-		struct site *st = site_of(m, e->stack);
-		st->calls++;
-		st->bytes += e->size;
-		st->live_bytes += e->size;
-		st->live_blocks++;
-		st->seq = e->seq;
-		touch(m, st);
-	}
+	if (c.taken_ptr)
+		site_take(m, site_of(m, e->stack), e);
 	if (m->hs.peak_bytes != peak)
 		at_peak(m);
 }
@@ -146,21 +150,9 @@ static void run(struct summary *m, struct temporaries *tp, const struct tprof_ev
 			s->bytes_allocated += e->size;
 			s->live_bytes += e->size;
 			s->live_blocks++;
-			struct site *st = site_of(m, e->stack);
-			st->calls++;
-			st->bytes += e->size;
-			st->live_bytes += e->size;
-			st->live_blocks++;
-			st->seq = e->seq;
-			touch(m, st);
-			if (s->live_bytes > s->peak_bytes) {
-				s->peak_bytes = s->live_bytes;
-				s->peak_blocks = s->live_blocks;
-				s->peak_seq = e->seq;
-				s->peak_tick = e->tick;
-				s->peak_tid = e->tid;
+			site_take(m, site_of(m, e->stack), e);
+			if (heap_peak_check(s, e))
 				at_peak(m);
-			}
 			continue;
 		}
 		step(m, tp, e);
