@@ -88,6 +88,9 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 		c->st = xmalloc(sizeof(*c->st) + TPROF_PTR_HIST * sizeof(uint64_t));
 		c->alloc_at = (uint64_t *)(c->st + 1);
 	}
+	/* only entries this block pushes are read (a free's distance is at most its pushes); zeroed
+	 * all the same, so that no stale number can pair */
+	memset(c->alloc_at, 0, TPROF_PTR_HIST * sizeof(uint64_t));
 	tprof_rec_state_init(c->st, seq0, tick0);
 	c->a_seq = seq0;
 	c->a_tick = tick0;
