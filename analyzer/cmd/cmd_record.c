@@ -115,9 +115,10 @@ int cmd_record(int argc, char **argv)
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			printf("usage: tprof record [-o FILE] [--error-exitcode N [--kinds LIST]] -- PROGRAM ARGS...\n"
 			       "  -o FILE   write the trace to FILE (%%p expands to the pid; an existing FILE\n"
-			       "            gets a suffix .1, .2, ...); default tprof.<program>.<pid>.trace\n"
-			       "            in the working directory. Every traced process says where its\n"
-			       "            trace went, on stderr, and a program that left none is named\n"
+			       "            gets a suffix .1, .2, ...); default tprof.<program>.<pid>.trace;\n"
+			       "            relative to this working directory, whatever directory a process\n"
+			       "            of the tree runs in. Every traced process says where its trace\n"
+			       "            went, on stderr, and a program that left none is named\n"
 			       "            (TPROF_QUIET=1: nothing).\n"
 			       "  --error-exitcode N\n"
 			       "            when the program has ended with an exit call, exit with N if its\n"
