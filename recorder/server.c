@@ -456,5 +456,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	}
 	if (notify_fd >= 0)
 		close(notify_fd);
+	if (spare_fd >= 0) /* what runs at exit (a sanitizer's leak check) may need a descriptor */
+		close(spare_fd);
 	return 0;
 }
