@@ -417,10 +417,22 @@ static int spawn_recorder(const char *name, size_t len)
 			 * first, so that this works under a descriptor limit of 5 too; either may sit on
 			 * 0, 1 or 3 (a program that closed them), and dup2 onto itself would keep
 			 * close-on-exec */
-			for (int fd = 0; fd < 3 + 64; fd++) /* the lowest numbers, which the moves need */
-				if (fd != 2 && fd != lfd && fd != devnull)
-					close(fd);
-			syscall(SYS_close_range, (unsigned)(3 + 64), ~0u, 0u);
+			int keep[3] = {2, lfd, devnull}; /* sorted, then the gaps between them closed */
+			for (int i = 0; i < 3; i++)
+				for (int j = i + 1; j < 3; j++)
+					if (keep[j] < keep[i]) {
+						int x = keep[i];
+						keep[i] = keep[j];
+						keep[j] = x;
+					}
+			int from = 0;
+			for (int i = 0; i < 3; i++)
+				if (keep[i] >= from) {
+					if (keep[i] > from)
+						syscall(SYS_close_range, (unsigned)from, (unsigned)keep[i] - 1u, 0u);
+					from = keep[i] + 1;
+				}
+			syscall(SYS_close_range, (unsigned)from, ~0u, 0u);
 			int l = lfd;
 			if (devnull >= 0) {
 				if (l == 0 || l == 1)

@@ -161,11 +161,12 @@ struct tprof_shm {
 /* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with the
  * memfd, flags TPROF_HELLO_NO_FILE and the trace file's path after the struct (at most
  * TPROF_HELLO_NAME_MAX bytes; relative: to the directory the recorder was started in), for the
- * recorder to create. The recorder answers one byte: 1 when it took the process, 0 when it refused,
- * TPROF_ANSWER_FSIZE when the file size limit it inherited (RLIMIT_FSIZE) is below the memory file's
- * size, TPROF_ANSWER_FDS when it has too few descriptors left, TPROF_ANSWER_NO_FILE when it does not
- * create the file (it runs as another user, or could not): the process then creates it itself, in its own directory, and sends it with the memfd in
- * a second message, without the flag. */
+ * recorder to create. The recorder answers one byte: 1 when it took the process, 0 when it
+ * refused, TPROF_ANSWER_FSIZE when the file size limit it inherited (RLIMIT_FSIZE) is below the
+ * memory file's size, TPROF_ANSWER_FDS when it has too few descriptors left, TPROF_ANSWER_NO_FILE
+ * when it does not create the file (it runs as another user, or could not): the process then
+ * creates it itself, in its own directory, and sends it with the memfd in a second message,
+ * without the flag. */
 #define TPROF_ANSWER_FSIZE 2
 #define TPROF_ANSWER_NO_FILE 3
 #define TPROF_ANSWER_FDS 4 /* the recorder ran out of descriptors (a limit it inherited) */

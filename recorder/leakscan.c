@@ -183,6 +183,17 @@ static void live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_
 	e->size = size;
 }
 
+/* An allocation record's release (a realloc's old block, at seq, as the heap replay counts it);
+ * returns the sequence number at which its block is taken. */
+static uint64_t alloc_release(struct leak_live *m, const struct tprof_rec *r)
+{
+	if (!tprof_kind_is_realloc(r->kind))
+		return r->seq;
+	if (r->ptr || (r->size == 0 && r->old_ptr)) /* success, or realloc(p, 0), which frees p */
+		live_event(m, r->old_ptr, r->seq, LIVE_FREED);
+	return r->seq2;
+}
+
 void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_t free_dist, uint32_t pushes)
 {
 	if (!m)
@@ -193,12 +204,7 @@ void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_
 			m->hold[(pushes - free_dist) % TPROF_PTR_HIST].addr = 0;
 		return;
 	}
-	uint64_t seq = r->seq;
-	if (tprof_kind_is_realloc(r->kind)) {
-		if (r->ptr || (r->size == 0 && r->old_ptr)) /* as the heap replay counts it */
-			live_event(m, r->old_ptr, r->seq, LIVE_FREED);
-		seq = r->seq2;
-	}
+	uint64_t seq = alloc_release(m, r);
 	if (!r->ptr) /* nothing taken, nothing pushed */
 		return;
 	struct live_slot *h = &m->hold[(pushes - 1) % TPROF_PTR_HIST];
@@ -236,15 +242,10 @@ void leak_live_apply(struct leak_live *m, const struct tprof_rec *r)
 {
 	if (!m)
 		return;
-	if (r->kind == TPROF_EV_FREE) {
+	if (r->kind == TPROF_EV_FREE)
 		live_event(m, r->ptr, r->seq, LIVE_FREED);
-	} else if (tprof_kind_is_realloc(r->kind)) {
-		if (r->ptr || (r->size == 0 && r->old_ptr)) /* as the heap replay counts it */
-			live_event(m, r->old_ptr, r->seq, LIVE_FREED);
-		live_event(m, r->ptr, r->seq2, r->size);
-	} else {
-		live_event(m, r->ptr, r->seq, r->size);
-	}
+	else
+		live_event(m, r->ptr, alloc_release(m, r), r->size);
 }
 
 /* ---- the process's memory ---- */

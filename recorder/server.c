@@ -81,9 +81,8 @@ static void lift_limit(int what)
 	}
 }
 
-/* The directory the recorder was started in (absolute; "" when unknown): where it creates the trace
- * of a process that could not create its own (TPROF_HELLO_NO_FILE). Kept as a path: an open
- * directory would keep it busy. */
+/* The directory the recorder was started in (absolute; "" when unknown): where it creates the traces
+ * (TPROF_HELLO_NO_FILE). Kept as a path: an open directory would keep it busy. */
 static char start_dir[4096];
 
 void tprof_recorder_setup(void)

@@ -822,7 +822,8 @@ static uint32_t encode_run(struct tprof_writer *w, struct wthread *t, uint32_t f
 		if (rec.stack)
 			define_stack(w, rec.stack);
 		uint32_t dist = tprof_rec_encode(out, &w->enc, &rec);
-		leak_live_block_rec(w->live, &rec, dist, w->enc.st.nalloc);
+		if (w->live)
+			leak_live_block_rec(w->live, &rec, dist, w->enc.st.nalloc);
 		in_run = rec.no_tick;
 		i++;
 		recs++;
@@ -832,7 +833,8 @@ static uint32_t encode_run(struct tprof_writer *w, struct wthread *t, uint32_t f
 				bytes += (size_t)(out[s] - w->streams[s]);
 		}
 	}
-	leak_live_block_end(w->live);
+	if (w->live)
+		leak_live_block_end(w->live);
 	if (recs) {
 		uint8_t *p = w->ev_buf;
 		p = tprof_put_varint(p, (uint64_t)t->tid);
