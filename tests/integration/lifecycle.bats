@@ -223,7 +223,9 @@ PY
 		[[ "$output" == *"trace written to n.trace"* ]]
 		[ "$(stat -c %U n.trace)" = nobody ]
 		# a process that drops to another user under a root recorder creates its own, as that user
-		run "$B/tprof" record -o p.trace -- setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c 'cd "$0" && exec "$1"' "$WORK/nb" "$WORK/kit/progs/heap_known"
+		# (the kit's tprof preloads the kit's library, which that user can read: the build tree
+		# may be under a private directory)
+		run "$WORK/kit/tprof" record -o p.trace -- setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c 'cd "$0" && exec "$1"' "$WORK/nb" "$WORK/kit/progs/heap_known"
 		[ "$status" -eq 0 ]
 		[ "$(stat -c %U p.trace)" = root ] # setpriv's, before it dropped
 		[ "$(stat -c %U nb/p.trace)" = nobody ]
