@@ -1,5 +1,6 @@
 /* The trace reader's decoding of one EVENTS or ZEVENTS block into events, chunk by chunk: ticks
- * interpolated between measured records, frees paired with their allocations through the codec's history. */
+ * interpolated between measured records, frees paired with their allocations through the codec's
+ * pointer history. */
 #include "trace/reader_int.h"
 
 
