@@ -37,6 +37,8 @@ struct tprof_config tprof_cfg = {
 _Atomic int tprof_ready;
 _Atomic int tprof_recording;
 _Atomic int tprof_sandboxed;
+_Atomic int tprof_lock_future;
+_Atomic int tprof_few_over;
 int tprof_clock_is_tsc;
 /* The process-private side of each shared slot: its ring's address here. */
 static struct tprof_thread threads[TPROF_SHM_THREADS];
@@ -392,6 +394,17 @@ again:
 	return t;
 }
 
+int tprof_few_none(void)
+{
+	if (atomic_load(&tprof_few_over))
+		return 0;
+	uint32_t used = atomic_load(&threads_used);
+	for (uint32_t i = 0; i < used; i++)
+		if (threads[i].nfew)
+			return 0;
+	return 1;
+}
+
 /* The ring is full. Lossless: wake the recorder and sleep on the ring's tail until there is room.
  * A recorder that stopped beating for 2 s is taken for gone (killed): from then on events are
  * dropped and counted, so that the program never hangs on it. */
@@ -449,6 +462,7 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 		return;
 	}
 	tprof_tls.deferring = 1;
+	atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed); /* not listed: scan */
 	__asm__ volatile("" ::: "memory");
 	struct tprof_deferred *d = &tprof_tls.defer[head % TPROF_DEFER_MAX];
 	uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
@@ -497,25 +511,33 @@ void tprof_writer_kick(void)
 
 /* ---- lifecycle ---- */
 
-/* The resident set size from /proc/self/statm, in bytes (0: unknown). */
-uint64_t tprof_rss_now(void)
+/* The resident set size from /proc/self/stat (field 24, what statm says too), in bytes (0:
+ * unknown); *tasks (when asked): the process's tasks (field 20), -1 when unknown. One read for
+ * both at an _exit: each /proc file opened is about 15 us on a VM. */
+uint64_t tprof_rss_now(int *tasks)
 {
-	char buf[128];
-	if (atomic_load(&tprof_sandboxed) || tprof_proc_read("/proc/self/statm", buf, sizeof(buf)) <= 0)
+	char buf[1024];
+	uint64_t pages = 0, n = 0;
+	const char *t = atomic_load(&tprof_sandboxed) ? NULL : tprof_stat_read(0, buf, sizeof(buf));
+	if (tasks)
+		*tasks = t && tprof_stat_field(t, 20, &n) == 0 ? (int)n : -1;
+	if (!t || tprof_stat_field(t, 24, &pages) != 0)
 		return 0;
-	const char *p = strchr(buf, ' ');
-	return p ? strtoull(p + 1, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
+
+int tprof_end_threads = -1;
 
 void tprof_note_end(int reason, int value)
 {
+	tprof_end_threads = -1;
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return; /* a vfork child: the memory is its parent's */
 	atomic_store(&shm->end_value, value);
 	atomic_store(&shm->end_reason, reason);
 	if (shm->rss_interval_ms) {
-		uint64_t b = tprof_rss_now();
+		uint64_t b = tprof_rss_now(&tprof_end_threads);
 		if (b) {
 			atomic_store(&shm->exit_rss_tick, tprof_now());
 			atomic_store(&shm->exit_rss_bytes, b);
@@ -529,7 +551,7 @@ void tprof_note_exec(int pending)
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return;
 	if (pending && shm->rss_interval_ms) { /* the image's last sample */
-		uint64_t b = tprof_rss_now();
+		uint64_t b = tprof_rss_now(NULL);
 		if (b) {
 			atomic_store(&shm->exit_rss_tick, tprof_now());
 			atomic_store(&shm->exit_rss_bytes, b);
@@ -544,6 +566,7 @@ static void on_exit_status(int status, void *arg)
 {
 	(void)arg;
 	tprof_note_end(TPROF_END_EXIT, status);
+	tprof_end_threads = -1; /* destructors and exit handlers run before the scan */
 	if (tprof_tls.thread) /* the exiting thread's last name: the process is gone when it is read */
 		on_thread_exit(tprof_tls.thread);
 	tprof_tls.guard++;
@@ -636,8 +659,12 @@ static void after_fork_child(void)
 	/* Only this thread survives, in memory that is still the parent's: the child forgets it and
 	 * registers on its first recorded call, with memory, slots and stacks of its own. */
 	atomic_store(&tprof_recording, 0);
+	if (atomic_load(&tprof_lock_future))
+		atomic_store(&tprof_lock_future, 0);
 	tprof_tls.thread = NULL;
 	memset(threads, 0, atomic_load(&threads_used) * sizeof(threads[0])); /* others stay untouched */
+	if (atomic_load(&tprof_few_over))
+		atomic_store(&tprof_few_over, 0);
 	atomic_store(&threads_used, 0);
 	tprof_region_after_fork();
 	if (atomic_load(&reg_state) == 2) {

@@ -1,8 +1,9 @@
 /* The functions libtprof.so exports and the traced program calls instead of the C library's: the
  * malloc family, the ways out (_exit, _Exit, quick_exit; exit is seen through on_exit), the exec
  * family, dlopen/dlclose (the module table), pipe2, read, write and syscall, which answer libunwind's
- * memory validation without a pipe and pass every other call through, and prctl and syscall again,
- * which notice a seccomp filter the program installs. Each heap hook is thin:
+ * memory validation without a pipe and pass every other call through, prctl and syscall again,
+ * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
+ * must map its memory. Each heap hook is thin:
  * forward to the real function, record one event through preload.h, leave errno as the real
  * function left it. Nested calls: tprof's own pass straight through (the guard), a signal
  * handler's are recorded, or deferred while the stack capture or ring write runs (see enter()). */
@@ -15,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <linux/seccomp.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -384,6 +386,7 @@ TPROF_EXPORT void _Exit(int status)
 TPROF_EXPORT void quick_exit(int status)
 {
 	tprof_note_end(TPROF_END_QUICK_EXIT, status);
+	tprof_end_threads = -1; /* its handlers run before the scan */
 	if (tprof_real.quick_exit)
 		tprof_real.quick_exit(status);
 	for (;;)
@@ -523,6 +526,29 @@ static long pass_syscall(long nr, long a1, long a2, long a3, long a4, long a5, l
 	return tprof_real.syscall(nr, a1, a2, a3, a4, a5, a6);
 }
 
+/* mlockall and munlockall: whether MCL_FUTURE may be in force decides how tprof maps its memory
+ * (tprof_map_unlocked). Set before the call (a thread mapping meanwhile takes the careful way),
+ * cleared only by a call that succeeded without it. */
+static long lock_call(long nr, long flags)
+{
+	if (nr == SYS_mlockall && (flags & MCL_FUTURE))
+		atomic_store(&tprof_lock_future, 1);
+	long r = pass_syscall(nr, flags, 0, 0, 0, 0, 0);
+	if (r == 0 && (nr == SYS_munlockall || !(flags & MCL_FUTURE)))
+		atomic_store(&tprof_lock_future, 0);
+	return r;
+}
+
+TPROF_EXPORT int mlockall(int flags)
+{
+	return (int)lock_call(SYS_mlockall, flags);
+}
+
+TPROF_EXPORT int munlockall(void)
+{
+	return (int)lock_call(SYS_munlockall, 0);
+}
+
 TPROF_EXPORT long syscall(long nr, ...)
 {
 	va_list ap;
@@ -540,6 +566,8 @@ TPROF_EXPORT long syscall(long nr, ...)
 		int was = sandbox_enter();
 		return sandbox_leave(pass_syscall(nr, a1, a2, a3, a4, a5, a6), was);
 	}
+	if (unlikely(nr == SYS_mlockall || nr == SYS_munlockall))
+		return lock_call(nr, a1);
 	return pass_syscall(nr, a1, a2, a3, a4, a5, a6);
 }
 

@@ -60,11 +60,21 @@ struct tprof_real {
 	int (*prctl)(int, ...);
 };
 
+/* The blocks of this image a thread allocated and still holds, while they are few: at the end, a
+ * process in which no thread holds any has nothing a reachability scan could classify, and skips
+ * the scan's round trip to its recorder (scan.c). A free from another thread than the one that
+ * allocated leaves the block listed (the scan then runs); more blocks than fit, a realloc that
+ * failed or a heap call a signal handler made during a hook's critical part end the listing for
+ * the image (tprof_few_over): the scan always runs. */
+#define TPROF_FEW 8
+
 /* A thread's process-private view of its slot in the shared memory. */
 struct tprof_thread {
 	struct tprof_shm_thread *slot;
 	struct tprof_ring *ring; /* mapped on first use, kept for the slot's next thread */
 	void *ucache_spare;      /* the stack walk cache of the slot's last thread, for its next */
+	uint32_t nfew;           /* blocks in few[] (kept for the slot's next thread) */
+	uintptr_t few[TPROF_FEW];
 };
 
 /* A heap call that a signal handler made while the thread it interrupted was inside tprof's stack
@@ -124,6 +134,11 @@ extern struct tprof_shm *tprof_shm; /* the shared memory; NULL while not recordi
  * read, and the stack walk reads no page it has not checked before. */
 extern _Atomic int tprof_sandboxed;
 #define TPROF_SYS_SANDBOXED atomic_load_explicit(&tprof_sandboxed, memory_order_relaxed)
+/* mlockall(MCL_FUTURE) may be in force: set by the mlockall hooks (and the syscall hook) before the
+ * call, cleared after a call that ends it; a fork child starts without (the kernel does not pass it
+ * on, nor does exec). A program that makes the system call by its own instruction is not seen. */
+extern _Atomic int tprof_lock_future;
+#define TPROF_SYS_LOCK_FUTURE atomic_load_explicit(&tprof_lock_future, memory_order_relaxed)
 
 /* core.c */
 void tprof_init(void);                 /* resolves the real functions; idempotent, thread-safe */
@@ -152,7 +167,10 @@ static inline int tprof_ring_room(struct tprof_thread *t, uint32_t n)
 void tprof_sandbox_inherited(void); /* sets tprof_sandboxed for an image exec'd under a filter */
 void tprof_note_end(int reason, int value);
 void tprof_note_exec(int pending);
-uint64_t tprof_rss_now(void);
+uint64_t tprof_rss_now(int *tasks);
+/* The tasks of the process as tprof_note_end read them right before an _exit's scan (-1: unknown,
+ * or not read right before). */
+extern int tprof_end_threads;
 /* scan.c: the reachability scan at the process's end (reason: enum tprof_end_reason); returns when
  * the process may end. */
 void tprof_scan_at_end(int reason);
@@ -242,6 +260,36 @@ static inline void tprof_crit_end(struct tprof_thread *t)
 	}
 }
 
+extern _Atomic int tprof_few_over;
+/* No thread of this image holds a block it allocated, as far as the listing knows (0: unknown). */
+int tprof_few_none(void);
+
+/* After an allocation's event (ptr: the block, NULL when it failed) or a free's is published. */
+__attribute__((always_inline)) static inline void tprof_few_alloc(struct tprof_thread *t, const void *ptr)
+{
+	if (likely(atomic_load_explicit(&tprof_few_over, memory_order_relaxed)) || !ptr)
+		return;
+	uint32_t n = t->nfew;
+	if (unlikely(n == TPROF_FEW)) {
+		atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed);
+		return;
+	}
+	t->few[n] = (uintptr_t)ptr;
+	t->nfew = n + 1;
+}
+
+__attribute__((always_inline)) static inline void tprof_few_free(struct tprof_thread *t, const void *ptr)
+{
+	if (likely(atomic_load_explicit(&tprof_few_over, memory_order_relaxed)))
+		return;
+	for (uint32_t i = t->nfew; i-- > 0;) {
+		if (t->few[i] == (uintptr_t)ptr) {
+			t->few[i] = t->few[--t->nfew];
+			return;
+		}
+	}
+}
+
 /* Records one event on the calling thread; with_stack: capture and intern the caller's stack
  * (allocations), else none (free). The stack capture and the ring write are not reentrant: a heap
  * call from a signal handler that interrupts them is deferred (tprof_defer), and published here. */
@@ -287,6 +335,10 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	e->ptr = (uint64_t)(uintptr_t)ptr;
 	tprof_ring_publish(r, 1);
 	tprof_ring_kick(r, 1);
+	if (kind == TPROF_EV_FREE)
+		tprof_few_free(t, ptr);
+	else
+		tprof_few_alloc(t, ptr);
 	tprof_crit_end(t);
 }
 
@@ -320,6 +372,10 @@ __attribute__((always_inline)) static inline void tprof_record_realloc(struct tp
 	e2->ptr = (uint64_t)(uintptr_t)oldp;
 	tprof_ring_publish(r, 2);
 	tprof_ring_kick(r, 2);
+	if (!newp) /* failed, or realloc(p, 0): which, the listing does not tell */
+		atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed);
+	tprof_few_free(t, oldp);
+	tprof_few_alloc(t, newp);
 	tprof_crit_end(t);
 }
 

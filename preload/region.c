@@ -1,8 +1,9 @@
-/* The shared memory of libtprof.so and how a process hands it to a recorder. At start-up (and in
- * every fork child) the process creates a memfd, creates its trace file (exclusively, in its own
- * working directory, with its own permissions), connects to a recorder over an abstract unix
- * socket, sends both descriptors and waits for one byte of answer (writing its header meanwhile
- * when it could size the memory file itself); then it closes every descriptor it opened. What
+/* The shared memory of libtprof.so and how a process hands it to a recorder. At its first recorded
+ * call (in every fork child too) the process creates a memfd, connects to a recorder over an
+ * abstract unix socket, sends the memfd and its trace file's name, which the recorder creates in
+ * its own directory, and waits for one byte of answer (writing its header meanwhile when it could
+ * size the memory file itself); a recorder of another user's has the process create the file
+ * itself, in its own directory, and send it too. Then it closes every descriptor it opened. What
  * stays is the mapping, which no closefrom, /proc/self/fd listing or descriptor limit can see. A
  * recorder is found through TPROF_RECORDER (tprof record sets it), else at the name of the nearest
  * traced ancestor that started one, else started here (tprof-recorder beside libtprof.so,
@@ -53,7 +54,15 @@ static char recorder_name[108]; /* the socket this process registered at, for it
 static size_t recorder_name_len;
 static int name_inherited; /* a fork child: recorder_name is the parent's, found or started before fork */
 
-#define FIRST_PIECE (4ull << 20)
+/* The first piece holds the header (about 1.1 MiB) and the first thread's ring (2 MiB by default),
+ * and with stacks on the first chunks of the stack index (1 MiB) and frames (4 MiB): a process with
+ * one thread maps once. Each later piece is a mremap and a munmap, about 15 us on a VM. */
+static uint64_t first_piece(void)
+{
+	/* under mlockall(MCL_FUTURE) a mapping counts against the locked memory limit whole, even
+	 * without access: the least that holds the header and a ring */
+	return tprof_cfg.depth && !TPROF_SYS_LOCK_FUTURE ? 12ull << 20 : 4ull << 20;
+}
 
 /* ---- the allocator ---- */
 
@@ -621,8 +630,8 @@ void tprof_malloc_owner(char *out, size_t cap)
  * five system calls): the executable, and the arguments as they were when the parent first read
  * them. Kept by the first registration, or before the first fork of a process that has none. */
 static struct {
-	char exe[sizeof(((struct tprof_shm *)0)->exe)];
-	char cmdline[sizeof(((struct tprof_shm *)0)->cmdline)];
+	char exe[TPROF_SHM_EXE];
+	char cmdline[TPROF_SHM_CMDLINE];
 	uint32_t exe_len, cmdline_len;
 	int known;
 } self_id;
@@ -644,19 +653,22 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 {
 	/* unlocked: the pieces mapped after it from it (grow) are then not faulted in whole by
 	 * mlockall(MCL_FUTURE) either */
-	uint8_t *m = tprof_map_unlocked(FIRST_PIECE, MAP_SHARED, memfd);
+	uint64_t first = first_piece();
+	uint8_t *m = tprof_map_unlocked(first, MAP_SHARED, memfd);
 	if (m == MAP_FAILED) {
 		say("cannot map shared memory: ", errtext(errno), "; not tracing");
 		return NULL;
 	}
-	pieces[0] = (struct piece){0, FIRST_PIECE, m};
-	piece_end = FIRST_PIECE;
+	pieces[0] = (struct piece){0, first, m};
+	piece_end = first;
 	atomic_store(&npieces, 1);
 	struct tprof_shm *s = (struct tprof_shm *)m;
-	/* the header's pages every process writes: its first ones, the counters, the first thread
-	 * slot, the first modules and their paths */
-	tprof_populate(s, offsetof(struct tprof_shm, cmdline) + 4096);
-	tprof_populate(&s->seq, sizeof(s->seq));
+	/* read here: the process may be gone before its recorder could look */
+	tprof_region_learn_self();
+	uint32_t el = self_id.exe_len < TPROF_SHM_EXE ? self_id.exe_len : 0, cl = self_id.cmdline_len;
+	/* the header's pages every process writes: the first ones (up to the end of its arguments),
+	 * the first thread slot, the first modules and their paths */
+	tprof_populate(s, offsetof(struct tprof_shm, self) + el + cl);
 	tprof_populate(&s->threads[0], sizeof(s->threads[0]));
 	tprof_populate(&s->modules[0], 8 * sizeof(s->modules[0]));
 	tprof_populate(&s->paths[0], 4096);
@@ -680,14 +692,16 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	s->rss_interval_ms = tprof_cfg.rss_interval_ms;
 	s->compress = (uint32_t)tprof_cfg.compress;
 	s->leakscan = (uint32_t)tprof_cfg.leakscan;
-	memcpy(s->trace_path, path, strlen(path) + 1);
-	/* read here: the process may be gone before its recorder could look */
-	tprof_region_learn_self();
-	memcpy(s->exe, self_id.exe, self_id.exe_len);
-	s->exe_len = self_id.exe_len;
-	memcpy(s->cmdline, self_id.cmdline, self_id.cmdline_len);
-	s->cmdline_len = self_id.cmdline_len;
-	tprof_malloc_owner(s->malloc_owner, sizeof(s->malloc_owner));
+	if (path[0]) /* the file is zeroes: "" costs no page */
+		memcpy(s->trace_path, path, strlen(path) + 1);
+	memcpy(s->self, self_id.exe, el);
+	s->exe_len = el;
+	memcpy(s->self + el, self_id.cmdline, cl);
+	s->cmdline_len = cl;
+	char owner[sizeof(s->malloc_owner)];
+	tprof_malloc_owner(owner, sizeof(owner));
+	if (owner[0])
+		memcpy(s->malloc_owner, owner, strlen(owner) + 1);
 	atomic_store(&s->seq, 1);
 	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
 	return s;
@@ -699,7 +713,7 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 static void header_publish(struct tprof_shm *s)
 {
 	if (tprof_cfg.rss_interval_ms) {
-		s->start_rss_bytes = tprof_rss_now();
+		s->start_rss_bytes = tprof_rss_now(NULL);
 		s->start_rss_tick = tprof_now();
 	}
 	__atomic_store_n(&s->magic, TPROF_SHM_MAGIC, __ATOMIC_RELEASE);

@@ -82,7 +82,7 @@ static void wait_scan_over(struct tprof_shm *shm)
 {
 	for (;;) {
 		uint32_t s = atomic_load(&shm->scan_state);
-		if (s == TPROF_SCAN_DONE || s == TPROF_SCAN_GAVE_UP || s == TPROF_SCAN_IDLE)
+		if (s == TPROF_SCAN_DONE || s == TPROF_SCAN_GAVE_UP || s == TPROF_SCAN_IDLE || s == TPROF_SCAN_EMPTY)
 			return;
 		tprof_futex_wait(&shm->scan_state, s, 100000000);
 	}
@@ -155,6 +155,19 @@ void tprof_scan_at_end(int reason)
 	int saved = errno;
 	tprof_tls.guard++;
 	uint32_t idle = TPROF_SCAN_IDLE;
+#if defined(__x86_64__)
+	/* Nothing of this image's is live, and no other thread can allocate: the recorder needs no
+	 * memory of the process's (it reads the empty result off the state), and the process no
+	 * round trip. */
+	int tasks = tprof_end_threads;
+	if (tprof_few_none() && (tasks > 0 ? tasks : tprof_proc_threads(NULL)) == 1 &&
+	    atomic_compare_exchange_strong(&shm->scan_state, &idle, TPROF_SCAN_EMPTY)) {
+		shm->scan_reason = (uint32_t)reason;
+		tprof_stacks_verify_report();
+		goto out;
+	}
+	idle = TPROF_SCAN_IDLE;
+#endif
 	if (!atomic_compare_exchange_strong(&shm->scan_state, &idle, TPROF_SCAN_STOPPING)) {
 		/* another thread is on its way out and scans: be one of the stopped */
 #if defined(__x86_64__)

@@ -19,12 +19,14 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 5
+#define TPROF_SHM_VERSION 6
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 #define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
 #define TPROF_SHM_PATHS (512u << 10)       /* module paths, NUL-terminated, back to back */
 #define TPROF_NAME_IDS 4096u               /* annotation names; id 0 is "no name" */
+#define TPROF_SHM_EXE 4096                 /* the executable's path */
+#define TPROF_SHM_CMDLINE 32768            /* the arguments */
 
 #define TPROF_STACK_IDS_MAX (1u << 24)     /* stack ids travel in 24 bits of a ring entry */
 #define TPROF_STACK_CHUNK_IDS (1u << 16)   /* stack index entries per chunk */
@@ -38,9 +40,10 @@ enum { TPROF_SLOT_FREE = 0, TPROF_SLOT_ACTIVE = 1, TPROF_SLOT_SETUP = -1 };
 /* The reachability scan at the process's end (preload/scan.c asks, recorder/leakscan.c scans):
  * IDLE -> STOPPING (the asking thread stops the others) -> ASKED (the recorder may scan) ->
  * SCANNING -> DONE (the process goes on to its end). The process gives up waiting (GAVE_UP) when
- * the recorder stops beating. */
+ * the recorder stops beating. IDLE -> EMPTY: a process with one thread that holds no block of its
+ * own (preload.h, TPROF_FEW) asks for nothing; its scan's result is empty, with no late block. */
 enum { TPROF_SCAN_IDLE = 0, TPROF_SCAN_STOPPING, TPROF_SCAN_ASKED, TPROF_SCAN_SCANNING, TPROF_SCAN_DONE,
-       TPROF_SCAN_GAVE_UP };
+       TPROF_SCAN_GAVE_UP, TPROF_SCAN_EMPTY };
 
 /* A thread stopped for the scan: its stack from sp up holds its registers (a signal frame, or the
  * asking thread's own spills) and everything live on it. */
@@ -89,6 +92,10 @@ struct tprof_shm_name {
 	char name[TPROF_NAME_MAX + 1];
 };
 
+/* Laid out by who writes it when: a process's registration writes its first page (the scalars,
+ * its executable and arguments when they are short), the first thread slot, the first modules and
+ * their paths: four pages, each a page fault of about 10 us on a VM. What most processes never
+ * write (a trace path of their own, another malloc, the stopped threads of a scan) comes last. */
 struct tprof_shm {
 	uint64_t magic;
 	uint32_t version, bytes; /* TPROF_SHM_VERSION, sizeof(struct tprof_shm) */
@@ -97,12 +104,6 @@ struct tprof_shm {
 	uint64_t start_tick, start_mono_ns; /* the trace's first clock pair, taken at registration */
 	/* configuration, fixed before registration */
 	uint32_t clock, lossy, quiet, debug, depth, ring_entries, rss_interval_ms, compress;
-	char trace_path[4096];   /* as the process created it (relative to its working directory); ""
-				  * when the recorder created it (TPROF_HELLO_NO_FILE, the usual case) */
-	char exe[4096];          /* /proc/self/exe, as the process saw it at start-up */
-	uint32_t exe_len, cmdline_len;
-	char cmdline[32768];     /* /proc/self/cmdline: NUL-separated arguments (may be cut short) */
-	char malloc_owner[512];  /* the module whose malloc the program reaches, "" when it is ours */
 
 	/* the bump allocator over the file (region.c) */
 	_Atomic uint64_t used;
@@ -140,22 +141,31 @@ struct tprof_shm {
 	int32_t scan_reader;           /* the recorder's pid: may read this process's memory (Yama) */
 	uint64_t own[4][2]; /* [start, end) of tprof's memory in the process: never roots */
 	uint64_t scan_regs[8]; /* the exiting thread's callee-saved registers as its program frame had them */
-	struct tprof_scan_thread scan_threads[TPROF_SCAN_THREADS];
 
 	/* stacks (stacks.c): ids below stack_next_id are allocated, published once depth != 0 */
 	_Atomic uint32_t stack_next_id;
 	_Atomic uint64_t stack_dropped;
-	_Atomic uint64_t stack_chunk_off[TPROF_STACK_CHUNKS]; /* file offsets of index chunks */
 
 	/* modules (stacks.c): records below nmodules are complete */
 	_Atomic uint32_t nmodules;
 	_Atomic uint32_t modules_busy;
 	uint32_t paths_used;
 
+	/* /proc/self/exe as the process saw it at start-up (exe_len bytes, < TPROF_SHM_EXE), then
+	 * /proc/self/cmdline, NUL-separated arguments (cmdline_len bytes, may be cut short) */
+	uint32_t exe_len, cmdline_len;
+	char self[TPROF_SHM_EXE + TPROF_SHM_CMDLINE];
+
 	struct tprof_shm_thread threads[TPROF_SHM_THREADS];
-	struct tprof_shm_name names[TPROF_NAME_IDS];
 	struct tprof_shm_module modules[TPROF_SHM_MODULES];
-	char paths[TPROF_SHM_PATHS];
+	_Alignas(4096) char paths[TPROF_SHM_PATHS];
+
+	_Atomic uint64_t stack_chunk_off[TPROF_STACK_CHUNKS]; /* file offsets of index chunks */
+	struct tprof_shm_name names[TPROF_NAME_IDS];
+	char trace_path[4096];   /* as the process created it (relative to its working directory); ""
+				  * when the recorder created it (TPROF_HELLO_NO_FILE, the usual case) */
+	char malloc_owner[512];  /* the module whose malloc the program reaches, "" when it is ours */
+	struct tprof_scan_thread scan_threads[TPROF_SCAN_THREADS];
 };
 
 /* The registration message (a SOCK_SEQPACKET datagram) a process sends its recorder, with the

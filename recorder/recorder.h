@@ -17,6 +17,8 @@ struct tprof_writer_args {
 	int tracefd;        /* the trace file it created; the writer owns it from now on */
 	int own_mode;       /* the recorder created it (mode 0600): the writer gives it the process's
 			     * umask */
+	const char *path;   /* where the recorder created it (absolute), NULL: as its descriptor says
+			     * (a file made ahead without a name says it has none) */
 };
 
 struct tprof_writer;

@@ -378,9 +378,10 @@ static void write_header_and_info(struct tprof_writer *w)
 	tprof_put_u32(h + 12, 0);
 	w->out_len += TPROF_FILE_HEADER_LEN;
 
-	const char *exe = w->shm->exe, *cmdline = w->shm->cmdline;
-	ssize_t en = w->shm->exe_len < sizeof(w->shm->exe) ? w->shm->exe_len : 0;
-	ssize_t cn = w->shm->cmdline_len < sizeof(w->shm->cmdline) ? w->shm->cmdline_len : 0;
+	uint32_t el = w->shm->exe_len, cl = w->shm->cmdline_len;
+	ssize_t en = el < TPROF_SHM_EXE ? el : 0;
+	ssize_t cn = el < TPROF_SHM_EXE && cl <= TPROF_SHM_CMDLINE ? cl : 0;
+	const char *exe = w->shm->self, *cmdline = w->shm->self + en;
 	uint64_t argc = 0;
 	for (ssize_t i = 0; i < cn; i++)
 		argc += cmdline[i] == 0;
@@ -1268,6 +1269,14 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		write_clock_at(w, w->gone_clock[0], w->gone_clock[1], w->gone_clock[2]);
 	else
 		write_clock(w);
+	if (!w->scan && w->shm->leakscan && atomic_load(&w->shm->scan_state) == TPROF_SCAN_EMPTY &&
+	    (w->scan = calloc(1, sizeof(*w->scan))) != NULL) {
+		/* the process held no block of its own at its end: the result of a scan that finds
+		 * nothing to classify, without the scan (what it allocated later, in a signal
+		 * handler, is listed late) */
+		w->scan->status = TPROF_LEAKS_OK;
+		w->scan_reason = w->shm->scan_reason;
+	}
 	leak_write(w);
 	int reason, value;
 	end_of(w, exec_seen, &reason, &value);
@@ -1495,10 +1504,14 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	w->starttime = a->starttime;
 	w->trace_fd = a->tracefd;
 	w->own_mode = a->own_mode;
-	char fdpath[64];
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", w->trace_fd);
-	ssize_t n = readlink(fdpath, w->trace_abs, sizeof(w->trace_abs) - 1);
-	w->trace_abs[n > 0 ? n : 0] = 0;
+	if (a->path) {
+		snprintf(w->trace_abs, sizeof(w->trace_abs), "%s", a->path);
+	} else {
+		char fdpath[64];
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", w->trace_fd);
+		ssize_t n = readlink(fdpath, w->trace_abs, sizeof(w->trace_abs) - 1);
+		w->trace_abs[n > 0 ? n : 0] = 0;
+	}
 	w->shm_fd = a->memfd;
 	w->rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
 	snprintf(w->proc_dir, sizeof(w->proc_dir), "/proc/%d/", (int)w->tpid);
