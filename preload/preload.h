@@ -191,13 +191,12 @@ void tprof_malloc_owner(char *out, size_t cap);
  * recorder its children will register with, so that they share one instead of each starting its
  * own. Once per process. */
 void tprof_recorder_ensure(void);
-/* In every fork child: the recorder its parent registered with or found before forking is the one
- * to try first (the parent's name, in memory: no walk through /proc). */
-void tprof_region_after_fork(void);
 /* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
 void tprof_region_forget(void);
 /* Reads this process's executable and arguments once, for the headers of its fork children. */
 void tprof_region_learn_self(void);
+/* The recorder is known and the executable and arguments read: a fork has nothing to prepare. */
+int tprof_region_fork_ready(void);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;
  * returns the pointer and its file offset, or NULL when the file or the address space is full. */
 void *tprof_shm_alloc(uint64_t len, uint64_t *off);

@@ -52,7 +52,6 @@ static uint64_t piece_end; /* file offset where the last piece ends */
 
 static char recorder_name[108]; /* the socket this process registered at, for its fork children */
 static size_t recorder_name_len;
-static int name_inherited; /* a fork child: recorder_name is the parent's, found or started before fork */
 
 /* The first piece holds the header (about 1.1 MiB) and the first thread's ring (2 MiB by default),
  * and with stacks on the first chunks of the stack index (1 MiB) and frames (4 MiB): a process with
@@ -211,7 +210,9 @@ static void say(const char *a, const char *b, const char *c)
 /* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace. */
 static void make_path(char *buf, size_t cap, pid_t pid)
 {
-	struct tprof_sbuf s = {.n = 0};
+	static struct tprof_sbuf s; /* registration is one thread's at a time, signals blocked: static,
+				     * so that a fork child's first call writes no fresh stack page */
+	s.n = 0;
 	const char *o = tprof_cfg.output;
 	if (o && *o) {
 		for (; *o; o++) {
@@ -487,10 +488,12 @@ static int spawn_recorder(const char *name, size_t len)
 	return try_connect(name, len);
 }
 
-/* A socket connected to this process's recorder, or -1. */
-static int find_recorder(int child)
+/* A socket connected to this process's recorder, or -1: the one it found or started before (a fork
+ * child's parent's, in memory: no walk through /proc), TPROF_RECORDER's, the nearest traced
+ * ancestor's, or one started now. */
+static int find_recorder(void)
 {
-	if ((child || name_inherited) && recorder_name_len) { /* the parent's: no walk through /proc */
+	if (recorder_name_len) { /* found or started before (a fork child: by its parent): no walk */
 		int fd = try_connect(recorder_name, recorder_name_len);
 		if (fd >= 0)
 			return fd;
@@ -533,9 +536,9 @@ void tprof_recorder_ensure(void)
 	int saved = errno;
 	struct nofile_guard g = {.raised = 0};
 	emfile_seen = 0;
-	int sock = find_recorder(0);
+	int sock = find_recorder();
 	if (sock < 0 && emfile_seen && nofile_raise(&g))
-		sock = find_recorder(0);
+		sock = find_recorder();
 	if (sock >= 0)
 		close(sock);
 	nofile_restore(&g);
@@ -585,11 +588,6 @@ static int await_answer(int sock)
 	return r != 1 || ack == 0 ? -1 : ack == 1 ? 0 : ack; /* 0 is a refusal: -1 as no answer */
 }
 
-void tprof_region_after_fork(void)
-{
-	name_inherited = recorder_name_len != 0;
-}
-
 /* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
 void tprof_region_forget(void)
 {
@@ -635,6 +633,11 @@ static struct {
 	uint32_t exe_len, cmdline_len;
 	int known;
 } self_id;
+
+int tprof_region_fork_ready(void)
+{
+	return recorder_name_len && self_id.known;
+}
 
 void tprof_region_learn_self(void)
 {
@@ -736,14 +739,14 @@ static int register_once(int child, pid_t pid, int own)
 							      : "; not tracing");
 		goto out;
 	}
-	char path[4096];
+	static char path[4096]; /* one registration at a time (see make_path) */
 	int no_file = !own; /* the recorder is to create the file */
 	if (no_file)
 		make_path(path, sizeof(path), pid);
 	else if ((tracefd = open_trace(path, sizeof(path), pid)) < 0)
 		goto out;
 	spawn_err = 0;
-	sock = find_recorder(child);
+	sock = find_recorder();
 	if (sock < 0) {
 		if (spawn_err)
 			say("cannot start the recorder: ", errtext(spawn_err),

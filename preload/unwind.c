@@ -81,6 +81,12 @@ static struct cache *cache_get(void)
 		c->generation = atomic_load_explicit(&unwind_generation, memory_order_acquire);
 		tprof_tls.ucache = c;
 	}
+	if (unlikely(tprof_ucache_cold)) {
+		/* a fork child's first walk: the cache's pages are still its parent's, and the rules of
+		 * a walk land on every one; one call copies them all instead of a fault for each */
+		tprof_ucache_cold = 0;
+		tprof_populate(c, sizeof(*c));
+	}
 	uint64_t g = atomic_load_explicit(&unwind_generation, memory_order_acquire);
 	if (unlikely(c->generation != g)) { /* code was unloaded: addresses may mean other code now */
 		memset(c->r, 0, sizeof(c->r));

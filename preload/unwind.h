@@ -17,5 +17,7 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 void tprof_unwind_forget_code(void);
 /* The calling thread takes a cache another thread left: forget that thread's stack pages. */
 void tprof_unwind_new_thread(void);
+/* Set in a fork child: the caches are its parent's pages until written (copy on write). */
+extern int tprof_ucache_cold __attribute__((visibility("hidden")));
 
 #endif
