@@ -638,6 +638,24 @@ void tprof_sandbox_inherited(void)
 /* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
 static _Atomic int reg_state;
 static int forked; /* this image is a fork child: its parent's memory is still mapped */
+static int stacks_ready; /* the stack table and modules are set up for the memory now registering */
+
+/* While the recorder takes the process (region.c, between the message and the answer): the stack
+ * table and the module table, for shared memory s (tprof_shm from now on). Again for another
+ * memory (the process creates its trace file itself and registers again): the table is reset. */
+void tprof_region_prepare(struct tprof_shm *s)
+{
+	static int table_made;
+	tprof_shm = s;
+	if (forked || table_made) {
+		tprof_stacks_reset();
+	} else {
+		table_made = 1;
+		if (tprof_stacks_init(tprof_cfg.depth) != 0)
+			tprof_cfg.depth = 0; /* the refused memory is noted there, said in the trace's END */
+	}
+	stacks_ready = 1;
+}
 static int handlers_set; /* on_exit and the thread key: inherited by fork children */
 
 static void before_fork(void)
@@ -702,11 +720,10 @@ int tprof_start_recording(void)
 	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
 		struct signals_held held = hold_signals();
 		tprof_tls.guard++;
+		stacks_ready = 0;
 		int ok = tprof_region_start(forked) == 0;
-		if (ok && forked)
-			tprof_stacks_reset();
-		else if (ok && tprof_stacks_init(tprof_cfg.depth) != 0)
-			tprof_cfg.depth = 0; /* the refused memory is noted there, said in the trace's END */
+		if (ok && !stacks_ready)
+			tprof_region_prepare(tprof_shm);
 		if (ok && !handlers_set) {
 			if (pthread_key_create(&exit_key, on_thread_exit) == 0)
 				atomic_store_explicit(&exit_key_ok, 1, memory_order_release);

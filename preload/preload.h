@@ -193,6 +193,8 @@ void tprof_malloc_owner(char *out, size_t cap);
 void tprof_recorder_ensure(void);
 /* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
 void tprof_region_forget(void);
+/* core.c: sets up what a registration needs beside the memory (stacks, modules) for s. */
+void tprof_region_prepare(struct tprof_shm *s);
 /* Reads this process's executable and arguments once, for the headers of its fork children. */
 void tprof_region_learn_self(void);
 /* The recorder is known and the executable and arguments read: a fork has nothing to prepare. */

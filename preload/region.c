@@ -772,6 +772,8 @@ static int register_once(int child, pid_t pid, int own)
 	}
 	if (sized && !(s = map_header(memfd, no_file ? "" : path, pid)))
 		goto out;
+	if (s)
+		tprof_region_prepare(s); /* its stacks' and modules' tables, meanwhile */
 	int answer = await_answer(sock);
 	if (answer != 0) {
 		if (s)
