@@ -695,16 +695,20 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	s->rss_interval_ms = tprof_cfg.rss_interval_ms;
 	s->compress = (uint32_t)tprof_cfg.compress;
 	s->leakscan = (uint32_t)tprof_cfg.leakscan;
-	if (path[0]) /* the file is zeroes: "" costs no page */
+	if (path[0]) { /* the file is zeroes: "" costs no page */
 		memcpy(s->trace_path, path, strlen(path) + 1);
+		s->written |= TPROF_SHM_HAS_TRACE_PATH;
+	}
 	memcpy(s->self, self_id.exe, el);
 	s->exe_len = el;
 	memcpy(s->self + el, self_id.cmdline, cl);
 	s->cmdline_len = cl;
 	char owner[sizeof(s->malloc_owner)];
 	tprof_malloc_owner(owner, sizeof(owner));
-	if (owner[0])
+	if (owner[0]) {
 		memcpy(s->malloc_owner, owner, strlen(owner) + 1);
+		s->written |= TPROF_SHM_HAS_MALLOC_OWNER;
+	}
 	atomic_store(&s->seq, 1);
 	atomic_store(&s->used, (sizeof(*s) + 4095) & ~4095ull);
 	return s;

@@ -92,6 +92,10 @@ struct tprof_shm_name {
 	char name[TPROF_NAME_MAX + 1];
 };
 
+#define TPROF_SHM_HAS_TRACE_PATH 1u   /* trace_path */
+#define TPROF_SHM_HAS_MALLOC_OWNER 2u /* malloc_owner (a page never written is never read either:
+				       * a read allocates it) */
+
 /* Laid out by who writes it when: a process's registration writes its first page (the scalars,
  * its executable and arguments when they are short), the first thread slot, the first modules and
  * their paths: four pages, each a page fault of about 10 us on a VM. What most processes never
@@ -154,6 +158,7 @@ struct tprof_shm {
 	/* /proc/self/exe as the process saw it at start-up (exe_len bytes, < TPROF_SHM_EXE), then
 	 * /proc/self/cmdline, NUL-separated arguments (cmdline_len bytes, may be cut short) */
 	uint32_t exe_len, cmdline_len;
+	uint32_t written; /* TPROF_SHM_HAS_*: which of the rarely written fields at the end hold text */
 	char self[TPROF_SHM_EXE + TPROF_SHM_CMDLINE];
 
 	struct tprof_shm_thread threads[TPROF_SHM_THREADS];

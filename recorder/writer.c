@@ -209,7 +209,7 @@ static uint64_t real_ns(void)
  * started the program is), else absolute. */
 static const char *trace_name(const struct tprof_writer *w)
 {
-	if (w->shm->trace_path[0])
+	if ((w->shm->written & TPROF_SHM_HAS_TRACE_PATH) && w->shm->trace_path[0])
 		return w->shm->trace_path;
 	const char *d = tprof_recorder_start_dir();
 	size_t n = strlen(d);
@@ -406,7 +406,8 @@ static void write_header_and_info(struct tprof_writer *w)
 		p = put_string(p, cmdline + i, len);
 		i += (ssize_t)len + 1;
 	}
-	p = put_string(p, w->shm->malloc_owner, strnlen(w->shm->malloc_owner, sizeof(w->shm->malloc_owner)));
+	const char *owner = w->shm->written & TPROF_SHM_HAS_MALLOC_OWNER ? w->shm->malloc_owner : "";
+	p = put_string(p, owner, strnlen(owner, sizeof(w->shm->malloc_owner)));
 	block_end(w, TPROF_BLK_INFO, p);
 	const char *a0 = cn ? cmdline : exe;
 	const char *slash = strrchr(a0, '/');
