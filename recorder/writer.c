@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -96,6 +97,9 @@ struct tprof_writer {
 	_Atomic uint32_t process_gone, exec_seen;
 	uint64_t gone_clock[3]; /* tick, monotonic and real-time ns when the end was seen */
 	_Atomic int done;       /* the writer thread has finished with this context */
+	/* The server wakes the writer through the shared memory, which the writer unmaps when it is
+	 * done: it says so first (closing) and waits while the server pokes (see poke()). */
+	_Atomic int closing, poking;
 	uint64_t cpu_start;     /* the writer thread's CPU time when this trace began (TPROF_DEBUG) */
 	struct leak_live *live; /* the blocks live now, for the scan at the end (NULL: not asked) */
 	char trace_abs[4096];   /* the trace file's absolute path, for tprof record --error-exitcode */
@@ -1081,6 +1085,21 @@ static void report_path(struct tprof_writer *w, int reason, int value)
  * every traced process's pidfd, reads the zombie the moment it appears (tprof_writer_gone); it wins
  * that race most of the time, and always under tprof record, which reaps its child only after the
  * child's trace is written. */
+/* Wakes the writer (server thread) through the word it sleeps on, in the shared memory, unless the
+ * writer is letting that memory go: once it has seen the flag just set it may finish and unmap at
+ * any moment, and a server thread preempted between the flag and the wake-up would then write
+ * into memory no longer mapped. Both sides' flags are sequentially consistent: either the server
+ * sees closing, or the writer sees poking and waits for it to end. */
+static void poke(struct tprof_writer *w)
+{
+	atomic_store(&w->poking, 1);
+	if (!atomic_load(&w->closing)) {
+		atomic_fetch_add(&w->shm->kick, 1);
+		tprof_futex_wake(&w->shm->kick);
+	}
+	atomic_store(&w->poking, 0);
+}
+
 void tprof_writer_gone(struct tprof_writer *w)
 {
 	if (atomic_load(&w->process_gone))
@@ -1097,15 +1116,13 @@ void tprof_writer_gone(struct tprof_writer *w)
 		atomic_store(&w->zombie_known, 1);
 	}
 	atomic_store(&w->process_gone, 1);
-	atomic_fetch_add(&w->shm->kick, 1);
-	tprof_futex_wake(&w->shm->kick);
+	poke(w);
 }
 
 void tprof_writer_exec(struct tprof_writer *w)
 {
 	atomic_store(&w->exec_seen, 1);
-	atomic_fetch_add(&w->shm->kick, 1);
-	tprof_futex_wake(&w->shm->kick);
+	poke(w);
 }
 
 const char *tprof_writer_trace_path(const struct tprof_writer *w)
@@ -1444,6 +1461,9 @@ static void write_trace(struct tprof_writer *w)
 	/* An exec: the old image's threads are gone once the new image runs its first code. */
 	finish_trace(w, exec_seen, !gone && !exec_seen);
 out:
+	atomic_store(&w->closing, 1);
+	while (atomic_load(&w->poking))
+		sched_yield();
 	let_go(w);
 	atomic_store(&w->thread_state, THREAD_IDLE);
 	atomic_store(&w->done, 1); /* the server may hand the context on at once */
