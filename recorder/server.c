@@ -264,12 +264,16 @@ static void ahead_drop(void)
 /* Makes the next file ahead in dir, when descriptors are plenty (one is kept). */
 static void ahead_make(const char *dir)
 {
+	static int unsupported;
 	struct rlimit r;
-	if (ahead_fd >= 0 || !dir[0] || getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur < 256)
+	if (ahead_fd >= 0 || !dir[0] || unsupported || getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur < 256)
 		return;
 	int fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return; /* a file system without O_TMPFILE: files are created as they are needed */
+	if (fd < 0) {
+		/* a file system without O_TMPFILE: files are created as they are needed */
+		unsupported = errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL;
+		return;
+	}
 	flock(fd, LOCK_EX | LOCK_NB);
 	snprintf(ahead_dir, sizeof(ahead_dir), "%s", dir);
 	ahead_fd = fd;
