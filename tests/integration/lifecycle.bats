@@ -249,6 +249,25 @@ PY
 	done
 }
 
+@test "fork storms of allocating children: the recorder outlives them all, every child is traced" {
+	# each child registers, allocates, frees and ends at once: the recorder's server and writers
+	# race with processes that are gone a few hundred microseconds after they registered
+	for r in $(seq 16); do
+		mkdir "s$r"
+		TPROF_OUTPUT="s$r/%p.trace" LD_PRELOAD="$B/libtprof.so" "$B/bench/forkstorm" 100 alloc >/dev/null 2>err.txt
+		[ ! -s err.txt ] || { cat err.txt; false; }
+	done
+	for r in $(seq 16); do
+		settled s"$r"/*.trace
+		[ "$(ls "s$r" | wc -l)" = 101 ]
+	done
+	for t in $(ls s1/*.trace | sed -n '1p;$p') $(ls s16/*.trace | sed -n '1p;$p'); do
+		report "$t" r.json
+		[ "$(jget r.json complete)" = true ]
+		[ "$(jget r.json allocations)" -ge 1 ]
+	done
+}
+
 @test "tprof record: runs the program, returns its status, says where the trace is" {
 	unset TPROF_QUIET
 	run "$B/tprof" record -o r.trace -- sh -c 'exit 3'
