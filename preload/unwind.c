@@ -43,11 +43,36 @@ struct rule {
 	int32_t cfa_off;
 	int16_t rbp_off, ra_off;
 };
+/* The last walk, to be given again without walking: a walk is a function of its start (ip, sp,
+ * rbp), of the rules (fixed while no code is unloaded) and of the words it reads. When the start is
+ * the same and every word it read, read again in its order, is the same, the walk would take the
+ * same steps (each address read is one the walk itself would read next) and give the same frames.
+ * A loop that allocates from one place costs a few compares instead of a walk and an intern. */
+#define MEMO_READS 160 /* two words a frame (return address, saved rbp) at the default depth */
+#define MEMO_FRAMES 80  /* the default depth, 64, and the frames of tprof itself */
+/* Every word kept here is scrambled (^ MEMO_KEY): the reachability scan at the end takes this
+ * memory as roots, and a saved rbp may be a pointer into a heap block (code built without a frame
+ * pointer uses rbp as any register), as may a stack address (a thread stack the program
+ * allocated) or a return address (code made at run time), which would make the block reachable. */
+#define MEMO_KEY 0xa5c3f0e1d2b49687ull
+struct memo {
+	uint64_t ip, sp, rbp;
+	int ret;         /* what the walk returned; 0: no memo */
+	int cap;
+	uint32_t nreads; /* above MEMO_READS: too many to keep (the walk is not kept) */
+	uint32_t id;     /* the stack id the frames were interned as (0: not yet) */
+	uint32_t id_epoch;
+	uint64_t addr[MEMO_READS], val[MEMO_READS];
+	uint64_t frames[MEMO_FRAMES];
+};
+
 struct cache {
 	uint64_t generation;
 	struct rule r[RULES];
 	uint16_t flags[RULES];
 	uint64_t page[PAGES]; /* page number + 1; 0: empty */
+	struct memo memo;
+	int memo_hit;         /* the last walk was the memo's */
 };
 #define F_VALID 1u
 #define F_LAST 2u
@@ -91,6 +116,7 @@ static struct cache *cache_get(void)
 	if (unlikely(c->generation != g)) { /* code was unloaded: addresses may mean other code now */
 		memset(c->r, 0, sizeof(c->r));
 		memset(c->flags, 0, sizeof(c->flags));
+		c->memo.ret = 0;
 		c->generation = g;
 	}
 	return c;
@@ -99,8 +125,25 @@ static struct cache *cache_get(void)
 void tprof_unwind_new_thread(void)
 {
 	struct cache *c = tprof_tls.ucache;
-	if (c)
+	if (c) {
 		memset(c->page, 0, sizeof(c->page)); /* another thread's stack */
+		c->memo.ret = 0;
+	}
+}
+
+uint32_t tprof_unwind_memo_id(uint32_t epoch)
+{
+	struct cache *c = tprof_tls.ucache;
+	return c && c->memo_hit && c->memo.id_epoch == epoch ? c->memo.id : 0;
+}
+
+void tprof_unwind_memo_keep(uint32_t id, uint32_t epoch)
+{
+	struct cache *c = tprof_tls.ucache;
+	if (c && c->memo.ret > 0) {
+		c->memo.id = id;
+		c->memo.id_epoch = epoch;
+	}
 }
 
 /* ---- reading the stack ---- */
@@ -130,6 +173,19 @@ static inline int load(struct cache *c, uint64_t a, uint64_t *out)
 		*slot = page + 1;
 	}
 	*out = *(const uint64_t *)(uintptr_t)a;
+	return 0;
+}
+
+/* load, noting the word in the memo being made */
+static inline int load_kept(struct cache *c, uint64_t a, uint64_t *out)
+{
+	if (load(c, a, out) != 0)
+		return -1;
+	uint32_t k = c->memo.nreads++;
+	if (k < MEMO_READS) {
+		c->memo.addr[k] = a ^ MEMO_KEY;
+		c->memo.val[k] = *out ^ MEMO_KEY;
+	}
 	return 0;
 }
 
@@ -606,11 +662,46 @@ static int compute_rule(uint64_t ip, int exact, struct rule *out, uint16_t *flag
  * when the frame after the n found is beyond the rules. */
 int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
 	__attribute__((visibility("hidden")));
+static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp);
+
 int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
 {
 	struct cache *c = cache_get();
 	if (!c)
 		return -1;
+	struct memo *m = &c->memo;
+	c->memo_hit = 0;
+	if (m->ret > 0 && m->ip == (ip ^ MEMO_KEY) && m->sp == (sp ^ MEMO_KEY) && m->rbp == (rbp ^ MEMO_KEY) &&
+	    m->cap == cap) {
+		uint32_t i = 0;
+		for (uint64_t v; i < m->nreads && load(c, m->addr[i] ^ MEMO_KEY, &v) == 0 && (v ^ MEMO_KEY) == m->val[i];
+		     i++)
+			;
+		if (i == m->nreads) {
+			for (int k = 0; k < m->ret; k++)
+				buf[k] = (void *)(uintptr_t)(m->frames[k] ^ MEMO_KEY);
+			c->memo_hit = 1;
+			return m->ret;
+		}
+	}
+	m->ret = 0;
+	m->nreads = 0;
+	m->id = 0;
+	int r = walk(c, buf, cap, ip, sp, rbp);
+	if (r > 0 && r <= MEMO_FRAMES && m->nreads <= MEMO_READS) {
+		for (int k = 0; k < r; k++)
+			m->frames[k] = (uint64_t)(uintptr_t)buf[k] ^ MEMO_KEY;
+		m->ip = ip ^ MEMO_KEY;
+		m->sp = sp ^ MEMO_KEY;
+		m->rbp = rbp ^ MEMO_KEY;
+		m->cap = cap;
+		m->ret = r;
+	}
+	return r;
+}
+
+static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
+{
 #define GIVE_UP (-n - 1)
 	int n = 0, exact = 0;
 	while (n < cap) {
@@ -641,7 +732,7 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 		if ((fl & F_NO_FDE) && rbp == 0)
 			break; /* where the frame pointer chain ends, the stack ends */
 		uint64_t cfa = ((fl & F_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)ru->cfa_off;
-		if ((fl & F_CFA_DEREF) && load(c, cfa, &cfa) != 0)
+		if ((fl & F_CFA_DEREF) && load_kept(c, cfa, &cfa) != 0)
 			return GIVE_UP;
 		/* each frame above the one before, but for the frame a signal interrupted, which may
 		 * be on another stack (sigaltstack) */
@@ -652,9 +743,9 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 			ra_at = (fl & F_RA_RBP) ? rbp : sp;
 		if (fl & F_RBP_AT)
 			rbp_at = (fl & F_RBP_RBP) ? rbp : sp;
-		if (load(c, ra_at + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
+		if (load_kept(c, ra_at + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
 			return GIVE_UP;
-		if ((fl & (F_RBP_SAVED | F_RBP_AT)) && load(c, rbp_at + (uint64_t)(int64_t)ru->rbp_off, &rbp) != 0)
+		if ((fl & (F_RBP_SAVED | F_RBP_AT)) && load_kept(c, rbp_at + (uint64_t)(int64_t)ru->rbp_off, &rbp) != 0)
 			return GIVE_UP;
 		sp = cfa;
 		ip = next;

@@ -17,6 +17,11 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 void tprof_unwind_forget_code(void);
 /* The calling thread takes a cache another thread left: forget that thread's stack pages. */
 void tprof_unwind_new_thread(void);
+/* The stack id the last walk's frames were interned as, when that walk was the memo's (the same
+ * start and the same words read as the walk before it) and the id is of the table of epoch; else 0. */
+uint32_t tprof_unwind_memo_id(uint32_t epoch) __attribute__((visibility("hidden")));
+/* The last walk's frames are interned as id, in the table of epoch. */
+void tprof_unwind_memo_keep(uint32_t id, uint32_t epoch) __attribute__((visibility("hidden")));
 /* Set in a fork child: the caches are its parent's pages until written (copy on write). */
 extern int tprof_ucache_cold __attribute__((visibility("hidden")));
 
