@@ -59,6 +59,7 @@ struct memo {
 	uint64_t ip, sp, rbp;
 	int ret;         /* what the walk returned; 0: no memo */
 	int cap;
+	int rbp_used;    /* the walk used its starting rbp (else rbp is not compared) */
 	uint32_t nreads; /* above MEMO_READS: too many to keep (the walk is not kept) */
 	uint32_t id;     /* the stack id the frames were interned as (0: not yet) */
 	uint32_t id_epoch;
@@ -176,16 +177,22 @@ static inline int load(struct cache *c, uint64_t a, uint64_t *out)
 	return 0;
 }
 
-/* load, noting the word in the memo being made */
+/* Notes a word the walk read, and depends on, in the memo being made. */
+static inline void memo_add(struct cache *c, uint64_t a, uint64_t v)
+{
+	uint32_t k = c->memo.nreads++;
+	if (k < MEMO_READS) {
+		c->memo.addr[k] = a ^ MEMO_KEY;
+		c->memo.val[k] = v ^ MEMO_KEY;
+	}
+}
+
+/* load, noting the word */
 static inline int load_kept(struct cache *c, uint64_t a, uint64_t *out)
 {
 	if (load(c, a, out) != 0)
 		return -1;
-	uint32_t k = c->memo.nreads++;
-	if (k < MEMO_READS) {
-		c->memo.addr[k] = a ^ MEMO_KEY;
-		c->memo.val[k] = *out ^ MEMO_KEY;
-	}
+	memo_add(c, a, *out);
 	return 0;
 }
 
@@ -671,8 +678,8 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 		return -1;
 	struct memo *m = &c->memo;
 	c->memo_hit = 0;
-	if (m->ret > 0 && m->ip == (ip ^ MEMO_KEY) && m->sp == (sp ^ MEMO_KEY) && m->rbp == (rbp ^ MEMO_KEY) &&
-	    m->cap == cap) {
+	if (m->ret > 0 && m->ip == (ip ^ MEMO_KEY) && m->sp == (sp ^ MEMO_KEY) &&
+	    (!m->rbp_used || m->rbp == (rbp ^ MEMO_KEY)) && m->cap == cap) {
 		uint32_t i = 0;
 		for (uint64_t v; i < m->nreads && load(c, m->addr[i] ^ MEMO_KEY, &v) == 0 && (v ^ MEMO_KEY) == m->val[i];
 		     i++)
@@ -704,6 +711,21 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 {
 #define GIVE_UP (-n - 1)
 	int n = 0, exact = 0;
+	/* Code built without a frame pointer uses rbp as any register: a saved rbp is read at every
+	 * frame that saves it, but the walk depends on it only where a later rule computes with rbp.
+	 * Such a word goes into the memo only then (after words read since, whose addresses did not
+	 * depend on it), so that a loop variable held in rbp does not make every walk new. */
+	uint64_t pend_a = 0, pend_v = 0;
+	int pend = 0, rbp_loaded = 0;
+	c->memo.rbp_used = 0;
+#define USE_RBP()                                                                                 \
+	do {                                                                                      \
+		if (pend)                                                                         \
+			memo_add(c, pend_a, pend_v);                                              \
+		else if (!rbp_loaded)                                                             \
+			c->memo.rbp_used = 1;                                                     \
+		pend = 0;                                                                         \
+	} while (0)
 	while (n < cap) {
 		buf[n++] = (void *)(uintptr_t)ip;
 		uint64_t key = ip | (exact ? KEY_EXACT : 0);
@@ -729,6 +751,8 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 		uint16_t fl = c->flags[k];
 		if (fl & F_LAST)
 			break;
+		if (fl & (F_NO_FDE | F_CFA_RBP | F_RA_RBP | F_RBP_RBP))
+			USE_RBP();
 		if ((fl & F_NO_FDE) && rbp == 0)
 			break; /* where the frame pointer chain ends, the stack ends */
 		uint64_t cfa = ((fl & F_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)ru->cfa_off;
@@ -745,8 +769,15 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 			rbp_at = (fl & F_RBP_RBP) ? rbp : sp;
 		if (load_kept(c, ra_at + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
 			return GIVE_UP;
-		if ((fl & (F_RBP_SAVED | F_RBP_AT)) && load_kept(c, rbp_at + (uint64_t)(int64_t)ru->rbp_off, &rbp) != 0)
-			return GIVE_UP;
+		if (fl & (F_RBP_SAVED | F_RBP_AT)) {
+			uint64_t a = rbp_at + (uint64_t)(int64_t)ru->rbp_off;
+			if (load(c, a, &rbp) != 0)
+				return GIVE_UP;
+			pend = 1; /* an rbp read before and never used is dropped */
+			pend_a = a;
+			pend_v = rbp;
+			rbp_loaded = 1;
+		}
 		sp = cfa;
 		ip = next;
 		exact = (fl & F_SIGNAL) != 0;
@@ -754,6 +785,7 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 			break;
 	}
 	return n;
+#undef USE_RBP
 #undef GIVE_UP
 }
 
