@@ -279,14 +279,19 @@ static void ahead_make(const char *dir)
 	ahead_fd = fd;
 }
 
+/* The length of an absolute path's directory part ("/" for a file in the root). */
+static size_t dir_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash && slash != path ? (size_t)(slash - path) : 1;
+}
+
 /* Names the file made ahead path (which must not exist: a link never replaces, nor follows a
  * symbolic link there); its descriptor, or -1 with errno. */
 static int ahead_take(const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	size_t dlen = slash ? (size_t)(slash - path) : 0;
-	if (ahead_fd < 0 || strlen(ahead_dir) != (dlen ? dlen : 1) ||
-	    memcmp(ahead_dir, dlen ? path : "/", dlen ? dlen : 1) != 0) {
+	size_t dlen = dir_len(path);
+	if (ahead_fd < 0 || strlen(ahead_dir) != dlen || memcmp(ahead_dir, path, dlen) != 0) {
 		errno = ENOENT;
 		return -1;
 	}
@@ -327,9 +332,7 @@ static int create_for(const char *name, size_t len, const struct ucred *cred)
 			flock(fd, LOCK_EX | LOCK_NB);
 		if (fd >= 0) {
 			memcpy(last_path, path, sizeof(last_path));
-			const char *slash = strrchr(path, '/');
-			size_t dlen = slash && slash != path ? (size_t)(slash - path) : 1;
-			snprintf(last_dir, sizeof(last_dir), "%.*s", (int)dlen, path);
+			snprintf(last_dir, sizeof(last_dir), "%.*s", (int)dir_len(path), path);
 			return fd;
 		}
 		if (errno != EEXIST)
