@@ -59,7 +59,7 @@ static size_t table_bytes;
 static struct chunk index_chunks[TPROF_STACK_CHUNKS];
 static struct chunk arena_chunks[ARENA_CHUNKS];
 static _Atomic uint64_t arena_pos; /* chunk << 32 | words used in it */
-static _Atomic uint32_t table_epoch; /* advanced whenever ids start again (a fork child's table) */
+_Atomic uint32_t tprof_stacks_epoch; /* advanced whenever ids start again (a fork child's table) */
 static _Atomic uint64_t generation; /* bumped by dlclose: addresses may now mean other code */
 static unsigned max_depth;
 static uintptr_t self_lo, self_hi;   /* libtprof.so's own code, whose frames are skipped */
@@ -288,7 +288,7 @@ static void populate_first_level(void)
 int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
-	atomic_fetch_add(&table_epoch, 1);
+	atomic_fetch_add(&tprof_stacks_epoch, 1);
 	code_range((const void *)&tprof_stacks_init, &self_lo, &self_hi);
 	tprof_modules_scan(0);
 	publish_own();
@@ -337,7 +337,7 @@ void tprof_stacks_warm(void)
 
 void tprof_stacks_reset(void)
 {
-	atomic_fetch_add(&table_epoch, 1);
+	atomic_fetch_add(&tprof_stacks_epoch, 1);
 	last_scan_seq = 0;
 	memset(index_chunks, 0, sizeof(index_chunks));
 	memset(arena_chunks, 0, sizeof(arena_chunks));
@@ -515,9 +515,8 @@ uint32_t tprof_stack_capture(void)
 	void *buf[cap]; /* sized by the depth asked for: a hook may run on a small stack */
 #if defined(__x86_64__)
 	int got = tprof_unwind_here(buf, cap), cut = 0;
-	uint32_t epoch = atomic_load_explicit(&table_epoch, memory_order_relaxed);
-	uint32_t again = tprof_unwind_memo_id(epoch);
-	if (again && !tprof_cfg.verify_stacks)
+	uint32_t again = tprof_unwind_memo_id();
+	if (again)
 		return again; /* the same walk as the last one: the same frames, interned already */
 #else /* no walk of our own: libunwind (linked on these machines), which may allocate */
 	tprof_tls.guard++;
@@ -548,7 +547,7 @@ uint32_t tprof_stack_capture(void)
 	uint32_t id = intern((const uint64_t *)buf, (unsigned)n, truncated);
 #if defined(__x86_64__)
 	if (id)
-		tprof_unwind_memo_keep(id, epoch);
+		tprof_unwind_memo_keep(id);
 #endif
 	return id;
 }

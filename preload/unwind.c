@@ -73,7 +73,7 @@ struct cache {
 	uint16_t flags[RULES];
 	uint64_t page[PAGES]; /* page number + 1; 0: empty */
 	struct memo memo;
-	int memo_hit;         /* the last walk was the memo's */
+	int memo_hit;         /* the last walk was the memo's, whose stack id is still good */
 };
 #define F_VALID 1u
 #define F_LAST 2u
@@ -132,18 +132,18 @@ void tprof_unwind_new_thread(void)
 	}
 }
 
-uint32_t tprof_unwind_memo_id(uint32_t epoch)
+uint32_t tprof_unwind_memo_id(void)
 {
 	struct cache *c = tprof_tls.ucache;
-	return c && c->memo_hit && c->memo.id_epoch == epoch ? c->memo.id : 0;
+	return c && c->memo_hit ? c->memo.id : 0;
 }
 
-void tprof_unwind_memo_keep(uint32_t id, uint32_t epoch)
+void tprof_unwind_memo_keep(uint32_t id)
 {
 	struct cache *c = tprof_tls.ucache;
 	if (c && c->memo.ret > 0) {
 		c->memo.id = id;
-		c->memo.id_epoch = epoch;
+		c->memo.id_epoch = atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
 	}
 }
 
@@ -685,9 +685,13 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 		     i++)
 			;
 		if (i == m->nreads) {
-			for (int k = 0; k < m->ret; k++)
-				buf[k] = (void *)(uintptr_t)(m->frames[k] ^ MEMO_KEY);
-			c->memo_hit = 1;
+			/* its id stands for the frames, unless the table gives ids anew (a fork child)
+			 * or every capture is to be checked */
+			c->memo_hit = m->id && !tprof_cfg.verify_stacks &&
+				      m->id_epoch == atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
+			if (!c->memo_hit)
+				for (int k = 0; k < m->ret; k++)
+					buf[k] = (void *)(uintptr_t)(m->frames[k] ^ MEMO_KEY);
 			return m->ret;
 		}
 	}
