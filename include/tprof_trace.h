@@ -383,9 +383,12 @@ struct tprof_rec_state {
 	uint32_t nalloc, nfree; /* pushes into the histories so far */
 	uint64_t alloc_hist[TPROF_PTR_HIST], free_hist[TPROF_PTR_HIST];
 	uint64_t alloc_size[TPROF_PTR_HIST]; /* the size of each alloc_hist entry */
-	/* per-class lists as rings: class_n[c] entries, the newest at class_ptr[c][(class_top[c] - 1) %
-	 * TPROF_CLASS_DEPTH]; a push onto a full list overwrites the oldest */
-	uint8_t class_n[TPROF_CLASSES], class_top[TPROF_CLASSES];
+	/* per-class lists as rings: the list of class c holds cls[c] & 0xff entries, its newest at
+	 * class_ptr[c][((cls[c] >> 8) - 1) % TPROF_CLASS_DEPTH] (a top counting pushes mod 256); a push
+	 * onto a full list overwrites the oldest. Count and top are one 16-bit word, read and written
+	 * whole: the records of a storm read them just after the previous record wrote them, and a
+	 * load that spans two byte stores waits for both to reach the cache */
+	uint16_t cls[TPROF_CLASSES];
 	uint64_t class_ptr[TPROF_CLASSES][TPROF_CLASS_DEPTH];
 };
 
@@ -403,13 +406,31 @@ static inline void tprof_rec_state_init(struct tprof_rec_state *st, uint64_t seq
 	st->ptr = 0;
 	st->stack = 0;
 	st->nalloc = st->nfree = 0;
-	__builtin_memset(st->class_n, 0, sizeof(st->class_n));
-	__builtin_memset(st->class_top, 0, sizeof(st->class_top));
+	__builtin_memset(st->cls, 0, sizeof(st->cls));
+}
+
+/* The newest block of class c's list (c != 0), or 0 when the list is empty. */
+static inline uint64_t tprof_class_top(const struct tprof_rec_state *st, uint32_t c)
+{
+	uint16_t l = st->cls[c];
+	return l & 0xff ? st->class_ptr[c][(uint8_t)((l >> 8) - 1) % TPROF_CLASS_DEPTH] : 0;
+}
+
+/* The block the class lists predict for an allocation of size, or 0. */
+static inline uint64_t tprof_class_predict(const struct tprof_rec_state *st, uint64_t size)
+{
+	uint32_t c = tprof_size_class(size);
+	return c ? tprof_class_top(st, c) : 0;
 }
 
 /* After a record: the histories and class lists, in the same order on both sides. freed_size: the
- * size of the block a free released when the record named it from the history, else UINT64_MAX. */
-static inline void tprof_rec_push(struct tprof_rec_state *st, const struct tprof_rec *r, uint64_t freed_size)
+ * size of the block a free released when the record named it from the history, else UINT64_MAX.
+ * predicted: an allocation whose block is its class list's newest (tprof_class_predict), which it
+ * takes off the list; otherwise the list is looked at. Always inlined: called once per record on
+ * both sides, a call would cost more than the work. */
+static inline __attribute__((always_inline)) void tprof_rec_push(struct tprof_rec_state *st,
+								 const struct tprof_rec *r, uint64_t freed_size,
+								 int predicted)
 {
 	if (r->kind == TPROF_EV_FREE) {
 		if (!r->ptr)
@@ -417,9 +438,9 @@ static inline void tprof_rec_push(struct tprof_rec_state *st, const struct tprof
 		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->ptr;
 		uint32_t c = freed_size == UINT64_MAX ? 0 : tprof_size_class(freed_size);
 		if (c) {
-			st->class_ptr[c][st->class_top[c]++ % TPROF_CLASS_DEPTH] = r->ptr;
-			if (st->class_n[c] < TPROF_CLASS_DEPTH)
-				st->class_n[c]++;
+			uint16_t l = st->cls[c];
+			st->class_ptr[c][(l >> 8) % TPROF_CLASS_DEPTH] = r->ptr;
+			st->cls[c] = (uint16_t)(l + 0x100 + ((l & 0xff) < TPROF_CLASS_DEPTH));
 		}
 		return;
 	}
@@ -427,33 +448,22 @@ static inline void tprof_rec_push(struct tprof_rec_state *st, const struct tprof
 		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->old_ptr;
 	if (r->ptr) {
 		uint32_t c = tprof_size_class(r->size);
-		if (c && st->class_n[c] &&
-		    st->class_ptr[c][(uint8_t)(st->class_top[c] - 1) % TPROF_CLASS_DEPTH] == r->ptr) {
-			st->class_n[c]--;
-			st->class_top[c]--;
-		}
+		if (c && (predicted || tprof_class_top(st, c) == r->ptr))
+			st->cls[c] = (uint16_t)(st->cls[c] - 0x101); /* count and top one less */
 		st->alloc_size[st->nalloc % TPROF_PTR_HIST] = r->size;
 		st->alloc_hist[st->nalloc++ % TPROF_PTR_HIST] = r->ptr;
 	}
 }
 
-/* The block the class lists predict for an allocation of size, or 0. */
-static inline uint64_t tprof_class_predict(const struct tprof_rec_state *st, uint64_t size)
-{
-	uint32_t c = tprof_size_class(size);
-	return c && st->class_n[c] ? st->class_ptr[c][(uint8_t)(st->class_top[c] - 1) % TPROF_CLASS_DEPTH] : 0;
-}
-
-/* The encoder's index of the histories: a small direct-mapped table per history from a pointer to
- * its last push. Only the writer needs it; readers never do. */
+/* The encoder's index of the histories: a small direct-mapped table per history from a pointer's
+ * hash to the last push (its number + 1; 0: none) of a pointer with that hash. The history entry
+ * the push made says whether it was this pointer, so the table holds no pointers: 4 KiB each, which
+ * leaves the first-level cache to the histories and class lists. Only the writer needs it; readers
+ * never do. */
 #define TPROF_PTR_MAP 1024u
-struct tprof_ptr_slot {
-	uint64_t ptr;
-	uint32_t at; /* push number + 1; 0: empty */
-};
 struct tprof_rec_encoder {
 	struct tprof_rec_state st;
-	struct tprof_ptr_slot amap[TPROF_PTR_MAP], fmap[TPROF_PTR_MAP];
+	uint32_t amap[TPROF_PTR_MAP], fmap[TPROF_PTR_MAP];
 };
 
 static inline void tprof_rec_encoder_init(struct tprof_rec_encoder *e, uint64_t seq, uint64_t tick)
@@ -469,14 +479,13 @@ static inline uint32_t tprof_ptr_slot(uint64_t p)
 }
 
 /* Distance (1..TPROF_PTR_HIST) of p in a history through its map, or 0 when it is not there. */
-static inline uint32_t tprof_ptr_find(const struct tprof_ptr_slot *map, const uint64_t *hist, uint32_t pushes,
-				      uint64_t p)
+static inline uint32_t tprof_ptr_find(const uint32_t *map, const uint64_t *hist, uint32_t pushes, uint64_t p)
 {
-	uint32_t s = tprof_ptr_slot(p);
-	if (map[s].ptr != p || map[s].at == 0)
+	uint32_t at = map[tprof_ptr_slot(p)];
+	if (at == 0)
 		return 0;
-	uint32_t d = pushes - (map[s].at - 1);
-	if (d == 0 || d > TPROF_PTR_HIST || hist[(map[s].at - 1) % TPROF_PTR_HIST] != p)
+	uint32_t d = pushes - (at - 1);
+	if (d == 0 || d > TPROF_PTR_HIST || hist[(at - 1) % TPROF_PTR_HIST] != p)
 		return 0;
 	return d;
 }
@@ -545,18 +554,12 @@ static inline uint32_t tprof_rec_encode(uint8_t *out[TPROF_NSTREAMS], struct tpr
 	/* histories and their maps */
 	if (r->kind == TPROF_EV_FREE || (re && r->old_ptr)) {
 		uint64_t p = r->kind == TPROF_EV_FREE ? r->ptr : r->old_ptr;
-		if (p) {
-			uint32_t s = tprof_ptr_slot(p);
-			e->fmap[s].ptr = p;
-			e->fmap[s].at = st->nfree + 1;
-		}
+		if (p)
+			e->fmap[tprof_ptr_slot(p)] = st->nfree + 1;
 	}
-	if (r->kind != TPROF_EV_FREE && r->ptr) {
-		uint32_t s = tprof_ptr_slot(r->ptr);
-		e->amap[s].ptr = r->ptr;
-		e->amap[s].at = st->nalloc + 1;
-	}
-	tprof_rec_push(st, r, freed_size);
+	if (r->kind != TPROF_EV_FREE && r->ptr)
+		e->amap[tprof_ptr_slot(r->ptr)] = st->nalloc + 1;
+	tprof_rec_push(st, r, freed_size, alloc && hist && dist == 0);
 	return r->kind == TPROF_EV_FREE && hist ? dist : 0;
 }
 
@@ -608,6 +611,7 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 		st->stack = r->stack;
 	}
 	uint64_t freed_size = UINT64_MAX;
+	int predicted = 0;
 	r->hist_dist = 0;
 	if (head & TPROF_REC_PTR_HIST) { /* a free names an allocation, an allocation a free */
 		uint32_t pushes = alloc ? st->nfree : st->nalloc;
@@ -617,6 +621,7 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 		if (u == 0) { /* the class lists' prediction */
 			if (!alloc || !(r->ptr = tprof_class_predict(st, r->size)))
 				return -1;
+			predicted = 1;
 		} else {
 			r->ptr = hist[(pushes - u) % TPROF_PTR_HIST];
 			if (!alloc) {
@@ -645,7 +650,7 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 		st->seq = r->seq2;
 		st->tick = r->tick2;
 	}
-	tprof_rec_push(st, r, freed_size);
+	tprof_rec_push(st, r, freed_size, predicted);
 	return 0;
 }
 
