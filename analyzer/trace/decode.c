@@ -135,6 +135,10 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
 	uint64_t base = c->evno;
 	uint32_t last_fid = 0, last_stack = 0; /* the last stack id looked up, and ours */
+	/* in locals: the stores into the events below could otherwise alias them (the compiler then
+	 * loads them again for every record) */
+	struct tprof_rec_state *st = c->st;
+	uint64_t *alloc_at = c->alloc_at;
 	while (c->ri < c->count && (n < limit || run != SIZE_MAX)) {
 		if (n + 2 > out->cap) {
 			/* first: what this chunk can hold (the room for a pair's two halves besides), so that
@@ -144,10 +148,11 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 		}
 		struct tprof_event *ev = out->ev;
 		struct tprof_rec r;
-		if (tprof_rec_decode(c->s, c->st, &r)) {
+		if (tprof_rec_decode(c->s, st, &r)) {
 			what = "malformed event record";
 			goto bad;
 		}
+		uint32_t pushes = st->nalloc; /* before the stores below */
 		c->ri++;
 		uint32_t stack = 0;
 		if (r.stack == last_fid) { /* most allocations repeat the last record's stack */
@@ -190,12 +195,12 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 		 * address's latest allocation), paired when that event is in this chunk (number >
 		 * base) and no free named it before. A hint, see reader.h. */
 		if (r.hist_dist) {
-			uint64_t *a = &c->alloc_at[(c->st->nalloc - r.hist_dist) % TPROF_PTR_HIST];
+			uint64_t *a = &alloc_at[(pushes - r.hist_dist) % TPROF_PTR_HIST];
 			if (*a > base)
 				ev[*a - 1 - base].paired = ev[n - 1].paired = 1;
 			*a = 0;
 		} else if (r.kind != TPROF_EV_FREE && r.ptr) {
-			c->alloc_at[(c->st->nalloc - 1) % TPROF_PTR_HIST] = base + n;
+			alloc_at[(pushes - 1) % TPROF_PTR_HIST] = base + n;
 		}
 	}
 	if (c->ri == c->count) {
