@@ -52,6 +52,14 @@ assert d["scan"]["threads_stopped"] == 4 and d["scan"]["threads_not_stopped"] ==
 PY
 }
 
+@test "blocks handed between threads, addresses taken again: the scan's blocks in use are the replay's" {
+	# the recorder's table of blocks in use learns each block of a thread from that thread's EVENTS
+	# blocks, which it writes in any order between threads; a free that its thread's history pairs
+	# with an allocation of its own may free another thread's block at that address (pingpong.c)
+	vg_equal "$B/progs/pingpong"
+	[[ "$output" =~ "LEAK SUMMARY reachable"\ +48/1\ +48/1 ]]
+}
+
 @test "C++: new[], a second base class and a length prefix are reachable through memcheck's heuristics" {
 	vg_equal "$B/progs/leak_kinds_cxx"
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds_cxx"
