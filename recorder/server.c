@@ -307,6 +307,13 @@ static int ahead_take(const char *path)
 	return fd;
 }
 
+/* The name create_for last gave a suffix, and that suffix: a name taken again tries its plain
+ * form, then the suffixes after that one, so that the processes of a tree that all name one file
+ * (TPROF_OUTPUT without %p, a fork storm) cost a link or two each, not one per process before. */
+static char suffix_name[TPROF_HELLO_NAME_MAX];
+static size_t suffix_len;
+static unsigned suffix_last;
+
 /* Creates a process's trace file (TPROF_HELLO_NO_FILE) as the process would have: exclusively,
  * never through a symlink, a suffix for an existing name, locked until the trace is complete (its
  * mode, 0600 for now, gets the process's umask from the writer, off the registration's path); a
@@ -320,9 +327,10 @@ static int create_for(const char *name, size_t len, const struct ucred *cred)
 	const char *dir = name[0] == '/' ? "" : strcmp(start_dir, "/") ? start_dir : "";
 	const char *sep = name[0] == '/' ? "" : "/";
 	char path[sizeof(start_dir) + TPROF_HELLO_NAME_MAX + 16];
-	for (int k = 0; k < 1000; k++) {
+	unsigned after = len == suffix_len && memcmp(name, suffix_name, len) == 0 ? suffix_last : 0;
+	for (unsigned i = 0, k = 0; i < 1000; i++, k = k ? k + 1 : after + 1) {
 		if (k)
-			snprintf(path, sizeof(path), "%s%s%.*s.%d", dir, sep, (int)len, name, k);
+			snprintf(path, sizeof(path), "%s%s%.*s.%u", dir, sep, (int)len, name, k);
 		else
 			snprintf(path, sizeof(path), "%s%s%.*s", dir, sep, (int)len, name);
 		int fd = ahead_take(path);
@@ -333,6 +341,11 @@ static int create_for(const char *name, size_t len, const struct ucred *cred)
 		if (fd >= 0) {
 			memcpy(last_path, path, sizeof(last_path));
 			snprintf(last_dir, sizeof(last_dir), "%.*s", (int)dir_len(path), path);
+			if (k) {
+				memcpy(suffix_name, name, len);
+				suffix_len = len;
+				suffix_last = k;
+			}
 			return fd;
 		}
 		if (errno != EEXIST)

@@ -268,6 +268,19 @@ PY
 	done
 }
 
+@test "a fork storm whose children all name one file: each gets its own suffix, past a thousand too" {
+	# TPROF_OUTPUT without %p: the parent's trace takes the name, child k the suffix .k; the
+	# recorder looks for a free suffix after the last it gave, not from .1 each time
+	mkdir one
+	TPROF_QUIET=1 TPROF_OUTPUT=one/s.trace LD_PRELOAD="$B/libtprof.so" "$B/bench/forkstorm" 1100 alloc >/dev/null 2>err.txt
+	[ ! -s err.txt ] || { cat err.txt; false; }
+	settled one/*
+	[ "$(ls one | wc -l)" = 1101 ]
+	[ -f one/s.trace ] && [ -f one/s.trace.1 ] && [ -f one/s.trace.1100 ]
+	report one/s.trace.1100 r.json
+	[ "$(jget r.json complete)" = true ]
+}
+
 @test "tprof record: runs the program, returns its status, says where the trace is" {
 	unset TPROF_QUIET
 	run "$B/tprof" record -o r.trace -- sh -c 'exit 3'
