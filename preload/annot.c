@@ -54,8 +54,10 @@ void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 	struct tprof_thread *t = tprof_tls.thread;
 	if (!t)
 		t = tprof_thread_attach();
-	if (!t)
+	if (!t) {
+		tprof_lost_no_ring();
 		return;
+	}
 	struct tprof_ring *r = t->ring;
 	if (tprof_ring_reserve(r, 1) || (tprof_ring_full(t, 1), tprof_ring_reserve(r, 1))) {
 		struct tprof_ev *e = tprof_ring_slot(r, 0);

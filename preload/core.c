@@ -303,17 +303,39 @@ static void release_signals(struct signals_held h)
 	errno = saved;
 }
 
-static struct tprof_thread *attach_held(void);
+static struct tprof_thread *attach_held(int *no_room);
+
+/* A thread that could get no slot (more threads alive at once than TPROF_SHM_THREADS) or no ring
+ * (an address space limit) tries again only after 64 calls, then 128, ... at most 65536, until it
+ * succeeds: each try may wait for the recorder to reap the slots of dead threads, and costs system
+ * calls that a program of a few thousand threads would otherwise pay at every heap call. The
+ * events meanwhile are counted lost by their callers (tprof_lost_no_ring). */
+#define ATTACH_BACKOFF_FIRST 64u
+#define ATTACH_BACKOFF_MAX 65536u
 
 struct tprof_thread *tprof_thread_attach(void)
 {
+	if (unlikely(tprof_tls.attach_skip)) {
+		tprof_tls.attach_skip--;
+		return NULL;
+	}
+	int no_room = 0;
 	struct signals_held h = hold_signals();
-	struct tprof_thread *t = attach_held();
+	struct tprof_thread *t = attach_held(&no_room);
 	release_signals(h);
+	if (t) {
+		tprof_tls.attach_fails = 0;
+	} else if (no_room) {
+		uint32_t f = tprof_tls.attach_fails < 10 ? tprof_tls.attach_fails : 10;
+		tprof_tls.attach_skip = ATTACH_BACKOFF_FIRST << f; /* 64 << 10 = ATTACH_BACKOFF_MAX */
+		tprof_tls.attach_fails++;
+	}
 	return t;
 }
 
-static struct tprof_thread *attach_held(void)
+/* A slot and a ring for the calling thread, or NULL; *no_room set when there was no free slot or
+ * no memory for a ring (rather than no trace to record into, or an allocator busy a moment). */
+static struct tprof_thread *attach_held(int *no_room)
 {
 	if (!tprof_shm && !tprof_start_recording())
 		return NULL;
@@ -354,7 +376,7 @@ again:
 		goto again;
 	}
 	if (!t) {
-		atomic_fetch_add(&shm->lost_global, 1);
+		*no_room = 1;
 		tprof_tls.guard--;
 		errno = saved;
 		return NULL;
@@ -363,10 +385,17 @@ again:
 	t->slot = slot;
 	if (!t->ring || slot->ring_entries != tprof_cfg.ring_entries) {
 		uint64_t off;
-		struct tprof_ring *r = tprof_shm_alloc(tprof_ring_bytes(tprof_cfg.ring_entries), &off);
+		/* signals are held: the allocator's holder is another thread, which is about to give it
+		 * back, however many threads take their rings at once (a thousand start together) */
+		int busy = 1;
+		struct tprof_ring *r = NULL;
+		for (int k = 0; k < 100 && !r && busy; k++) {
+			busy = 0;
+			r = tprof_shm_alloc(tprof_ring_bytes(tprof_cfg.ring_entries), &off, &busy);
+		}
 		if (!r) {
 			atomic_store(&slot->state, TPROF_SLOT_FREE);
-			atomic_fetch_add(&shm->lost_global, 1);
+			*no_room = !busy; /* (busy: other threads took their rings meanwhile; the next call tries) */
 			tprof_tls.guard--;
 			errno = saved;
 			return NULL;
@@ -687,6 +716,8 @@ static void after_fork_child(void)
 		atomic_store(&tprof_lock_future, 0);
 	if (tprof_tls.thread)
 		tprof_tls.thread = NULL;
+	if (tprof_tls.attach_skip | tprof_tls.attach_fails) /* the parent's slots were all taken */
+		tprof_tls.attach_skip = tprof_tls.attach_fails = 0;
 	uint32_t used = atomic_load(&threads_used);
 	if (used) {
 		memset(threads, 0, used * sizeof(threads[0])); /* others stay untouched */

@@ -190,6 +190,7 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 			tprof_tls.crit = 2; /* a handler's heap call from now to the second half: lost, counted */
 		} else {
 			tprof_tls.crit = 0;
+			tprof_lost_no_ring();
 		}
 		errno = e;
 	}

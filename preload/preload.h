@@ -101,6 +101,9 @@ struct tprof_tls {
 	int unwound;                 /* tprof_stacks_warm has set up this thread's stack walk cache */
 	int64_t omp_region;          /* the OpenMP region whose body or task this thread runs (omp.c); 0: none */
 	void *ucache;                /* the fast stack walk's rules and stack pages (unwind.c) */
+	/* this thread could get no slot or ring: tprof_thread_attach gives up at once this many
+	 * times more, and after attach_fails failures in a row waits twice as long (core.c) */
+	uint32_t attach_skip, attach_fails;
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
 
@@ -153,6 +156,14 @@ void *tprof_boot_alloc(size_t size, size_t align); /* static pool used while tpr
 int tprof_boot_owns(const void *p);
 size_t tprof_boot_size(const void *p);
 struct tprof_thread *tprof_thread_attach(void);
+/* An event dropped because its thread has no slot or ring (tprof_thread_attach failed): counted
+ * once, by the code that would have recorded it, when a trace is being recorded. */
+static inline void tprof_lost_no_ring(void)
+{
+	struct tprof_shm *s = tprof_shm;
+	if (s && atomic_load_explicit(&tprof_recording, memory_order_relaxed))
+		atomic_fetch_add_explicit(&s->lost_global, 1, memory_order_relaxed);
+}
 void tprof_ring_full(struct tprof_thread *t, uint32_t n); /* waits (lossless) or counts */
 /* Room for n entries on t's ring: at once, or after tprof_ring_full; 0 when none came (lost). */
 static inline int tprof_ring_room(struct tprof_thread *t, uint32_t n)
@@ -200,8 +211,10 @@ void tprof_region_learn_self(void);
 /* The recorder is known and the executable and arguments read: a fork has nothing to prepare. */
 int tprof_region_fork_ready(void);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;
- * returns the pointer and its file offset, or NULL when the file or the address space is full. */
-void *tprof_shm_alloc(uint64_t len, uint64_t *off);
+ * returns the pointer and its file offset, or NULL when the file or the address space is full, or
+ * when other threads held the allocator for long (then *busy is set when busy is not NULL: a
+ * later try may succeed). */
+void *tprof_shm_alloc(uint64_t len, uint64_t *off, int *busy);
 
 static inline uint64_t tprof_now(void)
 {
@@ -304,6 +317,7 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	struct tprof_thread *t = tprof_tls.thread;
 	if (unlikely(!t) && !(t = tprof_thread_attach())) {
 		tprof_tls.crit = 0;
+		tprof_lost_no_ring();
 		return;
 	}
 	struct tprof_ring *r = t->ring;
@@ -406,8 +420,10 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 								     const int64_t *s, unsigned ns)
 {
 	struct tprof_thread *t = tprof_tls.thread;
-	if (unlikely(!t) && !(t = tprof_thread_attach()))
+	if (unlikely(!t) && !(t = tprof_thread_attach())) {
+		tprof_lost_no_ring();
 		return;
+	}
 	tprof_tls.crit = 1; /* a handler's heap call waits for this call's entries */
 	int wide = 0;
 	for (unsigned i = 0; i < ns; i++)

@@ -82,7 +82,7 @@ static int grow(uint64_t len)
 	return 0;
 }
 
-void *tprof_shm_alloc(uint64_t len, uint64_t *off)
+void *tprof_shm_alloc(uint64_t len, uint64_t *off, int *busy)
 {
 	struct tprof_shm *s = tprof_shm;
 	if (!s || len == 0)
@@ -97,6 +97,8 @@ void *tprof_shm_alloc(uint64_t len, uint64_t *off)
 	while (!atomic_compare_exchange_weak(&s->alloc_busy, &expect, 1)) {
 		expect = 0;
 		if (++tries > 2000) {
+			if (busy)
+				*busy = 1;
 			errno = saved;
 			return NULL;
 		}

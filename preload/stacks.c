@@ -218,7 +218,7 @@ static void *chunk_get(struct chunk *c, uint64_t bytes)
 		return c->ptr;
 	int expected = 0;
 	if (st == 0 && atomic_compare_exchange_strong(&c->state, &expected, 1)) {
-		c->ptr = tprof_shm_alloc(bytes, &c->off);
+		c->ptr = tprof_shm_alloc(bytes, &c->off, NULL);
 		atomic_store_explicit(&c->state, c->ptr ? 2 : 0, memory_order_release);
 		return c->ptr;
 	}
