@@ -230,13 +230,20 @@ static inline uint64_t tprof_now(void)
 void tprof_writer_kick(void);
 
 /* After publishing n events: wakes a sleeping writer each time the head crosses a quarter of the
- * ring, so a busy thread's ring is drained long before it fills. */
+ * ring, so a busy thread's ring is drained long before it fills; and a writer that naps long
+ * because the process was idle (writer_sleeping 2) at the first event after the quiet spell, so
+ * that it samples the resident size at its interval again at once. writer_sleeping shares its
+ * line with the epoch, which the event has just read. */
 __attribute__((always_inline)) static inline void tprof_ring_kick(struct tprof_ring *r, uint32_t n)
 {
 	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (unlikely((h & (r->mask >> 2)) < n) &&
-	    atomic_load_explicit(&tprof_shm->writer_sleeping, memory_order_relaxed))
+	uint32_t sleeping = atomic_load_explicit(&tprof_shm->writer_sleeping, memory_order_relaxed);
+	if (unlikely(sleeping == 2)) {
+		if (atomic_compare_exchange_strong(&tprof_shm->writer_sleeping, &sleeping, 1))
+			tprof_writer_kick(); /* one kick, whichever thread comes first */
+	} else if (unlikely((h & (r->mask >> 2)) < n) && sleeping) {
 		tprof_writer_kick();
+	}
 }
 
 

@@ -117,9 +117,11 @@ struct tprof_shm {
 
 	_Alignas(64) _Atomic uint64_t seq; /* global event order */
 	_Alignas(64) _Atomic uint32_t epoch; /* advanced by the recorder on every pass */
-	_Atomic uint32_t writer_sleeping;    /* the recorder waits on kick */
+	_Atomic uint32_t writer_sleeping;    /* the recorder waits on kick; 2: a long nap, the
+					      * process having been idle (the next event kicks) */
 	_Atomic uint32_t kick;
-	_Atomic uint32_t heartbeat;          /* advanced by the recorder at least every 10 ms */
+	_Atomic uint32_t heartbeat;          /* advanced by the recorder on each pass: every 10 ms at
+					      * least, 200 ms while the process is idle, at once when kicked */
 	_Atomic uint32_t recorder_gone;      /* the process saw no heartbeat for a long time: drop */
 	_Atomic uint32_t threads_hwm;        /* slots in use are below this index */
 	_Atomic uint32_t slots_wanted;       /* a new thread found no free slot: reap dead threads now */

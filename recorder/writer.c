@@ -90,6 +90,7 @@ struct tprof_writer {
 	uint32_t kcount;
 	uint64_t kprev_tick;
 	uint32_t busiest; /* most events found waiting in one ring during the last drain_all */
+	uint64_t active_ns; /* when a ring's head last moved or the resident size last changed */
 	uint64_t global_reported;
 	uint64_t last_pair_tick, last_pair_mono; /* the last clock pair written */
 	/* set by the server thread (tprof_writer_gone, tprof_writer_exec), read by the writer */
@@ -364,6 +365,25 @@ static void rss_add(struct tprof_writer *w, uint64_t tick, uint64_t bytes)
 	w->rss_count++;
 	w->rss_last_tick = tick;
 	w->rss_last_bytes = bytes;
+}
+
+/* A process idle for a second (no ring's head moved, the resident size the same at every sample)
+ * costs its writer few wake-ups: the writer naps IDLE_NAP_NS (a producer whose ring fills, a scan
+ * request and the process's end wake it at once), and the resident size is sampled every quarter
+ * of the time it has been idle, at least every TPROF_RSS_INTERVAL_MS, at most every second
+ * (docs/FORMAT.md). Hundreds of idle processes (a pool of workers, a parallel build) would
+ * otherwise keep a recorder's CPU busy. */
+#define IDLE_NS 1000000000u
+#define IDLE_NAP_NS 200000000L
+#define IDLE_RSS_MAX_NS 1000000000u
+
+static uint64_t rss_step(const struct tprof_writer *w, uint64_t every, uint64_t now)
+{
+	uint64_t idle = now - w->active_ns;
+	if (idle < IDLE_NS)
+		return every;
+	uint64_t step = idle / 4, most = every > IDLE_RSS_MAX_NS ? every : IDLE_RSS_MAX_NS;
+	return step < every ? every : step > most ? most : step;
 }
 
 static void rss_sample(struct tprof_writer *w)
@@ -882,7 +902,7 @@ static uint64_t drain_thread(struct tprof_writer *w, struct wthread *t)
 	 * which compress badly and cost the reader per block.) */
 	uint64_t now = mono_ns();
 	if (first + n != t->seen_head)
-		t->moved_ns = now;
+		t->moved_ns = w->active_ns = now;
 	t->seen_head = first + n;
 	int hold = !w->flushing && n != 0 && now - t->moved_ns < 5000000u;
 	/* A busy thread's events wait until they fill a good block (a quarter of the ring, where the
@@ -1393,6 +1413,7 @@ static void write_trace(struct tprof_writer *w)
 	out_flush(w);
 
 	uint64_t last_clock = mono_ns(), last_reap = last_clock;
+	w->active_ns = last_clock;
 	uint64_t rss_every = (uint64_t)w->shm->rss_interval_ms * 1000000u;
 	uint64_t rss_due = last_clock + rss_every;
 	int exec_seen = 0, gone = 0;
@@ -1400,10 +1421,13 @@ static void write_trace(struct tprof_writer *w)
 		atomic_fetch_add_explicit(&w->shm->epoch, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&w->shm->heartbeat, 1, memory_order_relaxed);
 		modules_update(w);
+		uint64_t was_active = w->active_ns;
 		uint64_t n = drain_all(w);
 		if (w->live)
 			live_prune(w);
 		uint64_t now = mono_ns();
+		if (rss_every && w->active_ns != was_active && rss_due > now + rss_every)
+			rss_due = now + rss_every; /* busy again after a quiet spell: at the interval again */
 		int reaped = now - last_reap >= 200000000u;
 		if (atomic_exchange(&w->shm->slots_wanted, 0)) { /* a new thread waits for a slot */
 			reap_dead_threads(w);
@@ -1416,10 +1440,14 @@ static void write_trace(struct tprof_writer *w)
 			last_reap = now;
 		}
 		if (rss_every && now >= rss_due) {
+			uint64_t before = w->rss_last_bytes;
 			rss_sample(w);
-			rss_due += rss_every;
+			if (w->rss_last_bytes != before)
+				w->active_ns = now;
+			uint64_t step = rss_step(w, rss_every, now);
+			rss_due += step;
 			if (rss_due <= now)
-				rss_due = now + rss_every; /* late (a long drain): keep the spacing, skip the missed */
+				rss_due = now + step; /* late (a long drain): keep the spacing, skip the missed */
 		}
 		if (w->rss_count && now - w->rss_staged_ns >= RSS_STAGE_NS)
 			rss_flush(w);
@@ -1437,22 +1465,31 @@ static void write_trace(struct tprof_writer *w)
 			break;
 		/* Poll adaptively: soon again while rings fill fast, rarely otherwise. A ring holding a
 		 * few events is held anyway (see drain_thread) and its producer wakes us each time its
-		 * head passes a quarter mark. At most 10 ms: the process takes a recorder that has not
-		 * beaten for 2 s for gone. */
+		 * head passes a quarter mark. 10 ms, or IDLE_NAP_NS once the process has been idle for a
+		 * second: a producer waiting for room and a scan request wake us at once, and only then
+		 * does the process look at the heartbeat (it takes a recorder that has not beaten for 2 s
+		 * since for gone); the server wakes us when the process is gone. */
 		uint32_t cap = w->shm->ring_entries;
 		if (w->busiest < (cap >> 1)) {
-			long nap = w->busiest >= (cap >> 4) ? 100000 : 10000000;
+			uint64_t t = mono_ns();
+			long nap = w->busiest >= (cap >> 4) ? 100000L : 10000000L;
+			int idle = nap > 100000L && t - w->active_ns >= IDLE_NS;
+			if (idle)
+				nap = IDLE_NAP_NS;
 			if (rss_every) {
-				uint64_t t = mono_ns();
 				if (rss_due <= t)
 					nap = 0;
 				else if (rss_due - t < (uint64_t)nap)
 					nap = (long)(rss_due - t);
 			}
+			if (w->rss_count) { /* staged samples are written within RSS_STAGE_NS */
+				uint64_t due = w->rss_staged_ns + RSS_STAGE_NS;
+				nap = due <= t ? 0 : due - t < (uint64_t)nap ? (long)(due - t) : nap;
+			}
 			if (n == 0)
 				out_flush(w);
 			uint32_t k = atomic_load(&w->shm->kick);
-			atomic_store(&w->shm->writer_sleeping, 1);
+			atomic_store(&w->shm->writer_sleeping, idle ? 2 : 1);
 			if (nap && !atomic_load(&w->process_gone) && !atomic_load(&w->exec_seen))
 				tprof_futex_wait(&w->shm->kick, k, nap);
 			atomic_store(&w->shm->writer_sleeping, 0);

@@ -66,6 +66,27 @@ PY
 	rss_check d.txt 40
 }
 
+@test "a process idle for a second is sampled less often, down to once a second, then at the interval again" {
+	# rss_wave 16 20 3000: 16 MiB held 20 ms, freed, then 3 s without a heap call or a change of its
+	# resident size: its first second of quiet is sampled every 10 ms, the rest every quarter of the
+	# time it has been idle (at most a second apart); the sample at exit ends the curve
+	traced "$B/progs/rss_wave" 16 20 3000
+	"$B/tprof" dump t.trace >d.txt
+	$PY - d.txt <<'PY'
+import sys
+s = [int(l.split()[2]) for l in open(sys.argv[1]) if l.startswith("# rss ")]
+ev = [l.split() for l in open(sys.argv[1]) if not l.startswith("#")]
+quiet = [int(e[1]) for e in ev if e[3] == "free" and e[5] != "0x0"][0]  # the block's (then exit's)
+first = [t for t in s if quiet < t <= quiet + 900_000_000]
+later = [t for t in s if t > quiet + 1_300_000_000]
+gaps = [b - a for a, b in zip(later, later[1:])]
+print("samples", len(s), "first second", len(first), "after 1.3 s", len(later), "gaps", gaps)
+assert len(first) >= 45, len(first)  # every 10 ms (some slack for a busy machine)
+assert 2 <= len(later) <= 15, len(later)  # 170 at the interval
+assert all(g <= 1_100_000_000 for g in gaps[:-1]), gaps  # at most a second apart (the exit's aside)
+PY
+}
+
 @test "TPROF_RSS_INTERVAL_MS=0: no samples, no RSS block, report says null" {
 	TPROF_RSS_INTERVAL_MS=0 traced "$B/progs/rss_wave" 16 20 20
 	"$B/tprof" dump t.trace >d.txt
