@@ -306,8 +306,8 @@ static void release_signals(struct signals_held h)
 static struct tprof_thread *attach_held(int *no_room);
 
 /* A thread that could get no slot (more threads alive at once than TPROF_SHM_THREADS) or no ring
- * (an address space limit) tries again only after 64 calls, then 128, ... at most 65536, until it
- * succeeds: each try may wait for the recorder to reap the slots of dead threads, and costs system
+ * (an address space limit) skips its next 64 tries (a heap call tries once, at its entry, or
+ * twice, at its record too), then 128, ... at most 65536, until one succeeds: each try may wait for the recorder to reap the slots of dead threads, and costs system
  * calls that a program of a few thousand threads would otherwise pay at every heap call. The
  * events meanwhile are counted lost by their callers (tprof_lost_no_ring). */
 #define ATTACH_BACKOFF_FIRST 64u
