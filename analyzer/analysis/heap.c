@@ -58,7 +58,7 @@ static void take(struct heap_stats *s, const struct tprof_event *e, struct heap_
 		reused(s, q->size);
 		q->ptr = 0;
 	}
-	if (q && e->paired) {
+	if (q && heap_pair_fits(s, q, e)) {
 		if (q->ptr)
 			pair_move(s, q, c);
 		*q = (struct heap_pair){e->ptr, e->seq, e->size, e->stack, e->tid};
@@ -169,9 +169,10 @@ void heap_step(struct heap_stats *s, const struct tprof_event *e, struct heap_ch
 	}
 }
 
-/* heap_step over a run of events, with the common cases (a plain allocation, its paired free) on
- * counters kept in registers: the stats and the events are both made of uint64_t, so through s the
- * compiler would have to store and reload every counter for every event. */
+/* heap_step over a run of events, with the common cases (a plain allocation into a free slot of the
+ * pairs table, the free of a block in its slot) on counters kept in registers: the stats and the
+ * events are both made of uint64_t, so through s the compiler would have to store and reload every
+ * counter for every event. */
 static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t n)
 {
 	uint64_t live = s->live_bytes, blocks = s->live_blocks, peak = s->peak_bytes;
@@ -186,7 +187,7 @@ static void heap_run(struct heap_stats *s, const struct tprof_event *ev, size_t 
 			q->ptr = 0;
 			continue;
 		}
-		if (e->paired && e->kind == TPROF_EV_MALLOC && q && !q->ptr) {
+		if (e->kind == TPROF_EV_MALLOC && e->ptr && q && !q->ptr && heap_pair_fits(s, q, e)) {
 			*q = (struct heap_pair){e->ptr, e->seq, e->size, e->stack, e->tid};
 			nmalloc++;
 			if (__builtin_add_overflow(bytes, e->size, &bytes) |

@@ -60,7 +60,7 @@ struct heap_change {
 /* The pairs table (heap_stats.pairs): direct-mapped by address, a block in the slot of its address.
  * Exposed for replays that keep figures of their own per event (tprof summary) and take the two
  * commonest events without heap_step: a free of the block in its address's slot (ptr equal), and an
- * allocation the reader paired whose slot is free (ptr 0). Each such step must do to the slot and to
+ * allocation whose slot is free (ptr 0) and that fits there (heap_pair_fits). Each such step must do to the slot and to
  * the counters exactly what heap_step does (heap.c, heap_run). */
 #define HEAP_PAIR_BITS 12
 struct heap_pair {
@@ -71,6 +71,16 @@ struct heap_pair {
 static inline struct heap_pair *heap_pair_of(const struct heap_stats *s, uint64_t ptr)
 {
 	return &s->pairs[(ptr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - HEAP_PAIR_BITS)];
+}
+
+/* Whether e's block (an allocation) goes into its slot q of the pairs table rather than into live:
+ * when the reader paired it with a free (the occupant of the slot, if any, then moves to live), or
+ * when the slot is free and the address is not in live (an unpaired block costs the slot nothing
+ * until another block wants it, then moves; an address still in live was taken again while live,
+ * which live's insertion counts). */
+static inline int heap_pair_fits(const struct heap_stats *s, const struct heap_pair *q, const struct tprof_event *e)
+{
+	return e->paired || (!q->ptr && (!s->live.len || !addrmap_get(&s->live, e->ptr, NULL)));
 }
 
 /* The live heap has just grown by e's block: when it passes the peak, this is the new peak.

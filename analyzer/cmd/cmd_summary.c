@@ -107,14 +107,17 @@ static void step(struct summary *m, struct temporaries *tp, const struct tprof_e
 
 /* A run of events (tprof_trace_next_run) through step, but for the two commonest events, which are
  * taken here with what heap_step, temporaries_step and step would do to them: a free of the block
- * in its address's slot of the pairs table, and an allocation the reader paired whose slot is free
- * (heap.h). The rest, and an allocation whose byte totals would pass 2^64, take step. */
+ * in its address's slot of the pairs table, and an allocation whose slot is free and that fits
+ * there (heap_pair_fits). The rest, and an allocation whose byte totals would pass 2^64, take step. */
+#define PREFETCH 8
 static void run(struct summary *m, struct temporaries *tp, const struct tprof_event *ev, size_t n)
 {
 	struct heap_stats *s = &m->hs;
 	for (size_t i = 0; i < n; i++) {
 		const struct tprof_event *e = &ev[i];
 		struct heap_pair *q = heap_pair_of(s, e->ptr);
+		if (i + PREFETCH < n) /* the slot of an event a few on: a miss costs more than the step */
+			__builtin_prefetch(heap_pair_of(s, ev[i + PREFETCH].ptr), 1);
 		if (e->kind == TPROF_EV_FREE && e->ptr && q->ptr == e->ptr) {
 			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 			struct site *st = site_of(m, q->stack);
@@ -133,7 +136,7 @@ static void run(struct summary *m, struct temporaries *tp, const struct tprof_ev
 			q->ptr = 0;
 			continue;
 		}
-		if (e->paired && e->ptr && !q->ptr && e->kind != TPROF_EV_FREE && !tprof_kind_is_realloc(e->kind) &&
+		if (e->ptr && !q->ptr && heap_pair_fits(s, q, e) && e->kind != TPROF_EV_FREE && !tprof_kind_is_realloc(e->kind) &&
 		    e->size <= UINT64_MAX - s->bytes_allocated && e->size <= UINT64_MAX - s->live_bytes) {
 			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 			uint64_t seq;
