@@ -82,7 +82,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			return 0;
 		}
 		const struct block_ref *b = &c->blocks[c->next_block++];
-		c->held = rd_take_job(p, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
+		c->held = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
 		if (!c->held && rd_begin_block(t, &p->dctx, &c->d, b, &c->own) < 0) {
 			c->own.n = 0;
 			c->own.status = -1;

@@ -1,5 +1,6 @@
-/* The trace reader's decode thread: decodes whole EVENTS blocks a few ahead of the merge, and gives
- * back the pages of the mapping that every thread has read past. */
+/* The trace reader's decode thread: decodes whole EVENTS blocks a few ahead of the merge (which
+ * decodes some too rather than wait for it), and gives back the pages of the mapping that every
+ * thread has read past. */
 #include "trace/reader_int.h"
 
 
@@ -52,6 +53,42 @@ static void pool_put(struct tprof_reader_priv *p, struct decoded d)
 		free(d.ev);
 }
 
+/* Whether job z is one the decode thread (or the merge, helping) may take: free, not the next block
+ * of its thread (which the merge decodes itself when it comes to it), not too large. */
+static int job_open(const struct job *z)
+{
+	return z->state == JOB_FREE && !z->next && z->b->raw_len <= DECODE_MAX_RAW && z->b->len <= DECODE_MAX_RAW;
+}
+
+/* Decodes job z whole, with d and *dctx, as the decode thread does: called and returns with the lock
+ * held, which it drops while it decodes. */
+static void decode_job(struct tprof_trace *t, struct job *z, struct blockdec *d, ZSTD_DCtx **dctx)
+{
+	struct tprof_reader_priv *p = t->priv;
+	z->state = JOB_BUSY;
+	p->ahead++;
+	struct decoded out = {0};
+	if (p->npool)
+		out = p->pool[--p->npool];
+	pthread_mutex_unlock(&p->lock);
+	d->tid = z->tid;
+	out.n = 0;
+	if (rd_begin_block(t, dctx, d, z->b, &out) < 0)
+		out.status = -1;
+	else
+		rd_decode_chunk(t, d, &out, UINT64_MAX);
+	d->blk = NULL;
+	pthread_mutex_lock(&p->lock);
+	if (z->state == JOB_TAKEN) { /* the merge stopped waiting and decoded it itself */
+		pool_put(p, out);
+		return;
+	}
+	z->out = out;
+	__atomic_store_n(&z->state, JOB_READY, __ATOMIC_RELEASE); /* take_job spins on it */
+	p->ahead_bytes += out.n * sizeof(*out.ev);
+	pthread_cond_broadcast(&p->ready);
+}
+
 /* The decode thread: decodes whole blocks in file order, at most DECODE_AHEAD blocks and
  * DECODE_AHEAD_BYTES of events ahead of the merge. It leaves each thread's next block to the merge,
  * which is about to need it: the merge decodes that one itself when it comes to it first, and
@@ -67,9 +104,8 @@ static void *decoder_main(void *arg)
 	pthread_mutex_lock(&p->lock);
 	for (size_t j = 0; d && !p->stop;) {
 		/* a job passed over is never the decode thread's again: it was taken, or is next
-		 * (which only taking ends), or too large */
-		while (j < p->njobs && (p->jobs[j].state != JOB_FREE || p->jobs[j].next ||
-					p->jobs[j].b->raw_len > DECODE_MAX_RAW || p->jobs[j].b->len > DECODE_MAX_RAW))
+		 * (which only taking ends), or too large, or the merge decodes it */
+		while (j < p->njobs && !job_open(&p->jobs[j]))
 			j++;
 		if (j >= p->njobs)
 			break;
@@ -77,29 +113,7 @@ static void *decoder_main(void *arg)
 			pthread_cond_wait(&p->want, &p->lock);
 			continue;
 		}
-		struct job *z = &p->jobs[j];
-		z->state = JOB_BUSY;
-		p->ahead++;
-		struct decoded out = {0};
-		if (p->npool)
-			out = p->pool[--p->npool];
-		pthread_mutex_unlock(&p->lock);
-		d->tid = z->tid;
-		out.n = 0;
-		if (rd_begin_block(t, &dctx, d, z->b, &out) < 0)
-			out.status = -1;
-		else
-			rd_decode_chunk(t, d, &out, UINT64_MAX);
-		d->blk = NULL;
-		pthread_mutex_lock(&p->lock);
-		if (z->state == JOB_TAKEN) { /* the merge stopped waiting and decoded it itself */
-			pool_put(p, out);
-			continue;
-		}
-		z->out = out;
-		__atomic_store_n(&z->state, JOB_READY, __ATOMIC_RELEASE); /* take_job spins on it */
-		p->ahead_bytes += out.n * sizeof(*out.ev);
-		pthread_cond_broadcast(&p->ready);
+		decode_job(t, &p->jobs[j], d, &dctx);
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (d) {
@@ -124,10 +138,12 @@ static inline void cpu_relax(void)
 #define DECODE_WAIT_NS 1000000
 
 /* The merge comes to block b, whose thread's next block is then next (NULL: none): returns b's
- * job with the events when the decode thread decoded it (waiting a moment for it to finish when it
- * is on it), or NULL when the merge is to decode it itself. */
-struct job *rd_take_job(struct tprof_reader_priv *p, const struct block_ref *b, const struct block_ref *next)
+ * job with the events when the decode thread decoded it (the merge decoding blocks after it
+ * meanwhile when the decode thread is on it, then waiting a moment for it to finish), or NULL when
+ * the merge is to decode it itself. */
+struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next)
 {
+	struct tprof_reader_priv *p = t->priv;
 	if (!p->threaded)
 		return NULL;
 	struct job *z = &p->jobs[b->job];
@@ -135,6 +151,17 @@ struct job *rd_take_job(struct tprof_reader_priv *p, const struct block_ref *b, 
 	z->next = 0;
 	if (next)
 		p->jobs[next->job].next = 1;
+	/* The decode thread is on it: rather than wait, the merge decodes the next block the decode
+	 * thread would take after it, whole, as the decode thread would (the two then share the
+	 * decoding evenly however much the merge does besides); once there is none to take, it waits. */
+	while (z->state == JOB_BUSY && p->help && p->ahead < DECODE_AHEAD && p->ahead_bytes < DECODE_AHEAD_BYTES) {
+		size_t j = b->job + 1;
+		while (j < p->njobs && j < b->job + 2 * DECODE_AHEAD && !job_open(&p->jobs[j]))
+			j++;
+		if (j >= p->njobs || j >= b->job + 2 * DECODE_AHEAD)
+			break;
+		decode_job(t, &p->jobs[j], p->help, &p->help_dctx);
+	}
 	if (z->state == JOB_BUSY) {
 		/* the decode thread is usually about to finish: spin a little before sleeping, which
 		 * costs a wake-up (tens of microseconds on a virtual machine) */
@@ -192,8 +219,11 @@ void rd_start_decoder(struct tprof_trace *t)
 	pthread_cond_init(&p->ready, &ca);
 	pthread_condattr_destroy(&ca);
 	p->threaded = 1;
+	p->help = calloc(1, sizeof(*p->help)); /* none: the merge only waits */
 	if (pthread_create(&p->thread, NULL, decoder_main, t) != 0) {
 		p->threaded = 0;
+		free(p->help);
+		p->help = NULL;
 		pthread_mutex_destroy(&p->lock);
 		pthread_cond_destroy(&p->want);
 		pthread_cond_destroy(&p->ready);
@@ -209,6 +239,14 @@ void rd_stop_decoder(struct tprof_reader_priv *p)
 	pthread_cond_broadcast(&p->want);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
+	if (p->help) {
+		free(p->help->zbuf);
+		free(p->help->st);
+		free(p->help);
+		p->help = NULL;
+	}
+	ZSTD_freeDCtx(p->help_dctx);
+	p->help_dctx = NULL;
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->want);
 	pthread_cond_destroy(&p->ready);

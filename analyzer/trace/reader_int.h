@@ -144,6 +144,8 @@ struct tprof_reader_priv {
 	pthread_mutex_t lock;
 	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
 	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
+	struct blockdec *help; /* the merge's, for the blocks it decodes whole (rd_take_job) */
+	ZSTD_DCtx *help_dctx;
 	/* stacks: per id, where its frames are; canon maps an id to the first with equal frames. Ids
 	 * are the reader's own, 1.. in the order the file defines them, so that every table an
 	 * analysis sizes by nstacks is as large as what the file holds, whatever ids the file uses:
@@ -203,7 +205,7 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 
 /* prefetch.c */
 void rd_release_job(struct tprof_reader_priv *p, struct job *z);
-struct job *rd_take_job(struct tprof_reader_priv *p, const struct block_ref *b, const struct block_ref *next);
+struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next);
 void rd_drop_consumed(struct tprof_reader_priv *p, uint64_t at);
 void rd_start_decoder(struct tprof_trace *t);
 void rd_stop_decoder(struct tprof_reader_priv *p);
