@@ -108,11 +108,15 @@ static void step(struct summary *m, struct temporaries *tp, const struct tprof_e
 /* A run of events (tprof_trace_next_run) through step, but for the two commonest events, which are
  * taken here with what heap_step, temporaries_step and step would do to them: a free of the block
  * in its address's slot of the pairs table, and an allocation whose slot is free and that fits
- * there (heap_pair_fits). The rest, and an allocation whose byte totals would pass 2^64, take step. */
+ * there (heap_pair_fits). The rest, and an allocation whose byte totals would pass 2^64, take step.
+ * The heap's counters stay in locals (as in heap.c's heap_run): the sites, the temporaries and the
+ * events are all made of uint64_t, so through s every store to a site would reload them. */
 #define PREFETCH 8
 static void run(struct summary *m, struct temporaries *tp, const struct tprof_event *ev, size_t n)
 {
 	struct heap_stats *s = &m->hs;
+	uint64_t live = s->live_bytes, blocks = s->live_blocks, peak = s->peak_bytes, bytes = s->bytes_allocated;
+	uint64_t nfree = 0, nalloc = 0, temporary = 0, calls[TPROF_EV_KIND_MAX + 1] = {0};
 	for (size_t i = 0; i < n; i++) {
 		const struct tprof_event *e = &ev[i];
 		struct heap_pair *q = heap_pair_of(s, e->ptr);
@@ -121,23 +125,21 @@ static void run(struct summary *m, struct temporaries *tp, const struct tprof_ev
 		if (e->kind == TPROF_EV_FREE && e->ptr && q->ptr == e->ptr) {
 			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 			struct site *st = site_of(m, q->stack);
-			s->events++;
-			s->calls[TPROF_EV_FREE]++;
-			s->frees++;
-			s->live_bytes -= q->size;
-			s->live_blocks--;
+			nfree++;
+			live -= q->size;
+			blocks--;
 			st->live_bytes -= q->size;
 			st->live_blocks--;
 			touch(m, st);
 			if (q->seq == th->last_seq) {
 				st->temporary++;
-				m->temporary++;
+				temporary++;
 			}
 			q->ptr = 0;
 			continue;
 		}
-		if (e->ptr && !q->ptr && heap_pair_fits(s, q, e) && e->kind != TPROF_EV_FREE && !tprof_kind_is_realloc(e->kind) &&
-		    e->size <= UINT64_MAX - s->bytes_allocated && e->size <= UINT64_MAX - s->live_bytes) {
+		if (e->ptr && !q->ptr && e->kind != TPROF_EV_FREE && !tprof_kind_is_realloc(e->kind) &&
+		    heap_pair_fits(s, q, e) && e->size <= UINT64_MAX - bytes && e->size <= UINT64_MAX - live) {
 			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 			uint64_t seq;
 			if (th->owned_in_map && addrmap_get(&tp->owner, th->owned, &seq) && seq == th->owned_seq)
@@ -147,19 +149,43 @@ static void run(struct summary *m, struct temporaries *tp, const struct tprof_ev
 			th->owned_in_map = 0;
 			th->last_seq = e->seq;
 			*q = (struct heap_pair){e->ptr, e->seq, e->size, e->stack, e->tid};
-			s->events++;
-			s->calls[e->kind]++;
-			s->allocations++;
-			s->bytes_allocated += e->size;
-			s->live_bytes += e->size;
-			s->live_blocks++;
+			nalloc++;
+			calls[e->kind]++;
+			bytes += e->size;
+			live += e->size;
+			blocks++;
 			site_take(m, site_of(m, e->stack), e);
-			if (heap_peak_check(s, e))
+			if (live > peak) { /* heap_peak_check */
+				peak = live;
+				s->peak_bytes = live;
+				s->peak_blocks = blocks;
+				s->peak_seq = e->seq;
+				s->peak_tick = e->tick;
+				s->peak_tid = e->tid;
 				at_peak(m);
+			}
 			continue;
 		}
+		/* anything else takes step, on the counters as they stand */
+		s->live_bytes = live;
+		s->live_blocks = blocks;
+		s->bytes_allocated = bytes;
 		step(m, tp, e);
+		live = s->live_bytes;
+		blocks = s->live_blocks;
+		bytes = s->bytes_allocated;
+		peak = s->peak_bytes;
 	}
+	s->live_bytes = live;
+	s->live_blocks = blocks;
+	s->bytes_allocated = bytes;
+	s->events += nfree + nalloc;
+	s->frees += nfree;
+	s->allocations += nalloc;
+	calls[TPROF_EV_FREE] += nfree;
+	for (int k = 0; k <= TPROF_EV_KIND_MAX; k++)
+		s->calls[k] += calls[k];
+	m->temporary += temporary;
 }
 
 /* The one pass. */
