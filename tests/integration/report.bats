@@ -138,7 +138,7 @@ load helpers
 
 @test "the decode thread gives the same analyses as none (TPROF_DECODE_THREAD=0), and the same errors" {
 	traced "$B/progs/storm" 3 100000 >/dev/null
-	for cmd in report leaks peak allocs; do
+	for cmd in report leaks peak allocs summary; do
 		TPROF_DECODE_THREAD=0 "$B/tprof" $cmd --json t.trace >one.json
 		"$B/tprof" $cmd --json t.trace >two.json
 		cmp one.json two.json
