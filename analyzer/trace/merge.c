@@ -87,7 +87,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			c->own.n = 0;
 			c->own.status = -1;
 		}
-		rd_drop_consumed(p, b->off);
+		rd_drop_consumed(p, b);
 		if (p->progress)
 			progress_step(t, b->off);
 	}

@@ -22,13 +22,15 @@
 
 #include "base/util.h"
 
-void rd_drop_consumed(struct tprof_reader_priv *p, uint64_t at)
+void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b)
 {
-	/* a look over every cursor, at most once per 4 MiB of the file begun: a trace of many
-	 * threads must not cost threads x blocks */
-	if (at < p->drop_check_at && at < p->size)
+	/* a look over every cursor once per 4 MiB of blocks begun (wherever they are: a thread whose
+	 * next block is the file's last begins it long before the others get there), and at the last
+	 * block: a trace of many threads must not cost threads x blocks */
+	p->begun_bytes += b->len;
+	if (p->begun_bytes < p->drop_check_at && b->off + b->len < p->size)
 		return;
-	p->drop_check_at = at + (4u << 20);
+	p->drop_check_at = p->begun_bytes + (4u << 20);
 	uint64_t low = p->size;
 	for (size_t i = 0; i < p->ncur; i++) {
 		const struct cursor *c = &p->cur[i];

@@ -166,7 +166,8 @@ struct tprof_reader_priv {
 	size_t handed_ci;
 	uint64_t run_bound; /* linear merge: the smallest next seq of the cursors other than handed_ci's */
 	uint64_t dropped_to; /* the pages of the mapping below this offset were given back */
-	uint64_t drop_check_at; /* drop_consumed looks again once a block this far is begun */
+	uint64_t begun_bytes;   /* the bytes of the blocks the merge has begun */
+	uint64_t drop_check_at; /* drop_consumed looks again once begun_bytes is this far */
 	uint64_t last_seq;
 	struct clock_pair *clocks;
 	size_t nclocks;
@@ -206,7 +207,7 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 /* prefetch.c */
 void rd_release_job(struct tprof_reader_priv *p, struct job *z);
 struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next);
-void rd_drop_consumed(struct tprof_reader_priv *p, uint64_t at);
+void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b);
 void rd_start_decoder(struct tprof_trace *t);
 void rd_stop_decoder(struct tprof_reader_priv *p);
 
