@@ -233,13 +233,19 @@ static void out_flush(struct tprof_writer *w)
 	w->out_len = 0;
 }
 
-/* Opens a block of the given type; returns the payload start. Payloads larger than what is left in
- * the buffer must not be started: callers flush first when needed. */
-static uint8_t *block_begin(struct tprof_writer *w)
+/* Opens a block whose payload takes at most room bytes (at most OUT_CAP - TPROF_BLOCK_HEADER_LEN);
+ * returns the payload start. */
+static uint8_t *block_begin_for(struct tprof_writer *w, size_t room)
 {
-	if (w->out_len + TPROF_BLOCK_HEADER_LEN + EV_CAP > OUT_CAP)
+	if (w->out_len + TPROF_BLOCK_HEADER_LEN + room > OUT_CAP)
 		out_flush(w);
 	return w->out_buf + w->out_len + TPROF_BLOCK_HEADER_LEN;
+}
+
+/* Opens a block of at most EV_CAP bytes, which every block but STACKS is. */
+static uint8_t *block_begin(struct tprof_writer *w)
+{
+	return block_begin_for(w, EV_CAP);
 }
 
 static void block_end(struct tprof_writer *w, unsigned type, uint8_t *end)
@@ -262,7 +268,7 @@ static void counted_flush(struct tprof_writer *w, unsigned type, const uint8_t *
 {
 	if (!*count)
 		return;
-	uint8_t *p = block_begin(w);
+	uint8_t *p = block_begin_for(w, 10 + *len);
 	p = tprof_put_varint(p, *count);
 	memcpy(p, buf, *len);
 	block_end(w, type, p + *len);
