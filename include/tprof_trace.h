@@ -1,4 +1,4 @@
-/* The tprof trace format, version 5: the contract between the recorder (tprof-recorder, fed by
+/* The tprof trace format, version 8: the contract between the recorder (tprof-recorder, fed by
  * libtprof.so through shared memory) and the reader
  * (the tprof analyzer). Constants, block and record kinds, and the byte-level codec (little-endian
  * fixed fields, LEB128 varints, zigzag signed varints, CRC-32C) that both sides share. Every layout
@@ -12,7 +12,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 7           /* readers reject newer files */
+#define TPROF_VERSION 8           /* readers reject newer files */
 #define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
@@ -22,6 +22,11 @@
 /* A ZEVENTS block's payload once decompressed (the recorder's are under 100 KiB): a few bytes of
  * zstd can claim far more, and a reader holds one such buffer per thread being decoded. */
 #define TPROF_ZEVENTS_MAX_RAW (1u << 20)
+/* A ZSTACKS block's payload once decompressed: at most this, and at most TPROF_ZSTACKS_MAX_RATIO
+ * times its compressed bytes (the recorder writes a plain STACKS block rather than pass either), so
+ * that a few bytes cannot claim the stacks of a far larger file. */
+#define TPROF_ZSTACKS_MAX_RAW (1u << 20)
+#define TPROF_ZSTACKS_MAX_RATIO 64
 
 enum tprof_block_type {
 	TPROF_BLK_INFO = 1,       /* process description; first block of every file */
@@ -39,12 +44,16 @@ enum tprof_block_type {
 	TPROF_BLK_NAMES = 13,     /* op and annotation names, each defined before its first use */
 	TPROF_BLK_RSS = 14,       /* resident set size samples (version 3) */
 	TPROF_BLK_LEAKS = 15,     /* the reachability scan at the process's end (version 5) */
+	TPROF_BLK_ZSTACKS = 16,   /* a STACKS payload compressed with zstd (version 8) */
 };
 
 /* The last block type a file of the given version may hold. */
 static inline unsigned tprof_block_type_max(unsigned version)
 {
-	return version >= 5 ? TPROF_BLK_LEAKS : version >= 3 ? TPROF_BLK_RSS : TPROF_BLK_NAMES;
+	return version >= 8   ? TPROF_BLK_ZSTACKS
+	       : version >= 5 ? TPROF_BLK_LEAKS
+	       : version >= 3 ? TPROF_BLK_RSS
+			      : TPROF_BLK_NAMES;
 }
 
 /* ---- leak classification (LEAKS blocks, docs/FORMAT.md) ----

@@ -53,6 +53,7 @@ struct wthread {
 #define REC_MAX TPROF_REC_MAX_BYTES
 #define EV_CAP (BLOCK_TARGET + TPROF_NSTREAMS * 4096 + 64)
 #define STK_CAP (256u << 10)
+#define STK_HDR 10 /* stk_buf's first bytes: room for the count before the entries */
 #define KBUF_CAP (64u << 10)
 #define KREC_MAX (8 + 5 * 10 + 10 + TPROF_KSHAPE_MAX * 10)
 #define MAX_VIEWS 48
@@ -508,9 +509,33 @@ static int stack_get(struct tprof_writer *w, uint32_t id, const uint64_t **frame
 	return 1;
 }
 
+/* The staged stack definitions as one block: ZSTACKS when compressing pays (stacks that share
+ * callers repeat their frames' deltas: a deep program's compress 5 to 9 times) and stays within
+ * the ratio readers accept, else STACKS. The count goes in the STK_HDR bytes before the entries. */
 static void stacks_flush(struct tprof_writer *w)
 {
-	counted_flush(w, TPROF_BLK_STACKS, w->stk_buf, &w->stk_len, &w->stk_count);
+	if (!w->stk_count)
+		return;
+	uint8_t cnt[10];
+	size_t n = (size_t)(tprof_put_varint(cnt, w->stk_count) - cnt);
+	uint8_t *raw = w->stk_buf + STK_HDR - n;
+	memcpy(raw, cnt, n);
+	size_t rlen = n + w->stk_len, bound = ZSTD_COMPRESSBOUND(rlen);
+	uint8_t *p = block_begin_for(w, 10 + (bound > rlen ? bound : rlen));
+	if (w->zctx) {
+		uint8_t *z = tprof_put_varint(p, rlen);
+		size_t zn = ZSTD_compressCCtx(w->zctx, z, bound, raw, rlen, 1);
+		size_t plen = ZSTD_isError(zn) ? SIZE_MAX : (size_t)(z - p) + zn;
+		if (plen < rlen && rlen <= (size_t)TPROF_ZSTACKS_MAX_RATIO * plen) {
+			block_end(w, TPROF_BLK_ZSTACKS, p + plen);
+			goto done;
+		}
+	}
+	memcpy(p, raw, rlen);
+	block_end(w, TPROF_BLK_STACKS, p + rlen);
+done:
+	w->stk_len = 0;
+	w->stk_count = 0;
 }
 
 /* Stages the definition of stack id unless this trace has it already. */
@@ -521,9 +546,9 @@ static void define_stack(struct tprof_writer *w, uint32_t id)
 	int truncated;
 	if (id == 0 || w->stack_written[id >> 3] >> (id & 7) & 1 || !stack_get(w, id, &frames, &depth, &truncated))
 		return;
-	if (w->stk_len + 32 + (size_t)depth * 10 > STK_CAP)
+	if (STK_HDR + w->stk_len + 32 + (size_t)depth * 10 > STK_CAP)
 		stacks_flush(w);
-	uint8_t *p = w->stk_buf + w->stk_len;
+	uint8_t *p = w->stk_buf + STK_HDR + w->stk_len;
 	p = tprof_put_varint(p, id);
 	p = tprof_put_varint(p, truncated ? TPROF_STACK_TRUNCATED : 0);
 	p = tprof_put_varint(p, depth);
@@ -533,7 +558,7 @@ static void define_stack(struct tprof_writer *w, uint32_t id)
 		p = i ? tprof_put_svarint(p, (int64_t)(f - prev)) : tprof_put_varint(p, f);
 		prev = f;
 	}
-	w->stk_len = (size_t)(p - w->stk_buf);
+	w->stk_len = (size_t)(p - w->stk_buf) - STK_HDR;
 	w->stk_count++;
 	w->stack_written[id >> 3] |= (uint8_t)(1u << (id & 7));
 	if ((id >> 3) >= w->stack_written_top)

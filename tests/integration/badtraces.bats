@@ -198,8 +198,9 @@ PY
 	printf '\x01\x00' | dd of=v1.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	run "$B/tprof" report v1.trace
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 7)"* ]]
-	TPROF_LEAKSCAN=0 TPROF_RSS_INTERVAL_MS=0 TPROF_OUTPUT=plain.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	[[ "$output" == *"v1.trace: byte 8: trace format version 1 is older than this tprof reads (2 to 8)"* ]]
+	# (uncompressed: a ZSTACKS block, which version 2 cannot hold, would come first)
+	TPROF_COMPRESS=0 TPROF_LEAKSCAN=0 TPROF_RSS_INTERVAL_MS=0 TPROF_OUTPUT=plain.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
 	settled plain.trace
 	printf '\x02\x00' | dd of=plain.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	"$B/tprof" report --json plain.trace >r.json
@@ -207,14 +208,15 @@ PY
 	[ "$(jget r.json allocations)" = "$(jget g.json allocations)" ]
 	[ "$(jget r.json peak_rss_bytes)" = None ]
 	# (without a leak scan: its LEAKS block, which version 2 cannot hold either, would come first)
-	TPROF_LEAKSCAN=0 TPROF_QUIET=1 TPROF_OUTPUT=v2.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	TPROF_COMPRESS=0 TPROF_LEAKSCAN=0 TPROF_QUIET=1 TPROF_OUTPUT=v2.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
 	settled v2.trace
 	printf '\x02\x00' | dd of=v2.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	off=$($PY "$RSS_BLOCKS" offset v2.trace)
 	run "$B/tprof" report v2.trace
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"v2.trace: byte $off: corrupt: block type 14 does not exist in format version 2"* ]]
-	cp "$FIXTURE/good.trace" v4.trace
+	TPROF_COMPRESS=0 TPROF_QUIET=1 TPROF_OUTPUT=v4.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	settled v4.trace
 	printf '\x04\x00' | dd of=v4.trace bs=1 seek=8 conv=notrunc 2>/dev/null
 	run "$B/tprof" report v4.trace
 	[ "$status" -eq 2 ]

@@ -313,6 +313,51 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 	[[ "$output" == *"missing.supp"* ]]
 }
 
+@test "stack tables: many deep stacks go out compressed (ZSTACKS), read exactly as the STACKS they hold; a bad one is corrupt at its offset" {
+	Z="$TPROF_ROOT/tests/integration/zstacks.py"
+	export PYTHONPATH="$TPROF_ROOT/tests/integration"
+	traced "$B/progs/many_stacks" 4000 14 >/dev/null
+	read -r nz zbytes < <($PY "$Z" count t.trace | head -1)
+	[ "$nz" -ge 1 ]
+	$PY "$Z" plain t.trace p.trace
+	read -r nz2 _ < <($PY "$Z" count p.trace | head -1)
+	read -r np pbytes < <($PY "$Z" count p.trace | tail -1)
+	echo "ZSTACKS: $nz blocks, $zbytes bytes; as STACKS: $np blocks, $pbytes bytes"
+	[ "$nz2" -eq 0 ] && [ "$np" -eq "$nz" ]
+	[ "$zbytes" -lt $((pbytes / 4)) ]
+	# every command says the same of both (but the file name)
+	for c in report "report --json" leaks "leaks --json" peak "allocs --json" "summary --json" dump \
+		"export --folded /dev/stdout"; do
+		# shellcheck disable=SC2086 # c is words
+		"$B/tprof" $c t.trace >a.out
+		# shellcheck disable=SC2086
+		"$B/tprof" $c p.trace | sed 's/p\.trace/t.trace/g' >b.out
+		cmp a.out b.out
+	done
+	# i >> 1 takes 2000 values for i in 0..3999: 2000 paths, distinct stacks 14 calls and more deep
+	[ "$("$B/tprof" dump t.trace | grep -c ' malloc ')" -eq 4000 ]
+	[ "$("$B/tprof" dump t.trace | awk '/ malloc / {print $NF}' | sort -u | wc -l)" -eq 2000 ]
+	# a frame that does not decompress, a length claimed past the ratio, the block in version 7
+	off=$($PY "$Z" corrupt t.trace c.trace)
+	run "$B/tprof" leaks c.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"c.trace: byte $off: corrupt: compressed STACKS block does not decompress to its "*" bytes"* ]]
+	off=$($PY "$Z" ratio t.trace r.trace)
+	run "$B/tprof" report r.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"r.trace: byte $off: corrupt: malformed ZSTACKS block"* ]]
+	$PY "$Z" version t.trace v7.trace 7
+	run "$B/tprof" report v7.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"corrupt: block type 16 does not exist in format version 7"* ]]
+	# compression off: plain STACKS, the same stacks
+	rm -f t.trace
+	TPROF_COMPRESS=0 traced "$B/progs/many_stacks" 4000 14 >/dev/null
+	read -r nz _ < <($PY "$Z" count t.trace | head -1)
+	[ "$nz" -eq 0 ]
+	[ "$("$B/tprof" dump t.trace | awk '/ malloc / {print $NF}' | sort -u | wc -l)" -eq 2000 ]
+}
+
 @test "stack commands: usage errors exit 1, invalid traces exit 2 with a message" {
 	echo "not a trace" >bad.trace
 	for cmd in leaks peak allocs; do
