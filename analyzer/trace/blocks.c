@@ -487,33 +487,45 @@ int rd_annot_by_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static uint64_t frames_hash(const uint64_t *f, uint32_t depth, int truncated)
+{
+	uint64_t h = (uint64_t)depth << 1 | (truncated != 0);
+	for (uint32_t i = 0; i < depth; i++) {
+		h = (h ^ f[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
 void rd_merge_duplicate_stacks(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
-	/* one uthash table per truncated flag, keyed by the frames' bytes; the entries live in one
-	 * array, so the tables cost no allocation per stack */
-	struct dedup {
-		uint32_t id;
-		UT_hash_handle hh;
-	} *ent = xcalloc(p->nstacks ? p->nstacks : 1, sizeof(*ent)), *head[2] = {NULL, NULL};
+	/* an open-addressing table of the first id of each distinct stack (frames and truncated
+	 * flag), at most half full: one array, no allocation per stack (a trace may define millions) */
+	size_t cap = 16;
+	while (cap < 2 * (size_t)p->nstacks)
+		cap *= 2;
+	uint32_t *slot = xcalloc(cap, sizeof(*slot));
 	for (uint32_t id = 1; id < p->nstacks; id++) {
 		struct stack_def *s = &p->stacks[id];
 		if (!s->depth)
 			continue;
 		const uint64_t *f = p->frames + s->first;
-		size_t len = s->depth * sizeof(*f);
-		struct dedup *e;
-		HASH_FIND(hh, head[s->truncated != 0], f, len, e);
-		if (e) {
-			s->canon = e->id;
-			continue;
+		size_t i = frames_hash(f, s->depth, s->truncated) & (cap - 1);
+		for (;; i = (i + 1) & (cap - 1)) {
+			if (!slot[i]) {
+				slot[i] = id;
+				break;
+			}
+			const struct stack_def *o = &p->stacks[slot[i]];
+			if (o->depth == s->depth && !o->truncated == !s->truncated &&
+			    memcmp(p->frames + o->first, f, s->depth * sizeof(*f)) == 0) {
+				s->canon = slot[i];
+				break;
+			}
 		}
-		ent[id].id = id;
-		HASH_ADD_KEYPTR(hh, head[s->truncated != 0], f, len, &ent[id]);
 	}
-	HASH_CLEAR(hh, head[0]);
-	HASH_CLEAR(hh, head[1]);
-	free(ent);
+	free(slot);
 	t->nstacks = p->nstacks;
 }
 
