@@ -300,6 +300,48 @@ void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
 		qsort(base, n, size, cmp);
 }
 
+static void swap_elems(char *a, char *b, size_t size)
+{
+	char t[64];
+	memcpy(t, a, size);
+	memcpy(a, b, size);
+	memcpy(b, t, size);
+}
+
+/* Sifts element i of the heap base[0, k) down: every parent comes after its children in cmp's order
+ * (the root is the last of the k kept). */
+static void sift_down(char *base, size_t i, size_t k, size_t size, int (*cmp)(const void *, const void *))
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < k && cmp(base + l * size, base + m * size) > 0)
+			m = l;
+		if (r < k && cmp(base + r * size, base + m * size) > 0)
+			m = r;
+		if (m == i)
+			return;
+		swap_elems(base + i * size, base + m * size, size);
+		i = m;
+	}
+}
+
+void tprof_sort_top(void *base, size_t n, size_t k, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (k == 0 || k >= n / 4 || size > 64) { /* most of it, or elements too large to swap here */
+		tprof_sort(base, n, size, cmp);
+		return;
+	}
+	char *b = base;
+	for (size_t i = k / 2; i-- > 0;)
+		sift_down(b, i, k, size, cmp);
+	for (size_t j = k; j < n; j++)
+		if (cmp(b + j * size, b) < 0) { /* before the last of the kept: it takes that one's place */
+			swap_elems(b, b + j * size, size);
+			sift_down(b, 0, k, size, cmp);
+		}
+	tprof_sort(base, k, size, cmp);
+}
+
 struct tprof_unit tprof_ns_unit(uint64_t max_ns)
 {
 	if (max_ns < 10000)

@@ -17,6 +17,10 @@ void *tprof_xmalloc(size_t n, const char *file, int line);
 
 /* qsort for any count: qsort's base must not be NULL, which an empty table's may be. */
 void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* The first k of base's n elements in cmp's order, sorted, at its start; the others after them in
+ * no order. With a total order (no two elements equal) they are tprof_sort's first k; it takes
+ * n log k comparisons instead of n log n, for the top rows of a table of millions. */
+void tprof_sort_top(void *base, size_t n, size_t k, size_t size, int (*cmp)(const void *, const void *));
 void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
 char *tprof_xstrndup(const char *s, size_t n, const char *file, int line);

@@ -233,8 +233,9 @@ static int by_key(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The sites with a nonzero first figure in table k, sorted; *n receives the count. */
-static uint32_t *sorted(const struct summary *m, enum table k, size_t *n)
+/* The sites with a nonzero first figure in table k, the first top of them (0: all) sorted; *n
+ * receives the count. */
+static uint32_t *sorted(const struct summary *m, enum table k, size_t *n, size_t top)
 {
 	uint32_t *ids = xmalloc(((size_t)m->nsite + 1) * sizeof(uint32_t));
 	*n = 0;
@@ -244,7 +245,7 @@ static uint32_t *sorted(const struct summary *m, enum table k, size_t *n)
 	sort_sites = m->site;
 	sort_table = k;
 	if (*n)
-		tprof_sort(ids, *n, sizeof(uint32_t), by_key);
+		tprof_sort_top(ids, *n, top ? top : *n, sizeof(uint32_t), by_key);
 	return ids;
 }
 
@@ -481,7 +482,7 @@ int cmd_summary(int argc, char **argv)
 	uint32_t *ids[NTABLES];
 	size_t n[NTABLES], shown[NTABLES];
 	for (int k = 0; k < NTABLES; k++) {
-		ids[k] = sorted(&m, (enum table)k, &n[k]);
+		ids[k] = sorted(&m, (enum table)k, &n[k], o.top);
 		shown[k] = o.top && o.top < n[k] ? o.top : n[k];
 	}
 	struct stack_sym *ss = stack_sym_new(t);

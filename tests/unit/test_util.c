@@ -1,8 +1,7 @@
-/* Unit tests of the output writers in analyzer/base/util.c that every command's names go through: CSV
- * fields (RFC 4180 quoting, exact bytes) and names in text tables (escaped so that no byte can break
- * a line or a column, padded by characters, not bytes). */
-#include <stdlib.h>
-
+/* Unit tests of analyzer/base/util.c: the output writers that every command's names go through (CSV
+ * fields: RFC 4180 quoting, exact bytes; names in text tables: escaped so that no byte can break a
+ * line or a column, padded by characters, not bytes), and the top-k sort of the tables' rows. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,9 +81,48 @@ static void test_text(void)
 	CHECK_TEXT("longer than width", 4, "longer than width", 17);
 }
 
+struct row {
+	uint32_t key, id;
+};
+
+static int by_key_then_id(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1; /* larger first, as the tables are */
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* tprof_sort_top's first k equal a full sort's, for every k, with many equal keys (ties broken by
+ * id: a total order), any n. */
+static void test_sort_top(void)
+{
+	uint32_t x = 12345;
+	for (size_t n = 0; n < 3000; n = n * 3 + 1) {
+		struct row *a = malloc((n + 1) * sizeof(*a)), *b = malloc((n + 1) * sizeof(*b));
+		for (size_t i = 0; i < n; i++) {
+			x = x * 1664525u + 1013904223u;
+			a[i] = (struct row){x >> 28, (uint32_t)i}; /* 16 distinct keys */
+		}
+		for (size_t k = 0; k <= n; k = k * 2 + 1) {
+			memcpy(b, a, n * sizeof(*a));
+			tprof_sort_top(b, n, k, sizeof(*b), by_key_then_id);
+			struct row *c = malloc((n + 1) * sizeof(*c));
+			memcpy(c, a, n * sizeof(*a));
+			tprof_sort(c, n, sizeof(*c), by_key_then_id);
+			size_t want = k == 0 ? n : k; /* 0: all */
+			CHECK(memcmp(b, c, (want < n ? want : n) * sizeof(*b)) == 0);
+			free(c);
+		}
+		free(a);
+		free(b);
+	}
+}
+
 int main(void)
 {
 	RUN(test_csv);
 	RUN(test_text);
+	RUN(test_sort_top);
 	return UT_DONE();
 }
