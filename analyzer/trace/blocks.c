@@ -501,26 +501,31 @@ void rd_merge_duplicate_stacks(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
 	/* an open-addressing table of the first id of each distinct stack (frames and truncated
-	 * flag), at most half full: one array, no allocation per stack (a trace may define millions) */
+	 * flag) with its hash's high half, at most half full: one array, no allocation per stack (a
+	 * trace may define millions), and only a probe whose hash matches reads another's frames */
 	size_t cap = 16;
 	while (cap < 2 * (size_t)p->nstacks)
 		cap *= 2;
-	uint32_t *slot = xcalloc(cap, sizeof(*slot));
+	struct {
+		uint32_t id, tag;
+	} *slot = xcalloc(cap, sizeof(*slot));
 	for (uint32_t id = 1; id < p->nstacks; id++) {
 		struct stack_def *s = &p->stacks[id];
 		if (!s->depth)
 			continue;
 		const uint64_t *f = p->frames + s->first;
-		size_t i = frames_hash(f, s->depth, s->truncated) & (cap - 1);
-		for (;; i = (i + 1) & (cap - 1)) {
-			if (!slot[i]) {
-				slot[i] = id;
+		uint64_t h = frames_hash(f, s->depth, s->truncated);
+		uint32_t tag = (uint32_t)(h >> 32);
+		for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+			if (!slot[i].id) {
+				slot[i].id = id;
+				slot[i].tag = tag;
 				break;
 			}
-			const struct stack_def *o = &p->stacks[slot[i]];
-			if (o->depth == s->depth && !o->truncated == !s->truncated &&
+			const struct stack_def *o = &p->stacks[slot[i].id];
+			if (slot[i].tag == tag && o->depth == s->depth && !o->truncated == !s->truncated &&
 			    memcmp(p->frames + o->first, f, s->depth * sizeof(*f)) == 0) {
-				s->canon = slot[i];
+				s->canon = slot[i].id;
 				break;
 			}
 		}
