@@ -5,6 +5,9 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 echo "== heap-call overhead: malloc/free storm (bench/storm.sh)"
 bash "$here/storm.sh"
+echo
+echo "== many distinct call stacks: trace sizes and summary against heaptrack (bench/stacks.sh)"
+bash "$here/stacks.sh"
 if [ -f "$here/workloads.sh" ]; then
 	echo
 	echo "== workloads (bench/workloads.sh)"
