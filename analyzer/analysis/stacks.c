@@ -195,6 +195,7 @@ struct stack_sym {
 	struct tprof_symbolizer *sym;
 	struct stack_frame *frames;
 	size_t cap;
+	uint64_t addrs[TPROF_STACK_MAX_DEPTH]; /* the stack being resolved */
 };
 
 struct stack_sym *stack_sym_new(const struct tprof_trace *t)
@@ -224,13 +225,13 @@ static int same_path(const char *a, const char *b)
 static const struct stack_frame *resolve(struct stack_sym *ss, uint32_t id, uint64_t seq, size_t *n,
 					 int *truncated, int site_only)
 {
-	uint32_t depth = 0;
 	int trunc = 0;
-	const uint64_t *addrs = id ? tprof_trace_stack(ss->t, id, &depth, &trunc) : NULL;
+	uint64_t *addrs = ss->addrs;
+	uint32_t depth = id ? tprof_trace_stack(ss->t, id, addrs, &trunc) : 0;
 	if (truncated)
-		*truncated = addrs ? trunc : 0;
+		*truncated = depth ? trunc : 0;
 	*n = 0;
-	if (!addrs)
+	if (!depth)
 		return ss->frames;
 	struct tprof_sym_frame buf[MAX_INLINE];
 	const char *site = NULL;

@@ -50,11 +50,11 @@ int cmd_dump(int argc, char **argv)
 		tprof_text_str(stdout, m->path[0] ? m->path : "(main program)", 0); /* one line per module */
 		putchar('\n');
 	}
+	static uint64_t f[TPROF_STACK_MAX_DEPTH];
 	for (uint32_t id = 1; id < t->nstacks; id++) {
-		uint32_t depth;
 		int trunc;
-		const uint64_t *f = tprof_trace_stack(t, id, &depth, &trunc);
-		if (!f)
+		uint32_t depth = tprof_trace_stack(t, id, f, &trunc);
+		if (!depth)
 			continue;
 		printf("# stack %u%s:", id, trunc ? " (truncated)" : "");
 		for (uint32_t k = 0; k < depth; k++)

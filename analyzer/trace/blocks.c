@@ -234,22 +234,23 @@ int rd_parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **
 		*slot = our;
 		p->nstacks = our + 1;
 		struct stack_def *s = &p->stacks[our];
-		if (p->nframes + depth > p->cap_frames) {
-			p->cap_frames = (p->cap_frames ? p->cap_frames * 2 : 4096) + depth;
-			p->frames = xrealloc(p->frames, p->cap_frames * sizeof(*p->frames));
+		if (p->nframes + depth * 10 > p->cap_frames) {
+			p->cap_frames = (p->cap_frames ? p->cap_frames * 2 : 65536) + depth * 10;
+			p->frames = xrealloc(p->frames, p->cap_frames);
 		}
-		uint64_t *fr = p->frames + p->nframes;
+		uint8_t *out = p->frames + p->nframes;
 		for (uint64_t i = 0; i < depth; i++) {
 			int64_t d;
 			if (i == 0 ? tprof_get_varint(c, &f) : tprof_get_svarint(c, &d))
 				return -1;
-			fr[i] = i == 0 ? f : fr[i - 1] + (uint64_t)d;
+			out = i == 0 ? tprof_put_varint(out, f) : tprof_put_svarint(out, d);
 		}
 		s->first = p->nframes;
+		s->bytes = (uint32_t)(out - (p->frames + p->nframes));
 		s->depth = (uint32_t)depth;
 		s->truncated = (uint8_t)(flags & TPROF_STACK_TRUNCATED);
 		s->canon = our;
-		p->nframes += depth;
+		p->nframes += s->bytes;
 	}
 	return c->p == c->end ? 0 : -1;
 }
@@ -487,14 +488,21 @@ int rd_annot_by_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static uint64_t frames_hash(const uint64_t *f, uint32_t depth, int truncated)
+/* A hash of a stack's encoded frames (minimal, so equal frames are equal bytes) and flag. */
+static uint64_t frames_hash(const uint8_t *f, uint32_t bytes, uint32_t depth, int truncated)
 {
 	uint64_t h = (uint64_t)depth << 1 | (truncated != 0);
-	for (uint32_t i = 0; i < depth; i++) {
-		h = (h ^ f[i]) * 0x9e3779b97f4a7c15ull;
+	uint32_t i = 0;
+	for (; i + 8 <= bytes; i += 8) {
+		uint64_t w;
+		memcpy(&w, f + i, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
 		h ^= h >> 29;
 	}
-	return h;
+	uint64_t w = 0;
+	memcpy(&w, f + i, bytes - i);
+	h = (h ^ w ^ (uint64_t)bytes << 56) * 0x9e3779b97f4a7c15ull;
+	return h ^ h >> 29;
 }
 
 void rd_merge_duplicate_stacks(struct tprof_trace *t)
@@ -513,8 +521,8 @@ void rd_merge_duplicate_stacks(struct tprof_trace *t)
 		struct stack_def *s = &p->stacks[id];
 		if (!s->depth)
 			continue;
-		const uint64_t *f = p->frames + s->first;
-		uint64_t h = frames_hash(f, s->depth, s->truncated);
+		const uint8_t *f = p->frames + s->first;
+		uint64_t h = frames_hash(f, s->bytes, s->depth, s->truncated);
 		uint32_t tag = (uint32_t)(h >> 32);
 		for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
 			if (!slot[i].id) {
@@ -523,8 +531,8 @@ void rd_merge_duplicate_stacks(struct tprof_trace *t)
 				break;
 			}
 			const struct stack_def *o = &p->stacks[slot[i].id];
-			if (slot[i].tag == tag && o->depth == s->depth && !o->truncated == !s->truncated &&
-			    memcmp(p->frames + o->first, f, s->depth * sizeof(*f)) == 0) {
+			if (slot[i].tag == tag && o->depth == s->depth && o->bytes == s->bytes &&
+			    !o->truncated == !s->truncated && memcmp(p->frames + o->first, f, s->bytes) == 0) {
 				s->canon = slot[i].id;
 				break;
 			}

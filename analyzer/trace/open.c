@@ -619,16 +619,26 @@ uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick)
 	return d >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)d; /* a tick no clock reaches */
 }
 
-const uint64_t *tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint32_t *depth, int *truncated)
+uint32_t tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint64_t frames[TPROF_STACK_MAX_DEPTH],
+			   int *truncated)
 {
 	const struct tprof_reader_priv *p = t->priv;
 	if (id == 0 || id >= p->nstacks || !p->stacks[id].depth)
-		return NULL;
+		return 0;
 	const struct stack_def *s = &p->stacks[id];
-	*depth = s->depth;
+	struct tprof_cursor c = {p->frames + s->first, p->frames + s->first + s->bytes};
+	uint64_t f = 0;
+	for (uint32_t i = 0; i < s->depth; i++) { /* checked as the block was read */
+		int64_t d = 0;
+		if (i == 0)
+			tprof_get_varint(&c, &f);
+		else
+			tprof_get_svarint(&c, &d);
+		frames[i] = f += (uint64_t)d;
+	}
 	if (truncated)
 		*truncated = s->truncated;
-	return p->frames + s->first;
+	return s->depth;
 }
 
 const char *tprof_trace_thread_name(const struct tprof_trace *t, uint32_t tid)

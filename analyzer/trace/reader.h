@@ -187,9 +187,12 @@ int tprof_trace_next_run(struct tprof_trace *t, const struct tprof_event **ev, s
 /* Nanoseconds since time zero for a raw tick (negative ticks before zero clamp to 0). */
 uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick);
 
-/* The frames of stack id (return addresses, innermost first); NULL when id is 0 or undefined.
- * Stacks with the same frames have the same id: the reader merges duplicates. */
-const uint64_t *tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint32_t *depth, int *truncated);
+/* The frames of stack id (return addresses, innermost first) into frames; returns their number, 0
+ * when id is 0 or undefined. Stacks with the same frames have the same id: the reader merges
+ * duplicates. */
+#define TPROF_STACK_MAX_DEPTH 1024
+uint32_t tprof_trace_stack(const struct tprof_trace *t, uint32_t id, uint64_t frames[TPROF_STACK_MAX_DEPTH],
+			   int *truncated);
 
 /* The name of thread tid, or "" when unknown. */
 const char *tprof_trace_thread_name(const struct tprof_trace *t, uint32_t tid);

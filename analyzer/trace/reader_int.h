@@ -96,10 +96,14 @@ struct job {
 #define DECODE_MAX_RAW (1u << 20)
 #define POOL (DECODE_AHEAD + 4)
 
+/* A stack's frames are kept as the file encodes them (docs/FORMAT.md, STACKS: the first return
+ * address as a varint, each next one as an svarint of its difference to the one before), written
+ * again minimal: 2 to 3 bytes a frame instead of 8, for traces of millions of stacks. */
 struct stack_def {
-	uint64_t first; /* index into frames */
+	uint64_t first; /* offset of its encoded frames in frames */
 	uint32_t depth; /* 0: not defined */
 	uint32_t canon;
+	uint32_t bytes; /* of its encoded frames */
 	uint8_t truncated;
 };
 
@@ -156,8 +160,8 @@ struct tprof_reader_priv {
 	struct sid_entry *sparse;
 	struct stack_def *stacks;
 	uint32_t nstacks, cap_stacks;
-	uint64_t *frames;
-	size_t nframes, cap_frames;
+	uint8_t *frames; /* every stack's encoded frames (stack_def) */
+	size_t nframes, cap_frames; /* bytes */
 	size_t *heap; /* indexes into cur, ordered by cur[i].ev.seq */
 	uint64_t *next_seq; /* per cursor: the seq of its next event, UINT64_MAX when it has none */
 	size_t nheap;
