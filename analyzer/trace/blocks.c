@@ -217,7 +217,7 @@ int rd_parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **
 		if (tprof_get_varint(c, &id) || tprof_get_varint(c, &flags) || tprof_get_varint(c, &depth))
 			return -1;
 		if (id == 0 || id >= (1u << 24) || flags & ~(uint64_t)TPROF_STACK_TRUNCATED || depth == 0 ||
-		    depth > 1024 || depth > (uint64_t)(c->end - c->p))
+		    depth > TPROF_STACK_MAX_DEPTH || depth > (uint64_t)(c->end - c->p))
 			return -1;
 		uint32_t *slot = id_slot(p, (uint32_t)id);
 		if (*slot) {

@@ -101,8 +101,11 @@ static int zstacks(struct tprof_trace *t, struct tprof_cursor *c, uint32_t len, 
 	if (tprof_get_varint(c, &raw) || raw == 0 || raw > TPROF_ZSTACKS_MAX_RAW ||
 	    raw > (uint64_t)TPROF_ZSTACKS_MAX_RATIO * len)
 		return -1;
+	struct tprof_reader_priv *p = t->priv;
+	if (!p->dctx) /* the merge's, not in use while the file is opened */
+		p->dctx = ZSTD_createDCtx();
 	uint8_t *out = xmalloc(raw);
-	size_t got = ZSTD_decompress(out, raw, c->p, (size_t)(c->end - c->p));
+	size_t got = p->dctx ? ZSTD_decompressDCtx(p->dctx, out, raw, c->p, (size_t)(c->end - c->p)) : (size_t)-1;
 	int rc = -1;
 	if (ZSTD_isError(got) || got != raw) {
 		snprintf(buf, cap, "compressed STACKS block does not decompress to its %llu bytes",
