@@ -76,6 +76,8 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 	}
 	if (!c->d.blk) { /* between blocks */
 		if (c->next_block == c->nblocks) { /* the thread's events are all read: its buffers go */
+			if (c->own.ev)
+				p->nown--;
 			free(c->own.ev);
 			c->own.ev = NULL;
 			c->own.cap = 0;
@@ -91,8 +93,15 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 		if (p->progress)
 			progress_step(t, b->off);
 	}
-	if (c->d.blk) /* a block of its own, being decoded */
-		rd_decode_chunk(t, &c->d, &c->own, CHUNK);
+	if (c->d.blk) { /* a block of its own, being decoded */
+		/* a chunk of CHUNK events while few threads hold one, fewer when many do (each holds
+		 * its chunk's buffer while the merge takes the others' events): the chunks of a
+		 * thousand threads alive at once would otherwise be 110 MiB */
+		if (!c->own.ev)
+			p->nown++;
+		uint64_t limit = CHUNKS_HELD / p->nown;
+		rd_decode_chunk(t, &c->d, &c->own, limit > CHUNK ? CHUNK : limit < CHUNK_MIN ? CHUNK_MIN : limit);
+	}
 	s = c->held ? &c->held->out : &c->own;
 	c->holding = 1;
 	c->next = s->ev;

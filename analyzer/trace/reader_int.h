@@ -23,6 +23,10 @@ struct block_ref {
  * cache between being decoded and being merged, large enough that pairs (decode.c) are rarely
  * split between chunks. */
 #define CHUNK 2048
+/* The events the chunks of every thread being decoded may hold together (about 3.5 MiB), above
+ * which a thread's chunks are smaller, down to CHUNK_MIN events (merge.c). */
+#define CHUNKS_HELD (32u * CHUNK)
+#define CHUNK_MIN 128
 
 /* Decoded events (a realloc as its two): a chunk, or a whole block from the decode thread. */
 /* What was wrong with a block, kept small (one per block decoded ahead, one per thread) and made
@@ -133,6 +137,7 @@ struct tprof_reader_priv {
 	uint64_t progress_t0, progress_shown;
 	struct cursor *cur;
 	size_t ncur, cap_cur;
+	size_t nown; /* cursors that hold a chunk's buffer (cursor.own) */
 	struct tid_entry *tids; /* by tid */
 	size_t cap_threads;
 	ZSTD_DCtx *dctx;

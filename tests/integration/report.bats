@@ -200,6 +200,18 @@ PY
 	done <rss.2000000
 }
 
+@test "the reader's memory with a thousand threads alive at once: each holds a small chunk of events" {
+	# every thread's block is being decoded while the merge takes the others' events: 2048-event
+	# chunks for each were 142 MB here
+	ldd "$B/tprof" | grep -q libasan && skip "ASan's quarantine keeps what is freed"
+	traced "$B/progs/threads_at_once" 1000 2000 >/dev/null
+	for cmd in report summary; do
+		/usr/bin/time -o m.txt -f %M "$B/tprof" $cmd t.trace >/dev/null
+		echo "$cmd: $(tail -1 m.txt) KiB"
+		[ "$(tail -1 m.txt)" -lt $((96 << 10)) ]
+	done
+}
+
 @test "the heap replay over runs of events agrees with the one event at a time (peak, its time, leaks)" {
 	# report replays runs of one thread at a time (tprof_trace_next_run); peak replays event by
 	# event. Interleaved threads make short runs; more than 16 threads take the merge's heap.
