@@ -22,11 +22,11 @@
 /* A ZEVENTS block's payload once decompressed (the recorder's are under 100 KiB): a few bytes of
  * zstd can claim far more, and a reader holds one such buffer per thread being decoded. */
 #define TPROF_ZEVENTS_MAX_RAW (1u << 20)
-/* A ZSTACKS block's payload once decompressed: at most this, and at most TPROF_ZSTACKS_MAX_RATIO
- * times its compressed bytes (the recorder writes a plain STACKS block rather than pass either), so
- * that a few bytes cannot claim the stacks of a far larger file. */
-#define TPROF_ZSTACKS_MAX_RAW (1u << 20)
-#define TPROF_ZSTACKS_MAX_RATIO 64
+/* A ZSTACKS or ZKERNELS block's payload once decompressed: at most this, and at most
+ * TPROF_ZBLOCK_MAX_RATIO times its compressed bytes (the recorder writes the plain block rather than
+ * pass either), so that a few bytes cannot claim the tables of a far larger file. */
+#define TPROF_ZBLOCK_MAX_RAW (1u << 20)
+#define TPROF_ZBLOCK_MAX_RATIO 64
 
 enum tprof_block_type {
 	TPROF_BLK_INFO = 1,       /* process description; first block of every file */
@@ -45,12 +45,13 @@ enum tprof_block_type {
 	TPROF_BLK_RSS = 14,       /* resident set size samples (version 3) */
 	TPROF_BLK_LEAKS = 15,     /* the reachability scan at the process's end (version 5) */
 	TPROF_BLK_ZSTACKS = 16,   /* a STACKS payload compressed with zstd (version 8) */
+	TPROF_BLK_ZKERNELS = 17,  /* a KERNELS payload compressed with zstd (version 8) */
 };
 
 /* The last block type a file of the given version may hold. */
 static inline unsigned tprof_block_type_max(unsigned version)
 {
-	return version >= 8   ? TPROF_BLK_ZSTACKS
+	return version >= 8   ? TPROF_BLK_ZKERNELS
 	       : version >= 5 ? TPROF_BLK_LEAKS
 	       : version >= 3 ? TPROF_BLK_RSS
 			      : TPROF_BLK_NAMES;

@@ -55,6 +55,7 @@ struct wthread {
 #define STK_CAP (256u << 10)
 #define STK_HDR 10 /* stk_buf's first bytes: room for the count before the entries */
 #define KBUF_CAP (64u << 10)
+#define KHDR 20 /* kbuf's first bytes: room for the tid and count before the records */
 #define KREC_MAX (8 + 5 * 10 + 10 + TPROF_KSHAPE_MAX * 10)
 #define MAX_VIEWS 48
 
@@ -124,7 +125,7 @@ struct tprof_writer {
 	uint8_t ev_buf[EV_CAP];
 	uint8_t stk_buf[STK_CAP];
 	uint8_t rss_buf[TPROF_RSS_BLOCK_MAX * 20];
-	uint8_t kbuf[KBUF_CAP];
+	uint8_t kbuf[KHDR + KBUF_CAP]; /* KHDR bytes for the block's header, then the records */
 	uint8_t streams[TPROF_NSTREAMS][BLOCK_TARGET + 4096];
 	struct tprof_rec_encoder enc;
 };
@@ -509,9 +510,29 @@ static int stack_get(struct tprof_writer *w, uint32_t id, const uint64_t **frame
 	return 1;
 }
 
+/* Writes the payload raw[0, rlen) as a block of ztype (a varint rlen, then its zstd frame) when
+ * compression is on and pays and stays within the ratio readers accept, else as one of type. */
+static void emit_maybe_compressed(struct tprof_writer *w, unsigned type, unsigned ztype, const uint8_t *raw,
+				  size_t rlen)
+{
+	size_t bound = ZSTD_COMPRESSBOUND(rlen);
+	uint8_t *p = block_begin_for(w, 10 + (bound > rlen ? bound : rlen));
+	if (w->zctx) {
+		uint8_t *z = tprof_put_varint(p, rlen);
+		size_t zn = ZSTD_compressCCtx(w->zctx, z, bound, raw, rlen, 1);
+		size_t plen = ZSTD_isError(zn) ? SIZE_MAX : (size_t)(z - p) + zn;
+		if (plen < rlen && rlen <= (size_t)TPROF_ZBLOCK_MAX_RATIO * plen) {
+			block_end(w, ztype, p + plen);
+			return;
+		}
+	}
+	memcpy(p, raw, rlen);
+	block_end(w, type, p + rlen);
+}
+
 /* The staged stack definitions as one block: ZSTACKS when compressing pays (stacks that share
- * callers repeat their frames' deltas: a deep program's compress 5 to 9 times) and stays within
- * the ratio readers accept, else STACKS. The count goes in the STK_HDR bytes before the entries. */
+ * callers repeat their frames' deltas: a deep program's compress 5 to 9 times), else STACKS. The
+ * count goes in the STK_HDR bytes before the entries. */
 static void stacks_flush(struct tprof_writer *w)
 {
 	if (!w->stk_count)
@@ -520,20 +541,7 @@ static void stacks_flush(struct tprof_writer *w)
 	size_t n = (size_t)(tprof_put_varint(cnt, w->stk_count) - cnt);
 	uint8_t *raw = w->stk_buf + STK_HDR - n;
 	memcpy(raw, cnt, n);
-	size_t rlen = n + w->stk_len, bound = ZSTD_COMPRESSBOUND(rlen);
-	uint8_t *p = block_begin_for(w, 10 + (bound > rlen ? bound : rlen));
-	if (w->zctx) {
-		uint8_t *z = tprof_put_varint(p, rlen);
-		size_t zn = ZSTD_compressCCtx(w->zctx, z, bound, raw, rlen, 1);
-		size_t plen = ZSTD_isError(zn) ? SIZE_MAX : (size_t)(z - p) + zn;
-		if (plen < rlen && rlen <= (size_t)TPROF_ZSTACKS_MAX_RATIO * plen) {
-			block_end(w, TPROF_BLK_ZSTACKS, p + plen);
-			goto done;
-		}
-	}
-	memcpy(p, raw, rlen);
-	block_end(w, TPROF_BLK_STACKS, p + rlen);
-done:
+	emit_maybe_compressed(w, TPROF_BLK_STACKS, TPROF_BLK_ZSTACKS, raw, n + w->stk_len);
 	w->stk_len = 0;
 	w->stk_count = 0;
 }
@@ -733,7 +741,7 @@ static uint32_t encode_kernel(struct tprof_writer *w, struct tprof_ring *r, uint
 {
 	const struct tprof_ev *e = tprof_ring_at(r, at);
 	unsigned kind = (unsigned)(e->seq_kind & 0xf);
-	uint8_t *p = w->kbuf + w->klen;
+	uint8_t *p = w->kbuf + KHDR + w->klen;
 	if (kind == TPROF_RING_ANNOT) {
 		uint32_t id = (uint32_t)(e->seq_kind >> 4) & (TPROF_STACK_IDS - 1);
 		define_name(w, id);
@@ -744,7 +752,7 @@ static uint32_t encode_kernel(struct tprof_writer *w, struct tprof_ring *r, uint
 		w->kprev_tick = e->tick;
 		p = tprof_put_varint(p, id);
 		p = tprof_put_svarint(p, (int64_t)e->ptr);
-		w->klen = (size_t)(p - w->kbuf);
+		w->klen = (size_t)(p - w->kbuf) - KHDR;
 		w->kcount++;
 		return 1;
 	}
@@ -795,20 +803,23 @@ static uint32_t encode_kernel(struct tprof_writer *w, struct tprof_ring *r, uint
 	p = tprof_put_varint(p, ns);
 	for (unsigned i = 0; i < ns; i++)
 		p = tprof_put_svarint(p, s[i]);
-	w->klen = (size_t)(p - w->kbuf);
+	w->klen = (size_t)(p - w->kbuf) - KHDR;
 	w->kcount++;
 	return 1 + extra;
 }
 
+/* The staged kernel calls and annotations as one block: ZKERNELS when compressing pays (a training
+ * loop calls the same ops with the same shapes: 7 times smaller), else KERNELS. The tid and count go
+ * in the KHDR bytes before the records. */
 static void kernels_flush(struct tprof_writer *w, uint32_t tid)
 {
 	if (!w->kcount)
 		return;
-	uint8_t *p = block_begin(w);
-	p = tprof_put_varint(p, tid);
-	p = tprof_put_varint(p, w->kcount);
-	memcpy(p, w->kbuf, w->klen);
-	block_end(w, TPROF_BLK_KERNELS, p + w->klen);
+	uint8_t hdr[20];
+	size_t n = (size_t)(tprof_put_varint(tprof_put_varint(hdr, tid), w->kcount) - hdr);
+	uint8_t *raw = w->kbuf + KHDR - n;
+	memcpy(raw, hdr, n);
+	emit_maybe_compressed(w, TPROF_BLK_KERNELS, TPROF_BLK_ZKERNELS, raw, n + w->klen);
 	w->klen = 0;
 	w->kcount = 0;
 	w->kprev_tick = 0;

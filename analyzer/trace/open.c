@@ -90,16 +90,18 @@ void rd_drop_pages(const uint8_t *map, const uint8_t *from, const uint8_t *to)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-/* A ZSTACKS block: decompressed (no more than its varint says, which may claim at most
- * TPROF_ZSTACKS_MAX_RAW and TPROF_ZSTACKS_MAX_RATIO times the block's len bytes), then read as the
- * STACKS payload it must be exactly. 0, or -1 with why. */
-static int zstacks(struct tprof_trace *t, struct tprof_cursor *c, uint32_t len, const char **why, char *buf,
-		   size_t cap)
+/* A ZSTACKS or ZKERNELS block: decompressed (no more than its varint says, which may claim at most
+ * TPROF_ZBLOCK_MAX_RAW and TPROF_ZBLOCK_MAX_RATIO times the block's len bytes), then read by parse as
+ * the plain payload (of the block named what) it must be exactly. 0, or -1 with why. */
+static int zblock(struct tprof_trace *t, struct tprof_cursor *c, uint32_t len, const char *what,
+		  int (*parse)(struct tprof_trace *, struct tprof_cursor *, const char **), const char **why,
+		  char *buf, size_t cap)
 {
 	uint64_t raw;
-	*why = "malformed ZSTACKS block";
-	if (tprof_get_varint(c, &raw) || raw == 0 || raw > TPROF_ZSTACKS_MAX_RAW ||
-	    raw > (uint64_t)TPROF_ZSTACKS_MAX_RATIO * len)
+	snprintf(buf, cap, "malformed compressed %s block", what);
+	*why = buf;
+	if (tprof_get_varint(c, &raw) || raw == 0 || raw > TPROF_ZBLOCK_MAX_RAW ||
+	    raw > (uint64_t)TPROF_ZBLOCK_MAX_RATIO * len)
 		return -1;
 	struct tprof_reader_priv *p = t->priv;
 	if (!p->dctx) /* the merge's, not in use while the file is opened */
@@ -108,12 +110,11 @@ static int zstacks(struct tprof_trace *t, struct tprof_cursor *c, uint32_t len, 
 	size_t got = p->dctx ? ZSTD_decompressDCtx(p->dctx, out, raw, c->p, (size_t)(c->end - c->p)) : (size_t)-1;
 	int rc = -1;
 	if (ZSTD_isError(got) || got != raw) {
-		snprintf(buf, cap, "compressed STACKS block does not decompress to its %llu bytes",
+		snprintf(buf, cap, "compressed %s block does not decompress to its %llu bytes", what,
 			 (unsigned long long)raw);
-		*why = buf;
 	} else {
 		struct tprof_cursor d = {out, out + raw};
-		rc = rd_parse_stacks(t, &d, why);
+		rc = parse(t, &d, why);
 	}
 	free(out);
 	return rc;
@@ -298,7 +299,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		uint8_t type = map[off];
 		uint32_t len = have >= 5 ? tprof_load_u32(map + off + 1) : 0;
 		if (type < TPROF_BLK_INFO || type > tprof_block_type_max(version)) {
-			if (type <= TPROF_BLK_ZSTACKS) /* the last type this reader knows */
+			if (type <= TPROF_BLK_ZKERNELS) /* the last type this reader knows */
 				rd_set_err(err, errlen, path, off,
 					"corrupt: block type %u does not exist in format version %u", type, version);
 			else
@@ -402,7 +403,10 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			bad = rd_parse_stacks(t, &c, &why);
 			break;
 		case TPROF_BLK_ZSTACKS:
-			bad = zstacks(t, &c, len, &why, whybuf, sizeof(whybuf));
+			bad = zblock(t, &c, len, "STACKS", rd_parse_stacks, &why, whybuf, sizeof(whybuf));
+			break;
+		case TPROF_BLK_ZKERNELS:
+			bad = zblock(t, &c, len, "KERNELS", rd_parse_kernels, &why, whybuf, sizeof(whybuf));
 			break;
 		case TPROF_BLK_NAMES:
 			bad = rd_parse_names(t, &c, &why);

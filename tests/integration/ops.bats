@@ -353,7 +353,7 @@ PY
 
 @test "malformed KERNELS and NAMES blocks are rejected with a message" {
 	no_asan_tnn
-	traced "$B/progs/kernel_calls" >/dev/null
+	TPROF_COMPRESS=0 traced "$B/progs/kernel_calls" >/dev/null # plain KERNELS blocks to rewrite
 	# rewrite the first call record's op id to 0, which no NAMES block defines, fixing the CRC
 	$PY - t.trace bad.trace <<'PY'
 import sys
@@ -458,4 +458,40 @@ PY
 	grep -q '…' shape.txt
 	"$B/tprof" ops --group-by shape --json gpt.trace | $PY -c '
 import json, sys; d = json.load(sys.stdin); assert any(len(o["name"]) > 26 for o in d["ops"])'
+}
+
+@test "kernel-call tables go out compressed (ZKERNELS), read exactly as the KERNELS they hold; a bad one is corrupt at its offset" {
+	no_asan_tnn
+	Z="$TPROF_ROOT/tests/integration/zblocks.py"
+	export PYTHONPATH="$TPROF_ROOT/tests/integration"
+	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
+	# (a block too small to gain stays plain)
+	read -r nz zbytes np0 pbytes0 < <($PY "$Z" count t.trace KERNELS)
+	[ "$nz" -ge 1 ]
+	$PY "$Z" plain t.trace p.trace
+	read -r nz2 _ np pbytes < <($PY "$Z" count p.trace KERNELS)
+	echo "ZKERNELS: $nz blocks, $zbytes bytes (and $np0 plain); as KERNELS: $np blocks, $pbytes bytes"
+	[ "$nz2" -eq 0 ] && [ "$np" -eq $((nz + np0)) ]
+	[ "$zbytes" -lt $((pbytes - pbytes0)) ]
+	# every command that reads kernel calls says the same of both (but the file name)
+	for c in "ops --json" "ops --by range --json" "ops --group-by shape" report "summary --json" dump \
+		"export --chrome /dev/stdout"; do
+		# shellcheck disable=SC2086 # c is words
+		"$B/tprof" $c t.trace | sed 's/"file":"[^"]*"//' >a.out
+		# shellcheck disable=SC2086
+		"$B/tprof" $c p.trace | sed 's/p\.trace/t.trace/g; s/"file":"[^"]*"//' >b.out
+		cmp a.out b.out
+	done
+	off=$($PY "$Z" corrupt t.trace c.trace KERNELS)
+	run "$B/tprof" ops c.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"c.trace: byte $off: corrupt: compressed KERNELS block does not decompress to its "*" bytes"* ]]
+	off=$($PY "$Z" ratio t.trace r.trace KERNELS)
+	run "$B/tprof" ops r.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"r.trace: byte $off: corrupt: malformed compressed KERNELS block"* ]]
+	rm -f t.trace
+	TPROF_COMPRESS=0 traced "$B/transformer_bench" $GPT_SMALL >/dev/null
+	read -r nz _ np _ < <($PY "$Z" count t.trace KERNELS)
+	[ "$nz" -eq 0 ] && [ "$np" -ge 1 ]
 }

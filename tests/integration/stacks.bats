@@ -314,14 +314,13 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 }
 
 @test "stack tables: many deep stacks go out compressed (ZSTACKS), read exactly as the STACKS they hold; a bad one is corrupt at its offset" {
-	Z="$TPROF_ROOT/tests/integration/zstacks.py"
+	Z="$TPROF_ROOT/tests/integration/zblocks.py"
 	export PYTHONPATH="$TPROF_ROOT/tests/integration"
 	traced "$B/progs/many_stacks" 4000 14 >/dev/null
-	read -r nz zbytes < <($PY "$Z" count t.trace | head -1)
+	read -r nz zbytes _ < <($PY "$Z" count t.trace STACKS)
 	[ "$nz" -ge 1 ]
 	$PY "$Z" plain t.trace p.trace
-	read -r nz2 _ < <($PY "$Z" count p.trace | head -1)
-	read -r np pbytes < <($PY "$Z" count p.trace | tail -1)
+	read -r nz2 _ np pbytes < <($PY "$Z" count p.trace STACKS)
 	echo "ZSTACKS: $nz blocks, $zbytes bytes; as STACKS: $np blocks, $pbytes bytes"
 	[ "$nz2" -eq 0 ] && [ "$np" -eq "$nz" ]
 	[ "$zbytes" -lt $((pbytes / 4)) ]
@@ -338,14 +337,14 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 	[ "$("$B/tprof" dump t.trace | grep -c ' malloc ')" -eq 4000 ]
 	[ "$("$B/tprof" dump t.trace | awk '/ malloc / {print $NF}' | sort -u | wc -l)" -eq 2000 ]
 	# a frame that does not decompress, a length claimed past the ratio, the block in version 7
-	off=$($PY "$Z" corrupt t.trace c.trace)
+	off=$($PY "$Z" corrupt t.trace c.trace STACKS)
 	run "$B/tprof" leaks c.trace
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"c.trace: byte $off: corrupt: compressed STACKS block does not decompress to its "*" bytes"* ]]
-	off=$($PY "$Z" ratio t.trace r.trace)
+	off=$($PY "$Z" ratio t.trace r.trace STACKS)
 	run "$B/tprof" report r.trace
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"r.trace: byte $off: corrupt: malformed ZSTACKS block"* ]]
+	[[ "$output" == *"r.trace: byte $off: corrupt: malformed compressed STACKS block"* ]]
 	$PY "$Z" version t.trace v7.trace 7
 	run "$B/tprof" report v7.trace
 	[ "$status" -eq 2 ]
@@ -353,7 +352,7 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 	# compression off: plain STACKS, the same stacks
 	rm -f t.trace
 	TPROF_COMPRESS=0 traced "$B/progs/many_stacks" 4000 14 >/dev/null
-	read -r nz _ < <($PY "$Z" count t.trace | head -1)
+	read -r nz _ < <($PY "$Z" count t.trace STACKS)
 	[ "$nz" -eq 0 ]
 	[ "$("$B/tprof" dump t.trace | awk '/ malloc / {print $NF}' | sort -u | wc -l)" -eq 2000 ]
 }
