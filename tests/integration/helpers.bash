@@ -42,3 +42,18 @@ traced() {
 	settled t.trace
 	return $rc
 }
+
+# bad_zblocks TYPE COMMAND: t.trace's first compressed TYPE block (STACKS or KERNELS) with a broken
+# zstd frame, then with a length past the ratio readers accept (tests/integration/zblocks.py): the
+# command exits 2, naming the block's offset and what is wrong
+bad_zblocks() {
+	local z="$TPROF_ROOT/tests/integration/zblocks.py" off
+	off=$(PYTHONPATH="$TPROF_ROOT/tests/integration" $PY "$z" corrupt t.trace c.trace "$1")
+	run "$B/tprof" "$2" c.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"c.trace: byte $off: corrupt: compressed $1 block does not decompress to its "*" bytes"* ]]
+	off=$(PYTHONPATH="$TPROF_ROOT/tests/integration" $PY "$z" ratio t.trace r.trace "$1")
+	run "$B/tprof" "$2" r.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"r.trace: byte $off: corrupt: malformed compressed $1 block"* ]]
+}

@@ -482,14 +482,7 @@ import json, sys; d = json.load(sys.stdin); assert any(len(o["name"]) > 26 for o
 		"$B/tprof" $c p.trace | sed 's/p\.trace/t.trace/g; s/"file":"[^"]*"//' >b.out
 		cmp a.out b.out
 	done
-	off=$($PY "$Z" corrupt t.trace c.trace KERNELS)
-	run "$B/tprof" ops c.trace
-	[ "$status" -eq 2 ]
-	[[ "$output" == *"c.trace: byte $off: corrupt: compressed KERNELS block does not decompress to its "*" bytes"* ]]
-	off=$($PY "$Z" ratio t.trace r.trace KERNELS)
-	run "$B/tprof" ops r.trace
-	[ "$status" -eq 2 ]
-	[[ "$output" == *"r.trace: byte $off: corrupt: malformed compressed KERNELS block"* ]]
+	bad_zblocks KERNELS ops
 	rm -f t.trace
 	TPROF_COMPRESS=0 traced "$B/transformer_bench" $GPT_SMALL >/dev/null
 	read -r nz _ np _ < <($PY "$Z" count t.trace KERNELS)

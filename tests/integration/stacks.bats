@@ -337,14 +337,7 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 	[ "$("$B/tprof" dump t.trace | grep -c ' malloc ')" -eq 4000 ]
 	[ "$("$B/tprof" dump t.trace | awk '/ malloc / {print $NF}' | sort -u | wc -l)" -eq 2000 ]
 	# a frame that does not decompress, a length claimed past the ratio, the block in version 7
-	off=$($PY "$Z" corrupt t.trace c.trace STACKS)
-	run "$B/tprof" leaks c.trace
-	[ "$status" -eq 2 ]
-	[[ "$output" == *"c.trace: byte $off: corrupt: compressed STACKS block does not decompress to its "*" bytes"* ]]
-	off=$($PY "$Z" ratio t.trace r.trace STACKS)
-	run "$B/tprof" report r.trace
-	[ "$status" -eq 2 ]
-	[[ "$output" == *"r.trace: byte $off: corrupt: malformed compressed STACKS block"* ]]
+	bad_zblocks STACKS leaks
 	$PY "$Z" version t.trace v7.trace 7
 	run "$B/tprof" report v7.trace
 	[ "$status" -eq 2 ]
