@@ -111,6 +111,7 @@ struct tprof_writer {
 	uint32_t scan_reason;
 	uint8_t module_end_written[TPROF_SHM_MODULES];
 	uint8_t name_written[TPROF_NAME_IDS];
+	uint8_t op_written[TPROF_NOPS];
 	struct wthread wthreads[TPROF_SHM_THREADS];
 	/* kept across images */
 	uint8_t *stack_written; /* a bit per stack id: already defined in this trace */
@@ -720,20 +721,22 @@ static void define_name(struct tprof_writer *w, uint32_t id)
 	w->name_written[id] = 1;
 }
 
-/* The op table as a NAMES block: the ids KERNELS call records use. */
-static void write_op_names(struct tprof_writer *w)
+/* Op op's entry of the op table, in a NAMES block of its own, unless this trace has it already:
+ * written before the first KERNELS block that calls it (a trace without kernel calls holds none). */
+static void define_op(struct tprof_writer *w, unsigned op)
 {
+	if (op == 0 || op >= TPROF_NOPS || w->op_written[op])
+		return;
+	const struct tprof_op_info *in = tprof_op_info(op);
+	size_t dl = strlen(in->shape_names);
 	uint8_t *p = block_begin(w);
-	p = tprof_put_varint(p, TPROF_NOPS - 1);
-	for (unsigned op = 1; op < TPROF_NOPS; op++) {
-		const struct tprof_op_info *in = tprof_op_info(op);
-		size_t dl = strlen(in->shape_names);
-		p = tprof_put_varint(p, TPROF_NAMES_OP);
-		p = tprof_put_varint(p, op);
-		p = put_string(p, in->name, strlen(in->name));
-		p = put_string(p, in->shape_names + 1, dl >= 2 ? dl - 2 : 0); /* without the parentheses */
-	}
+	p = tprof_put_varint(p, 1);
+	p = tprof_put_varint(p, TPROF_NAMES_OP);
+	p = tprof_put_varint(p, op);
+	p = put_string(p, in->name, strlen(in->name));
+	p = put_string(p, in->shape_names + 1, dl >= 2 ? dl - 2 : 0); /* without the parentheses */
 	block_end(w, TPROF_BLK_NAMES, p);
+	w->op_written[op] = 1;
 }
 
 /* Appends the kernel call or annotation at ring counter `at` to kbuf; returns the entries it took. */
@@ -759,6 +762,7 @@ static uint32_t encode_kernel(struct tprof_writer *w, struct tprof_ring *r, uint
 	if (kind != TPROF_RING_KCALL)
 		return 1; /* a stray shape entry: never produced */
 	unsigned op = (unsigned)(e->seq_kind >> 4) & 0x3ff, ns = (unsigned)(e->seq_kind >> 14) & 0xf;
+	define_op(w, op);
 	int wide = (e->seq_kind >> 18) & 1;
 	unsigned first = wide ? 2 : 4, per = wide ? 3 : 7;
 	unsigned extra = ns > first ? (ns - first + per - 1) / per : 0;
@@ -1448,7 +1452,6 @@ static void write_trace(struct tprof_writer *w)
 			w->zctx = ZSTD_initStaticCCtx(m, ws);
 	}
 	write_header_and_info(w);
-	write_op_names(w);
 	if (w->shm->rss_interval_ms && w->shm->start_rss_bytes) /* taken by the process at start-up */
 		rss_add(w, w->shm->start_rss_tick, w->shm->start_rss_bytes);
 	modules_update(w);

@@ -488,3 +488,35 @@ import json, sys; d = json.load(sys.stdin); assert any(len(o["name"]) > 26 for o
 	read -r nz _ np _ < <($PY "$Z" count t.trace KERNELS)
 	[ "$nz" -eq 0 ] && [ "$np" -ge 1 ]
 }
+
+@test "the op table is written op by op, before the first call of each: none in a trace without kernel calls" {
+	no_asan_tnn
+	traced "$B/progs/heap_known" >/dev/null
+	mv t.trace heap.trace
+	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
+	PYTHONPATH="$TPROF_ROOT/tests/integration" $PY - heap.trace t.trace <<'PY'
+import sys
+from rss_blocks import blocks, get_varint
+def op_entries(path):
+    ids = []
+    for _, t, p in blocks(open(path, "rb").read()):
+        if t != 13:
+            continue
+        n, i = get_varint(p, 0)
+        for _ in range(n):
+            space, i = get_varint(p, i)
+            ident, i = get_varint(p, i)
+            for _ in range(2):  # name, detail
+                ln, i = get_varint(p, i)
+                i += ln
+            if space == 0:
+                ids.append(ident)
+    return ids
+assert op_entries(sys.argv[1]) == [], op_entries(sys.argv[1])
+ids = op_entries(sys.argv[2])
+assert ids and len(ids) == len(set(ids)), ids  # each op once
+print(len(ids), "ops defined")
+PY
+	# every op the table shows was defined (the reader refuses a call of an undefined op)
+	"$B/tprof" ops --json t.trace >/dev/null
+}
