@@ -854,6 +854,7 @@ true exited with 0"
 	"$B/progs/subreaper" >bare.out
 	[ "$(tail -1 bare.out)" = "reaped 2, subreaper 1" ]
 	run timeout 30 env TPROF_OUTPUT=t.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/subreaper"
+	echo "$output" # shown when the test fails
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(cat bare.out)" ]
 	settled t.*.trace
