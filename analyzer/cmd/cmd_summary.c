@@ -111,7 +111,6 @@ static void step(struct summary *m, struct temporaries *tp, const struct tprof_e
  * there (heap_pair_fits). The rest, and an allocation whose byte totals would pass 2^64, take step.
  * The heap's counters stay in locals (as in heap.c's heap_run): the sites, the temporaries and the
  * events are all made of uint64_t, so through s every store to a site would reload them. */
-#define PREFETCH 8
 static void run(struct summary *m, struct temporaries *tp, const struct tprof_event *ev, size_t n)
 {
 	struct heap_stats *s = &m->hs;
@@ -120,8 +119,6 @@ static void run(struct summary *m, struct temporaries *tp, const struct tprof_ev
 	for (size_t i = 0; i < n; i++) {
 		const struct tprof_event *e = &ev[i];
 		struct heap_pair *q = heap_pair_of(s, e->ptr);
-		if (i + PREFETCH < n) /* the slot of an event a few on: a miss costs more than the step */
-			__builtin_prefetch(heap_pair_of(s, ev[i + PREFETCH].ptr), 1);
 		if (e->kind == TPROF_EV_FREE && e->ptr && q->ptr == e->ptr) {
 			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 			struct site *st = site_of(m, q->stack);
