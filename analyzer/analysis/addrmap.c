@@ -2,7 +2,6 @@
 #include "analysis/addrmap.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/util.h"
 
@@ -16,23 +15,12 @@ static size_t slot_of(const struct addrmap *m, uint64_t key)
 	return (size_t)key & (m->cap - 1);
 }
 
-/* A table of n zeroed words, written (not calloc'ed): probes read every page of a table long before
- * most are written, and a page calloc left unwritten is the shared zero page until its first write,
- * which then copies it and flushes the TLB of every CPU the reader runs on (the decode thread's too:
- * an interprocessor interrupt per page). */
-static uint64_t *zeroed(size_t n)
-{
-	uint64_t *p = xmalloc(n * sizeof(uint64_t));
-	memset(p, 0, n * sizeof(uint64_t));
-	return p;
-}
-
 void addrmap_init(struct addrmap *m)
 {
 	m->cap = 1024;
 	m->len = 0;
-	m->keys = zeroed(m->cap);
-	m->vals = zeroed(m->cap);
+	m->keys = xzalloc(m->cap, sizeof(uint64_t)); /* probes read every page first (util.h) */
+	m->vals = xzalloc(m->cap, sizeof(uint64_t));
 }
 
 void addrmap_free(struct addrmap *m)
@@ -45,7 +33,8 @@ void addrmap_free(struct addrmap *m)
 
 static void grow(struct addrmap *m)
 {
-	struct addrmap n = {zeroed(m->cap * 2), zeroed(m->cap * 2), m->cap * 2, 0};
+	struct addrmap n = {xzalloc(m->cap * 2, sizeof(uint64_t)), xzalloc(m->cap * 2, sizeof(uint64_t)), m->cap * 2,
+			    0};
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->keys[i])
 			addrmap_put(&n, m->keys[i], m->vals[i], NULL);

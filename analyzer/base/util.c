@@ -71,6 +71,15 @@ void *tprof_xcalloc(size_t n, size_t size, const char *file, int line)
 	return p;
 }
 
+void *tprof_xzalloc(size_t n, size_t size, const char *file, int line)
+{
+	if (size && n > SIZE_MAX / size)
+		tprof_oom(SIZE_MAX, file, line);
+	void *p = tprof_xmalloc(n * size, file, line);
+	memset(p, 0, n * size);
+	return p;
+}
+
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line)
 {
 	void *q = realloc(p, n ? n : 1);

@@ -10,6 +10,7 @@
 
 #define xmalloc(n) tprof_xmalloc((n), __FILE__, __LINE__)
 #define xcalloc(n, s) tprof_xcalloc((n), (s), __FILE__, __LINE__)
+#define xzalloc(n, s) tprof_xzalloc((n), (s), __FILE__, __LINE__)
 #define xrealloc(p, n) tprof_xrealloc((p), (n), __FILE__, __LINE__)
 #define xstrndup(s, n) tprof_xstrndup((s), (n), __FILE__, __LINE__)
 
@@ -21,7 +22,13 @@ void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
  * no order. With a total order (no two elements equal) they are tprof_sort's first k; it takes
  * n log k comparisons instead of n log n, for the top rows of a table of millions. */
 void tprof_sort_top(void *base, size_t n, size_t k, size_t size, int (*cmp)(const void *, const void *));
+
 void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
+/* n zeroed elements, zeroed by writing: for a table that is read all over long before most of it
+ * is written. A page calloc leaves unwritten is the shared zero page until its first write, which
+ * then copies it and flushes the TLB of every CPU the process runs on (the decode thread's too: an
+ * interprocessor interrupt per page). calloc stays best where most pages are never touched. */
+void *tprof_xzalloc(size_t n, size_t size, const char *file, int line);
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
 char *tprof_xstrndup(const char *s, size_t n, const char *file, int line);
 

@@ -464,10 +464,7 @@ int cmd_summary(int argc, char **argv)
 		return 2;
 	struct summary m = {0};
 	m.nsite = t->nstacks ? t->nstacks : 1;
-	/* zeroed by writing: a calloc'ed page read before its first write costs a copy and a TLB
-	 * flush on every CPU the reader runs on (analysis/addrmap.c) */
-	m.site = xmalloc(m.nsite * sizeof(*m.site));
-	memset(m.site, 0, m.nsite * sizeof(*m.site));
+	m.site = xzalloc(m.nsite, sizeof(*m.site)); /* read before written, all over (util.h) */
 	m.dirty = xmalloc(m.nsite * sizeof(uint32_t));
 	if (replay(t, &m) < 0) {
 		tprof_err("%s", t->err);
