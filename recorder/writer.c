@@ -245,7 +245,8 @@ static uint8_t *block_begin_for(struct tprof_writer *w, size_t room)
 	return w->out_buf + w->out_len + TPROF_BLOCK_HEADER_LEN;
 }
 
-/* Opens a block of at most EV_CAP bytes, which every block but STACKS is. */
+/* Opens a block of at most EV_CAP bytes: an events block and every small one (staged tables and
+ * runs ask block_begin_for for their size). */
 static uint8_t *block_begin(struct tprof_writer *w)
 {
 	return block_begin_for(w, EV_CAP);

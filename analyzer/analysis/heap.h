@@ -60,8 +60,8 @@ struct heap_change {
 /* The pairs table (heap_stats.pairs): direct-mapped by address, a block in the slot of its address.
  * Exposed for replays that keep figures of their own per event (tprof summary) and take the two
  * commonest events without heap_step: a free of the block in its address's slot (ptr equal), and an
- * allocation whose slot is free (ptr 0) and that fits there (heap_pair_fits). Each such step must do to the slot and to
- * the counters exactly what heap_step does (heap.c, heap_run). */
+ * allocation whose slot is free (ptr 0) and that fits there (heap_pair_fits). Each such step must do
+ * to the slot and to the counters exactly what heap_step does (heap.c, heap_run). */
 #define HEAP_PAIR_BITS 12
 struct heap_pair {
 	uint64_t ptr, seq, size; /* ptr 0: free slot */
@@ -78,7 +78,8 @@ static inline struct heap_pair *heap_pair_of(const struct heap_stats *s, uint64_
  * when the slot is free and the address is not in live (an unpaired block costs the slot nothing
  * until another block wants it, then moves; an address still in live was taken again while live,
  * which live's insertion counts). */
-static inline int heap_pair_fits(const struct heap_stats *s, const struct heap_pair *q, const struct tprof_event *e)
+static inline int heap_pair_fits(const struct heap_stats *s, const struct heap_pair *q,
+				  const struct tprof_event *e)
 {
 	return e->paired || (!q->ptr && (!s->live.len || !addrmap_get(&s->live, e->ptr, NULL)));
 }

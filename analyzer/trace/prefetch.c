@@ -25,10 +25,10 @@
 void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b)
 {
 	/* a look over every cursor once per 4 MiB of blocks begun (wherever they are: a thread whose
-	 * next block is the file's last begins it long before the others get there), and at the last
-	 * block: a trace of many threads must not cost threads x blocks */
+	 * next block is the file's last begins it long before the others get there); a trace of many
+	 * threads must not cost threads x blocks. What is left goes when the trace is closed. */
 	p->begun_bytes += b->len;
-	if (p->begun_bytes < p->drop_check_at && b->off + b->len < p->size)
+	if (p->begun_bytes < p->drop_check_at)
 		return;
 	p->drop_check_at = p->begun_bytes + (4u << 20);
 	uint64_t low = p->size;
