@@ -70,6 +70,7 @@ struct leak_live {
 	/* leak_live_block_rec: the allocations of the block being encoded whose entry waits, by their
 	 * push number in the encoder's allocation history (addr 0: none) */
 	struct live_slot hold[TPROF_PTR_HIST];
+	uint64_t last_seq, run_from; /* the block's last sequence number, and where its run began */
 };
 
 /* The home slot of an address. Neighbouring blocks go to neighbouring slots (the low bits of the
@@ -87,6 +88,7 @@ struct leak_live *leak_live_new(_Atomic uint32_t *beat)
 	if (!m)
 		return NULL;
 	m->beat = beat;
+	m->last_seq = UINT64_MAX;
 	m->mask = 1023; /* grows: a table read whole at the scan costs a page fault per page */
 	m->s = big_alloc((m->mask + 1) * sizeof(*m->s));
 	if (!m->s) {
@@ -198,10 +200,29 @@ void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_
 {
 	if (!m)
 		return;
+	/* the run of consecutive sequence numbers this record ends: no other thread's event lies
+	 * in it */
+	uint64_t end = tprof_kind_is_realloc(r->kind) ? r->seq2 : r->seq;
+	if (r->seq != m->last_seq + 1 || (end != r->seq && end != r->seq + 1))
+		m->run_from = end;
+	m->last_seq = end;
 	if (r->kind == TPROF_EV_FREE) {
+		if (free_dist) {
+			/* its allocation's entry still waits. The address is named by its last
+			 * allocation in this block, which another thread may have freed and taken
+			 * again since; when no other thread's event came between the two, they are
+			 * an allocation and its own free with no event of the address between
+			 * them: the pair never reaches the table, and whichever of the address's
+			 * events left is the latest decides as before (an allocation is skipped
+			 * only with its free, so an older allocation's free is left too) */
+			struct live_slot *h = &m->hold[(pushes - free_dist) % TPROF_PTR_HIST];
+			if (h->addr == r->ptr && h->seq >= m->run_from) {
+				h->addr = 0;
+				return;
+			}
+			h->addr = 0; /* its entry would be overtaken at once */
+		}
 		live_event(m, r->ptr, r->seq, LIVE_FREED);
-		if (free_dist) /* its allocation's entry would be overtaken at once */
-			m->hold[(pushes - free_dist) % TPROF_PTR_HIST].addr = 0;
 		return;
 	}
 	uint64_t seq = alloc_release(m, r);
@@ -217,6 +238,7 @@ void leak_live_block_end(struct leak_live *m)
 {
 	if (!m)
 		return;
+	m->last_seq = UINT64_MAX; /* the next block's first record begins a run */
 	for (uint32_t i = 0; i < TPROF_PTR_HIST; i++)
 		if (m->hold[i].addr) {
 			live_event(m, m->hold[i].addr, m->hold[i].seq, m->hold[i].size);
