@@ -396,12 +396,24 @@ TPROF_EXPORT void quick_exit(int status)
 
 /* ---- exec: the recorder drains the old image after it; a failed exec goes on ---- */
 
-#define EXEC_HOOK(name, call, ...)                                                                \
+/* env_ is the environment the new image gets: the caller's, or a copy on the stack with the
+ * recorder's name added (tprof_region_exec_env); the forms without one then call the form with. */
+#define EXEC_HOOK(name, envp_in, call, ...)                                                       \
 	TPROF_EXPORT int name(__VA_ARGS__)                                                        \
 	{                                                                                         \
 		if (!ready() || !tprof_real.name) {                                               \
 			errno = ENOSYS;                                                           \
 			return -1;                                                                \
+		}                                                                                 \
+		char *const *env_ = (envp_in);                                                    \
+		char rec_[160];                                                                   \
+		size_t n_ = tprof_region_exec_env(env_, rec_, sizeof(rec_), 1024);                \
+		char *more_[n_ ? n_ + 2 : 1];                                                     \
+		if (n_) {                                                                         \
+			memcpy(more_, env_, n_ * sizeof(char *));                                 \
+			more_[n_] = rec_;                                                         \
+			more_[n_ + 1] = NULL;                                                     \
+			env_ = more_;                                                             \
 		}                                                                                 \
 		tprof_note_exec(1);                                                               \
 		int rc_ = call;                                                                   \
@@ -411,13 +423,17 @@ TPROF_EXPORT void quick_exit(int status)
 		return rc_;                                                                       \
 	}
 
-EXEC_HOOK(execve, tprof_real.execve(path, argv, envp), const char *path, char *const argv[],
+EXEC_HOOK(execve, envp, tprof_real.execve(path, argv, env_), const char *path, char *const argv[],
 	  char *const envp[])
-EXEC_HOOK(execv, tprof_real.execv(path, argv), const char *path, char *const argv[])
-EXEC_HOOK(execvp, tprof_real.execvp(file, argv), const char *file, char *const argv[])
-EXEC_HOOK(execvpe, tprof_real.execvpe(file, argv, envp), const char *file, char *const argv[],
+EXEC_HOOK(execv, environ,
+	  n_ && tprof_real.execve ? tprof_real.execve(path, argv, env_) : tprof_real.execv(path, argv),
+	  const char *path, char *const argv[])
+EXEC_HOOK(execvp, environ,
+	  n_ && tprof_real.execvpe ? tprof_real.execvpe(file, argv, env_) : tprof_real.execvp(file, argv),
+	  const char *file, char *const argv[])
+EXEC_HOOK(execvpe, envp, tprof_real.execvpe(file, argv, env_), const char *file, char *const argv[],
 	  char *const envp[])
-EXEC_HOOK(fexecve, tprof_real.fexecve(fd, argv, envp), int fd, char *const argv[], char *const envp[])
+EXEC_HOOK(fexecve, envp, tprof_real.fexecve(fd, argv, env_), int fd, char *const argv[], char *const envp[])
 
 /* ---- libunwind's memory validation, without a descriptor ----
  * libunwind checks an address by writing one byte from it into a pipe it opens at its first

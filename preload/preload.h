@@ -210,6 +210,9 @@ void tprof_region_prepare(struct tprof_shm *s);
 void tprof_region_learn_self(void);
 /* The recorder is known and the executable and arguments read: a fork has nothing to prepare. */
 int tprof_region_fork_ready(void);
+/* The recorder's name for the environment of an exec that leaves the pid namespace's parent
+ * chain (region.c); the count of envp's entries, or 0 when none is to be added. */
+size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;
  * returns the pointer and its file offset, or NULL when the file or the address space is full, or
  * when other threads held the allocator for long (then *busy is set when busy is not NULL: a

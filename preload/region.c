@@ -590,6 +590,35 @@ static int await_answer(int sock)
 	return r != 1 || ack == 0 ? -1 : ack == 1 ? 0 : ack; /* 0 is a refusal: -1 as no answer */
 }
 
+/* An exec by a process whose parent is outside its pid namespace (the first process of a namespace:
+ * unshare -p -f, bwrap, nsenter -p): the new image could not find the recorder through its parent
+ * chain (its parent is pid 0 to it) and would start one inside the namespace, which the kernel
+ * kills as soon as the namespace's first process ends, before it has written the traces. The new
+ * image is told the recorder's name in its environment instead (TPROF_RECORDER, as tprof record
+ * does), which the namespace's other processes inherit. Only an environment that keeps LD_PRELOAD
+ * and does not name a recorder gets it. Writes "TPROF_RECORDER=name" into out and returns the
+ * number of entries of envp (at most max), or 0 when nothing is to be added. */
+size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max)
+{
+	static const char key[] = TPROF_RECORDER_ENV "=";
+	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || getppid() != 0 ||
+	    sizeof(key) - 1 + recorder_name_len > cap)
+		return 0;
+	size_t n = 0;
+	int preload = 0;
+	for (; envp[n]; n++) {
+		if (n >= max || strncmp(envp[n], key, sizeof(key) - 1) == 0)
+			return 0;
+		preload |= strncmp(envp[n], "LD_PRELOAD=", 11) == 0;
+	}
+	if (!preload)
+		return 0;
+	memcpy(out, key, sizeof(key) - 1);
+	memcpy(out + sizeof(key) - 1, recorder_name + 1, recorder_name_len - 1);
+	out[sizeof(key) - 1 + recorder_name_len - 1] = 0;
+	return n;
+}
+
 /* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
 void tprof_region_forget(void)
 {

@@ -150,6 +150,31 @@ signal_end() { # TRACE_JSON SIGNAL
 	[ "$(jget b.json complete)" = true ]
 }
 
+@test "a new pid namespace (unshare -p -f): its first process and its children use the recorder outside, every trace ends" {
+	# the namespace's first process sees no parent: without the recorder's name it would start a
+	# recorder inside the namespace, which the kernel kills when that process ends
+	unshare -p -f true 2>/dev/null || skip "unshare -p needs privileges here"
+	for proc in "" --mount-proc; do
+		rm -f n.*
+		cmd='echo first $$; sh -c "echo child \$\$"; env | grep -c "^TPROF_RECORDER="; true'
+		bare=$(unshare -p -f $proc sh -c "$cmd")
+		out=$(TPROF_OUTPUT="$WORK/n.%p.trace" LD_PRELOAD="$B/libtprof.so" unshare -p -f $proc sh -c "$cmd")
+		# the one difference: the variable naming the recorder, in the namespace's environment
+		[ "$out" = "$(printf 'first 1\nchild 2\n1')" ] || { echo "$out"; false; }
+		[ "$bare" = "$(printf 'first 1\nchild 2\n0')" ]
+		settled n.*
+		report n.1.trace r.json
+		[ "$(jget r.json program)" = sh ]
+		report n.2.trace r.json
+		[ "$(jget r.json program)" = sh ]
+		for f in n.*.trace; do # unshare, both shells, env and grep
+			report "$f" r.json
+			[ "$(jget r.json complete)" = true ] || { "$B/tprof" report "$f"; false; }
+		done
+		[ "$(ls n.*.trace | wc -l)" = 5 ]
+	done
+}
+
 @test "a thread renamed after its first events carries its last name: gone before the end, or not" {
 	traced "$B/progs/lifecycle" rename
 	report t.trace r.json
