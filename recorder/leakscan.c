@@ -203,7 +203,7 @@ void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_
 	/* the run of consecutive sequence numbers this record ends: no other thread's event lies
 	 * in it */
 	uint64_t end = tprof_kind_is_realloc(r->kind) ? r->seq2 : r->seq;
-	if (r->seq != m->last_seq + 1 || (end != r->seq && end != r->seq + 1))
+	if (r->seq != m->last_seq + 1 || end - r->seq > 1)
 		m->run_from = end;
 	m->last_seq = end;
 	if (r->kind == TPROF_EV_FREE) {
@@ -216,11 +216,10 @@ void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_
 			 * events left is the latest decides as before (an allocation is skipped
 			 * only with its free, so an older allocation's free is left too) */
 			struct live_slot *h = &m->hold[(pushes - free_dist) % TPROF_PTR_HIST];
-			if (h->addr == r->ptr && h->seq >= m->run_from) {
-				h->addr = 0;
+			int own = h->addr == r->ptr && h->seq >= m->run_from;
+			h->addr = 0; /* else its entry would be overtaken by the free at once */
+			if (own)
 				return;
-			}
-			h->addr = 0; /* its entry would be overtaken at once */
 		}
 		live_event(m, r->ptr, r->seq, LIVE_FREED);
 		return;
