@@ -437,7 +437,9 @@ int tprof_few_none(void)
 
 /* The ring is full. Lossless: wake the recorder and sleep on the ring's tail until there is room.
  * A recorder that stopped beating for 2 s is taken for gone (killed): from then on events are
- * dropped and counted, so that the program never hangs on it. */
+ * dropped and counted, so that the program never hangs on it. One that has not beaten yet may
+ * still have the registration of a fork child that did not wait for it (TPROF_HELLO_ASYNC) in its
+ * queue: 10 s, as long as a registration that waits would wait for the answer. */
 void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 {
 	struct tprof_ring *r = t->ring;
@@ -459,7 +461,7 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 		if (b != beat) {
 			beat = b;
 			still = 0;
-		} else if (++still >= 200) {
+		} else if (++still >= (b ? 200 : 1000)) {
 			atomic_store(&shm->recorder_gone, 1);
 		}
 	}
@@ -561,6 +563,7 @@ int tprof_end_threads = -1;
 void tprof_note_end(int reason, int value)
 {
 	tprof_end_threads = -1;
+	tprof_region_barrier(); /* the trace files of the children it made exist once it has ended */
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return; /* a vfork child: the memory is its parent's */
@@ -667,6 +670,7 @@ void tprof_sandbox_inherited(void)
 /* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
 static _Atomic int reg_state;
 static int forked; /* this image is a fork child: its parent's memory is still mapped */
+int tprof_fork_child;
 static int stacks_ready; /* the stack table and modules are set up for the memory now registering */
 
 /* While the recorder takes the process (region.c, between the message and the answer): the stack
@@ -690,9 +694,8 @@ static int handlers_set; /* on_exit and the thread key: inherited by fork childr
 static void before_fork(void)
 {
 	/* done once: nothing written (a page the last child shares would be copied for each fork) */
-	if ((tprof_cfg.depth == 0 || tprof_tls.unwound) && tprof_region_fork_ready())
-		return;
-	if (atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard &&
+	if (!((tprof_cfg.depth == 0 || tprof_tls.unwound) && tprof_region_fork_ready()) &&
+	    atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard &&
 	    !atomic_load(&tprof_sandboxed)) {
 		tprof_tls.guard++;
 		tprof_sandbox_inherited();
@@ -703,6 +706,7 @@ static void before_fork(void)
 		}
 		tprof_tls.guard--;
 	}
+	tprof_region_before_fork();
 }
 
 static void after_fork_child(void)
@@ -725,6 +729,8 @@ static void after_fork_child(void)
 	}
 	if (atomic_load(&tprof_few_over))
 		atomic_store(&tprof_few_over, 0);
+	if (!tprof_fork_child)
+		tprof_fork_child = 1;
 	if (atomic_load(&reg_state) == 2) {
 		tprof_region_forget();
 		forked = 1;
@@ -803,6 +809,8 @@ __attribute__((destructor)) static void tprof_destructor(void)
 	extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 	if (atomic_load(&reg_state) == 2 && (tprof_cfg.freeres || tprof_cfg.leakscan))
 		__cxa_atexit(last_exit_handler, NULL, NULL);
+	else if (atomic_load(&reg_state) != 2)
+		tprof_region_barrier(); /* a process that never registered: no exit handler of ours */
 }
 
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */

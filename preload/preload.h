@@ -182,6 +182,9 @@ uint64_t tprof_rss_now(int *tasks);
 /* The tasks of the process as tprof_note_end read them right before an _exit's scan (-1: unknown,
  * or not read right before). */
 extern int tprof_end_threads;
+/* This image began as a fork child (its parent registered or not): it may register without
+ * waiting for its recorder's answer (region.c) */
+extern int tprof_fork_child;
 /* scan.c: the reachability scan at the process's end (reason: enum tprof_end_reason); returns when
  * the process may end. */
 void tprof_scan_at_end(int reason);
@@ -195,6 +198,11 @@ int tprof_start_recording(void);
 /* Creates this process's shared memory, registers with a recorder (starting one when none is
  * reachable) and maps it; 0 on success. child: after fork, forget the parent's. */
 int tprof_region_start(int child);
+/* Before a fork: notes that the child may register without waiting for its recorder's answer. */
+void tprof_region_before_fork(void);
+/* At the end of a process whose children may have registered without waiting: waits until the
+ * recorder has taken every registration sent before (their trace files exist then). */
+void tprof_region_barrier(void);
 /* The path of the module whose malloc the program's calls reach when it is not libtprof.so (the
  * executable defines malloc, or another allocator was preloaded ahead); "" when it is ours. */
 void tprof_malloc_owner(char *out, size_t cap);

@@ -51,6 +51,12 @@ static _Atomic uint32_t npieces;
 static uint64_t piece_end; /* file offset where the last piece ends */
 
 static char recorder_name[108]; /* the socket this process registered at, for its fork children */
+/* That recorder takes a fork child without answering (TPROF_ANSWER_YES_ASYNC), and the user it runs
+ * as (the effective one when it listened): a child registers so only where the recorder creates
+ * its trace file, which it does for its own user only. */
+static int recorder_async;
+static uid_t recorder_uid;
+static pid_t children_async; /* the process that forked while recorder_async was set */
 static size_t recorder_name_len;
 
 /* The first piece holds the header (about 1.1 MiB) and the first thread's ring (2 MiB by default),
@@ -342,6 +348,7 @@ static int try_connect(const char *name, size_t len)
 		close(fd);
 		return -1;
 	}
+	recorder_uid = cred.uid;
 	return fd;
 }
 
@@ -500,6 +507,7 @@ static int find_recorder(void)
 		if (fd >= 0)
 			return fd;
 	}
+	recorder_async = 0; /* another recorder: its answer tells */
 	const char *env = getenv(TPROF_RECORDER_ENV);
 	if (env && *env && strlen(env) < sizeof(recorder_name) - 1) {
 		recorder_name[0] = 0; /* abstract */
@@ -531,6 +539,25 @@ static int find_recorder(void)
 	return spawn_recorder(recorder_name, recorder_name_len);
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/* Whether the kernel names the process at the other end of a unix socket with a pidfd, which is
+ * what a recorder needs to take a fork child that does not wait for its answer (the recorder,
+ * of the same build, says TPROF_ANSWER_YES_ASYNC when it does). Asked of the recorder's end. */
+static int peer_pidfd_ok(int sock)
+{
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	int ok = getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0;
+	if (pidfd >= 0)
+		close(pidfd);
+	return ok;
+}
+
+/* Before the first fork of a process that has not registered: the recorder its children will
+ * register with, found or started now (and whether they may register without waiting). */
 void tprof_recorder_ensure(void)
 {
 	if (recorder_name_len)
@@ -541,18 +568,20 @@ void tprof_recorder_ensure(void)
 	int sock = find_recorder();
 	if (sock < 0 && emfile_seen && nofile_raise(&g))
 		sock = find_recorder();
-	if (sock >= 0)
+	if (sock >= 0) {
+		recorder_async = peer_pidfd_ok(sock);
 		close(sock);
+	}
 	nofile_restore(&g);
 	errno = saved;
 }
 
 /* Sends the memory file and the trace file; 0 when sent. */
 /* tracefd -1: the recorder is to create the file path (relative: to its own directory). */
-static int send_hello(int sock, int memfd, int tracefd, const char *path)
+static int send_hello(int sock, int memfd, int tracefd, const char *path, uint32_t async)
 {
 	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(),
-				tracefd < 0 ? TPROF_HELLO_NO_FILE : 0, 0};
+				(tracefd < 0 ? TPROF_HELLO_NO_FILE : 0) | async, 0};
 	size_t nlen = tracefd < 0 ? strnlen(path, TPROF_HELLO_NAME_MAX) : 0;
 	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)path, nlen}};
 	union {
@@ -577,7 +606,8 @@ static int send_hello(int sock, int memfd, int tracefd, const char *path)
 }
 
 /* Waits for the recorder's byte: it has sized the file, taken the process (its credentials, a
- * pidfd) and started the writer. 0 when it said yes, else what it said (-1 for nothing). */
+ * pidfd) and started the writer. 0 when it said yes (and recorder_async set when it takes fork
+ * children without an answer), else what it said (-1 for nothing). */
 static int await_answer(int sock)
 {
 	struct timeval tv = {10, 0};
@@ -587,7 +617,11 @@ static int await_answer(int sock)
 	do
 		r = recv(sock, &ack, 1, 0);
 	while (r < 0 && errno == EINTR);
-	return r != 1 || ack == 0 ? -1 : ack == 1 ? 0 : ack; /* 0 is a refusal: -1 as no answer */
+	if (r == 1 && (ack == TPROF_ANSWER_YES || ack == TPROF_ANSWER_YES_ASYNC)) {
+		recorder_async = ack == TPROF_ANSWER_YES_ASYNC;
+		return 0;
+	}
+	return r != 1 || ack == 0 ? -1 : ack; /* 0 is a refusal: -1 as no answer */
 }
 
 /* An exec by a process whose parent is outside its pid namespace (the first process of a namespace:
@@ -746,11 +780,12 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 }
 
 /* The header's last words, once the recorder has taken the process: the resident size as recording
- * begins (not before a wait for a recorder that is just starting), then the magic number, which
- * the writer waits for. */
-static void header_publish(struct tprof_shm *s)
+ * begins (not before a wait for a recorder that is just starting; not by a fork child that did not
+ * wait, async: its recorder's first sample stands for it, one /proc read less in the child), then
+ * the magic number, which the writer waits for. */
+static void header_publish(struct tprof_shm *s, int async)
 {
-	if (tprof_cfg.rss_interval_ms) {
+	if (tprof_cfg.rss_interval_ms && !async) {
 		s->start_rss_bytes = tprof_rss_now(NULL);
 		s->start_rss_tick = tprof_now();
 	}
@@ -799,7 +834,12 @@ static int register_once(int child, pid_t pid, int own)
 	int sized = getrlimit(RLIMIT_FSIZE, &fl) == 0 &&
 		    (fl.rlim_cur == RLIM_INFINITY || fl.rlim_cur >= TPROF_SHM_FILE_BYTES) &&
 		    ftruncate(memfd, (off_t)TPROF_SHM_FILE_BYTES) == 0;
-	if (send_hello(sock, memfd, tracefd, path) != 0) {
+	/* A fork child of a process the recorder took with TPROF_ANSWER_YES_ASYNC does not wait for
+	 * the answer (about 0.1 ms): the recorder takes it even after it has ended, and a refusal is
+	 * written into its memory (recorder_gone), as only a file it could not size (the child did
+	 * here) or create (its own user's: it does) would be said back. */
+	int async = tprof_fork_child && sized && no_file && recorder_async && recorder_uid == geteuid();
+	if (send_hello(sock, memfd, tracefd, path, async ? TPROF_HELLO_ASYNC : 0) != 0) {
 		say("no recorder took ", path, "; not tracing");
 		if (!no_file)
 			unlink(path);
@@ -809,7 +849,7 @@ static int register_once(int child, pid_t pid, int own)
 		goto out;
 	if (s)
 		tprof_region_prepare(s); /* its stacks' and modules' tables, meanwhile */
-	int answer = await_answer(sock);
+	int answer = async ? 0 : await_answer(sock);
 	if (answer != 0) {
 		if (s)
 			tprof_region_forget();
@@ -830,7 +870,7 @@ static int register_once(int child, pid_t pid, int own)
 	}
 	if (!s && !(s = map_header(memfd, no_file ? "" : path, pid)))
 		goto out;
-	header_publish(s);
+	header_publish(s, async);
 	atomic_fetch_add(&s->kick, 1);
 	tprof_futex_wake(&s->kick);
 	tprof_shm = s;
@@ -843,6 +883,40 @@ out:
 	if (memfd >= 0)
 		close(memfd);
 	return rc;
+}
+
+void tprof_region_before_fork(void)
+{
+	if (recorder_async) {
+		pid_t pid = (pid_t)syscall(SYS_getpid);
+		if (children_async != pid) /* written once: a page written here is copied for each child */
+			children_async = pid;
+	}
+}
+
+/* The end of a process whose fork children may have registered without waiting for their answer
+ * (TPROF_HELLO_ASYNC): one message to the recorder, answered once it has taken every registration
+ * queued before it, so that when a process has ended the trace files of the children it made
+ * exist, as they do when a child waits at registration. One round trip, at most 10 s. */
+void tprof_region_barrier(void)
+{
+	if (!children_async || children_async != (pid_t)syscall(SYS_getpid) || !recorder_name_len ||
+	    atomic_load(&tprof_sandboxed))
+		return; /* none, or a vfork child: the memory is its parent's */
+	children_async = 0; /* once */
+	int saved = errno;
+	int sock = try_connect(recorder_name, recorder_name_len);
+	if (sock >= 0) {
+		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), TPROF_HELLO_BARRIER, 0};
+		ssize_t w;
+		do
+			w = send(sock, &h, sizeof(h), MSG_NOSIGNAL);
+		while (w < 0 && errno == EINTR);
+		if (w == (ssize_t)sizeof(h))
+			await_answer(sock);
+		close(sock);
+	}
+	errno = saved;
 }
 
 int tprof_region_start(int child)

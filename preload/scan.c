@@ -221,7 +221,8 @@ void tprof_scan_at_end(int reason)
 	atomic_store(&shm->scan_state, TPROF_SCAN_ASKED);
 	tprof_writer_kick();
 	/* wait for the recorder, which beats while it scans (every few MiB it reads); without a beat
-	 * for 2 s before it started, or 20 s after, it is taken for gone */
+	 * for 2 s before it started, or 20 s after, it is taken for gone (10 s when it never beat: a
+	 * fork child's registration may still wait in its queue) */
 	uint32_t beat = atomic_load(&shm->heartbeat);
 	int still = 0;
 	for (;;) {
@@ -233,7 +234,7 @@ void tprof_scan_at_end(int reason)
 		if (b != beat) {
 			beat = b;
 			still = 0;
-		} else if (++still >= (s == TPROF_SCAN_SCANNING ? 200 : 20)) {
+		} else if (++still >= (s == TPROF_SCAN_SCANNING ? 200 : b ? 20 : 100)) {
 			uint32_t expect = TPROF_SCAN_ASKED;
 			if (atomic_compare_exchange_strong(&shm->scan_state, &expect, TPROF_SCAN_GAVE_UP) ||
 			    expect == TPROF_SCAN_SCANNING) {

@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 6
+#define TPROF_SHM_VERSION 7
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 #define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
@@ -183,17 +183,28 @@ struct tprof_shm {
  * memory file's size, TPROF_ANSWER_FDS when it has too few descriptors left, TPROF_ANSWER_NO_FILE
  * when it does not create the file (it runs as another user, or could not): the process then
  * creates it itself, in its own directory, and sends it with the memfd in a second message,
- * without the flag. */
+ * without the flag. TPROF_ANSWER_YES_ASYNC is a yes that also says the recorder takes a fork child
+ * without answering (TPROF_HELLO_ASYNC): it learns which process connected even when that process
+ * has already ended (SO_PEERPIDFD), so the child sends its message and goes on. An asynchronous
+ * registration it refuses gets no answer: the recorder sets recorder_gone in its memory instead
+ * (the process then drops its events and counts them) and says why on its stderr. A process whose
+ * children may have registered so sends a barrier (TPROF_HELLO_BARRIER, no descriptor) at its end
+ * and waits for its answer: the recorder takes connections in order, so every child that
+ * registered before then has its trace file once its parent has ended. */
+#define TPROF_ANSWER_YES 1
 #define TPROF_ANSWER_FSIZE 2
 #define TPROF_ANSWER_NO_FILE 3
 #define TPROF_ANSWER_FDS 4 /* the recorder ran out of descriptors (a limit it inherited) */
+#define TPROF_ANSWER_YES_ASYNC 5
 #define TPROF_HELLO_NO_FILE 1u
+#define TPROF_HELLO_ASYNC 2u /* the process does not wait for the answer */
+#define TPROF_HELLO_BARRIER 4u /* no registration: answered once every one queued before it is taken */
 #define TPROF_HELLO_NAME_MAX 4095
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */
 	uint32_t version;
 	int32_t pid;
-	uint32_t flags;    /* TPROF_HELLO_NO_FILE */
+	uint32_t flags;    /* TPROF_HELLO_NO_FILE, TPROF_HELLO_ASYNC */
 	uint32_t reserved; /* 0 */
 };
 

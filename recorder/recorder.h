@@ -27,7 +27,7 @@ struct tprof_writer;
  * when it cannot. Call these from the server thread only. */
 struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a);
 /* The process is gone (its pidfd fired): read how it ended now, while its zombie is there. */
-void tprof_writer_gone(struct tprof_writer *w);
+void tprof_writer_gone(struct tprof_writer *w, int pidfd);
 /* The process registered again under the same pid and start time: it exec'd. */
 void tprof_writer_exec(struct tprof_writer *w);
 /* The trace is complete and the thread done with w, which tprof_writer_release takes back. */
@@ -70,5 +70,7 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start);
 /* The wait status of a zombie (field 52) if pid is still that process (start time) and a zombie;
  * 0 on success, -1 when it cannot be known (reaped already, or another process now). */
 int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status);
+/* The wait status of the ended process a pidfd names, even once reaped (Linux 6.15); 0 on success. */
+int tprof_pidfd_status(int pidfd, int *status);
 
 #endif

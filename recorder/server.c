@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -24,6 +26,10 @@
 #include "recorder.h"
 #include "shm.h"
 #include "sys.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
 
 #define MAX_WRITERS 4096
 
@@ -53,6 +59,28 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start)
 	char buf[1024];
 	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
 	return t ? tprof_stat_field(t, 22, start) : -1;
+}
+
+/* The wait status of the process a pidfd names once it has ended, even after it was reaped
+ * (PIDFD_GET_INFO with PIDFD_INFO_EXIT, Linux 6.15); 0 on success. */
+struct pidfd_info_v0 {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+	uint32_t coredump_mask, spare;
+};
+#define PIDFD_GET_INFO_V0 _IOWR(0xFF, 11, struct pidfd_info_v0)
+#define PIDFD_INFO_EXIT_BIT 8u
+
+int tprof_pidfd_status(int pidfd, int *status)
+{
+	struct pidfd_info_v0 in;
+	memset(&in, 0, sizeof(in));
+	in.mask = PIDFD_INFO_EXIT_BIT;
+	if (pidfd < 0 || ioctl(pidfd, PIDFD_GET_INFO_V0, &in) != 0 || !(in.mask & PIDFD_INFO_EXIT_BIT))
+		return -1;
+	*status = in.exit_code;
+	return 0;
 }
 
 int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
@@ -85,6 +113,24 @@ static void lift_limit(int what)
  * (TPROF_HELLO_NO_FILE). Kept as a path: an open directory would keep it busy. */
 static char start_dir[4096];
 
+/* The kernel names the process at the other end of a unix socket with a pidfd (SO_PEERPIDFD, Linux
+ * 6.5): then a fork child need not wait for its answer (TPROF_ANSWER_YES_ASYNC), as the process
+ * that sent a registration is known for sure however late it is read. */
+static int async_ok;
+
+static void check_async(void)
+{
+	int sv[2], pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return;
+	async_ok = getsockopt(sv[0], SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0;
+	if (pidfd >= 0)
+		close(pidfd);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 void tprof_recorder_setup(void)
 {
 	if (!getcwd(start_dir, sizeof(start_dir)))
@@ -97,6 +143,7 @@ void tprof_recorder_setup(void)
 	lift_limit(RLIMIT_FSIZE);
 	lift_limit(RLIMIT_AS);
 	lift_limit(RLIMIT_NOFILE);
+	check_async();
 	struct rlimit r; /* a privileged recorder may go past the program's hard limit */
 	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_max != RLIM_INFINITY && r.rlim_max < 65536) {
 		struct rlimit more = {65536, 65536};
@@ -128,14 +175,22 @@ static int finishing_writers(void)
 	return n;
 }
 
+/* A registration waits to be taken: that of a fork child which did not wait for its answer
+ * (TPROF_HELLO_ASYNC) may be there after its process, even the root, has ended. */
+static int pending(int listen_fd)
+{
+	struct pollfd p = {listen_fd, POLLIN, 0};
+	return poll(&p, 1, 0) == 1;
+}
+
 /* Lets stderr go once the root process is gone and its trace is written, and so are the traces of
  * every process that ended before it (each says where its trace went: a child's writer may finish
  * after its parent's): stderr may be a pipe that someone reads to its end (a shell's command
  * substitution), which must not wait for processes the root left behind. */
-static void check_root(void)
+static void check_root(int listen_fd)
 {
 	if (atomic_load(&stderr_dropped) || !root_gone || !drop_stderr || writers_of(root_pid) != 0 ||
-	    finishing_writers() != 0)
+	    finishing_writers() != 0 || pending(listen_fd))
 		return;
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (devnull >= 0) {
@@ -171,7 +226,7 @@ static void reap_writers(void)
 
 static void process_gone(struct entry *e)
 {
-	tprof_writer_gone(e->w);
+	tprof_writer_gone(e->w, e->pidfd);
 	close(e->pidfd);
 	e->pidfd = -1;
 }
@@ -183,24 +238,38 @@ static void close_fds(int *fds, int n)
 			close(fds[i]);
 }
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77 /* Linux 6.5 */
-#endif
-
 /* A pidfd of the process at the other end of conn and its start time, which with the pid names it
  * for good (an exec keeps both); 0 on success. The socket's own pidfd is the connecting process's
- * for sure; else the pidfd is taken between two readings of the start time. */
-static int peer_process(int conn, pid_t pid, int *pidfd, uint64_t *starttime)
+ * for sure; else the pidfd is taken between two readings of the start time. A process that did
+ * not wait for the answer (async) may have ended: then *gone is set, the start time is 0 and the
+ * pidfd, if the kernel still gives one (Linux 6.16 does after the process was reaped), tells its
+ * end. */
+static int peer_process(int conn, pid_t pid, int async, int *pidfd, uint64_t *starttime, int *gone)
 {
 	socklen_t len = sizeof(*pidfd);
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, pidfd, &len) == 0 && *pidfd >= 0) {
+	*gone = 0;
+	int got = getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, pidfd, &len) == 0 && *pidfd >= 0;
+	if (!got && async && errno == ESRCH) { /* reaped, on a kernel that gives no pidfd then */
+		*pidfd = -1;
+		*starttime = 0;
+		*gone = 1;
+		return 0;
+	}
+	if (got) {
 		struct pollfd pf = {*pidfd, POLLIN, 0};
 		if (tprof_proc_starttime(pid, starttime) == 0 && poll(&pf, 1, 0) == 0)
 			return 0; /* read while the process still lived: its own */
+		if (async && poll(&pf, 1, 0) == 1) {
+			*starttime = 0;
+			*gone = 1;
+			return 0;
+		}
 		close(*pidfd);
 		*pidfd = -1;
 		return -1;
 	}
+	if (async)
+		return -1; /* only sent to a recorder that answered TPROF_ANSWER_YES_ASYNC */
 	uint64_t again;
 	if (tprof_proc_starttime(pid, starttime) != 0)
 		return -1;
@@ -372,6 +441,28 @@ static int out_of_fds(void)
 	return full;
 }
 
+/* Says no to a registration: the byte it waits for, or, to a process that does not wait (async),
+ * in its memory, so that it drops its events rather than wait for a recorder that never comes;
+ * and then on stderr, as nobody else can. */
+static void refuse(int conn, int async, int memfd, char why, pid_t label)
+{
+	if (!async) {
+		send(conn, &why, 1, MSG_NOSIGNAL);
+		return;
+	}
+	void *m = memfd >= 0 ? mmap(NULL, sizeof(struct tprof_shm), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)
+			     : MAP_FAILED;
+	if (m != MAP_FAILED) {
+		atomic_store(&((struct tprof_shm *)m)->recorder_gone, 1);
+		munmap(m, sizeof(struct tprof_shm));
+	}
+	if (tprof_recorder_stderr_ok(label))
+		fprintf(stderr, "tprof: the recorder could not take pid %d%s; its events are dropped\n", (int)label,
+			why == TPROF_ANSWER_FDS ? " (too few descriptors left: the limit, ulimit -n, is inherited)"
+			: why == TPROF_ANSWER_NO_FILE ? " (its trace file could not be created)"
+						      : "");
+}
+
 /* One registration: check, start the writer, answer. */
 static void take(int conn)
 {
@@ -402,23 +493,33 @@ static void take(int conn)
 		for (int i = 0; i < k && nfds < 4; i++)
 			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 	}
+	if (r >= (ssize_t)sizeof(h) && h.flags == TPROF_HELLO_BARRIER && nfds == 0 && h.magic == TPROF_SHM_MAGIC &&
+	    h.version == TPROF_SHM_VERSION) {
+		/* every registration queued before it has been taken: connections are taken in order */
+		char done = TPROF_ANSWER_YES;
+		send(conn, &done, 1, MSG_NOSIGNAL);
+		return;
+	}
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	char no = 0, yes = 1;
+	char no = 0, yes = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES;
 	uint64_t starttime = 0;
 	int slot = -1, pidfd = -1, size_err = 0;
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!entries[i].w)
 			slot = i;
+	int async = r >= (ssize_t)sizeof(h) && (h.flags & TPROF_HELLO_ASYNC), gone = 0;
 	if (r < (ssize_t)sizeof(h) || nfds != (no_file ? 1 : 2) || (!no_file && name_len) ||
-	    (h.flags & ~TPROF_HELLO_NO_FILE) || h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
-	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || !same_process(cred.pid, h.pid) ||
+	    (h.flags & ~(TPROF_HELLO_NO_FILE | TPROF_HELLO_ASYNC)) || (async && !no_file) ||
+	    h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
+	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
 	    (size_err = ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 ? errno : 0) != 0 ||
-	    peer_process(conn, cred.pid, &pidfd, &starttime) != 0) {
+	    peer_process(conn, cred.pid, async, &pidfd, &starttime, &gone) != 0 ||
+	    (!gone && !same_process(cred.pid, h.pid))) {
 		/* RLIMIT_FSIZE, or the descriptor limit: reasons the process says */
 		char why = size_err == EFBIG ? TPROF_ANSWER_FSIZE : fds_short || out_of_fds() ? TPROF_ANSWER_FDS : no;
-		send(conn, &why, 1, MSG_NOSIGNAL);
+		refuse(conn, async, nfds ? fds[0] : -1, why, r >= (ssize_t)sizeof(h) ? h.pid : 0);
 		close_fds(fds, nfds);
 		if (pidfd >= 0)
 			close(pidfd);
@@ -426,13 +527,14 @@ static void take(int conn)
 	}
 	if (no_file && (fds[1] = create_for(msg.name, name_len, &cred)) < 0) {
 		char why = errno == EMFILE || out_of_fds() ? TPROF_ANSWER_FDS : TPROF_ANSWER_NO_FILE;
-		send(conn, &why, 1, MSG_NOSIGNAL);
+		refuse(conn, async, fds[0], why, h.pid);
 		close_fds(fds, nfds);
-		close(pidfd);
+		if (pidfd >= 0)
+			close(pidfd);
 		return;
 	}
 	/* the same process again: an exec; its previous image's writer finishes that trace */
-	for (int i = 0; i < high; i++) {
+	for (int i = 0; i < high && starttime; i++) {
 		struct entry *e = &entries[i];
 		if (e->w && e->pid == cred.pid && e->starttime == starttime && e->pidfd >= 0) {
 			tprof_writer_exec(e->w);
@@ -445,15 +547,19 @@ static void take(int conn)
 		.own_mode = no_file, .path = no_file ? last_path : NULL};
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
-		send(conn, &no, 1, MSG_NOSIGNAL);
-		close(pidfd);
+		refuse(conn, async, fds[0], no, h.pid);
+		if (pidfd >= 0)
+			close(pidfd);
 		return;
 	}
 	entries[slot] = (struct entry){w, cred.pid, starttime, pidfd};
 	nentries++;
 	if (slot >= high)
 		high = slot + 1;
-	send(conn, &yes, 1, MSG_NOSIGNAL);
+	if (gone && pidfd < 0) /* ended and reaped: nothing to wait for */
+		tprof_writer_gone(w, -1);
+	if (!async)
+		send(conn, &yes, 1, MSG_NOSIGNAL);
 }
 
 int tprof_server_run(const struct tprof_server_opts *o)
@@ -470,14 +576,15 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	uint64_t idle_since = mono_ms();
 	for (;;) {
 		reap_writers();
-		check_root();
-		if (notify_fd >= 0 && root_gone && writers_of(root_pid) == 0 && finishing_writers() == 0) {
+		check_root(o->listen_fd);
+		if (notify_fd >= 0 && root_gone && writers_of(root_pid) == 0 && finishing_writers() == 0 &&
+		    !pending(o->listen_fd)) {
 			if (root_trace[0] && write(notify_fd, root_trace, strlen(root_trace)) < 0)
 				root_trace[0] = 0; /* tprof record does without it */
 			close(notify_fd);
 			notify_fd = -1;
 		}
-		if (nentries || !root_gone)
+		if (nentries || !root_gone || pending(o->listen_fd))
 			idle_since = mono_ms();
 		else if (mono_ms() - idle_since >= (uint64_t)(o->linger_ms > 0 ? o->linger_ms : 0))
 			break;

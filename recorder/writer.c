@@ -1167,7 +1167,7 @@ static void poke(struct tprof_writer *w)
 	atomic_store(&w->poking, 0);
 }
 
-void tprof_writer_gone(struct tprof_writer *w)
+void tprof_writer_gone(struct tprof_writer *w, int pidfd)
 {
 	if (atomic_load(&w->process_gone))
 		return;
@@ -1178,7 +1178,7 @@ void tprof_writer_gone(struct tprof_writer *w)
 	/* read even when the process said how it ends: what it said can be wrong (two threads call
 	 * exit at once and the other one's status wins; a destructor crashes after it said exit) */
 	int st;
-	if (tprof_zombie_status(w->tpid, w->starttime, &st) == 0) {
+	if (tprof_zombie_status(w->tpid, w->starttime, &st) == 0 || tprof_pidfd_status(pidfd, &st) == 0) {
 		atomic_store(&w->zombie_status, st);
 		atomic_store(&w->zombie_known, 1);
 	}
@@ -1455,6 +1455,8 @@ static void write_trace(struct tprof_writer *w)
 	write_header_and_info(w);
 	if (w->shm->rss_interval_ms && w->shm->start_rss_bytes) /* taken by the process at start-up */
 		rss_add(w, w->shm->start_rss_tick, w->shm->start_rss_bytes);
+	else if (w->shm->rss_interval_ms) /* a fork child that did not wait leaves the first to us */
+		rss_sample(w);
 	modules_update(w);
 	out_flush(w);
 

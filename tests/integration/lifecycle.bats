@@ -293,6 +293,49 @@ PY
 	done
 }
 
+@test "fork children that end before the recorder reads their registration: each trace says how (SIGKILL, raw exit, _exit)" {
+	# a fork child sends its registration and goes on without waiting for the answer; the recorder
+	# may read it once the child is gone and reaped, and learns its end through the socket's pidfd
+	mkdir k
+	TPROF_QUIET=1 TPROF_OUTPUT=k/%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/fork_ends" 30 >out.txt 2>err.txt
+	[ "$(cat out.txt)" = "30 of 30 as expected" ]
+	[ ! -s err.txt ] || { cat err.txt; false; }
+	# the parent made no heap call (no trace); the files of the children it made exist once it has ended
+	[ "$(ls k | wc -l)" = 30 ]
+	settled k/*.trace
+	for t in k/*.trace; do
+		report "$t" r.json
+		[ "$(jget r.json complete)" = true ]
+		[ "$(jget r.json allocations)" = 1 ]
+		i=$(($(jget r.json bytes_allocated) - 100))
+		case $((i % 3)) in
+		0) [ "$(jget r.json end)" = "fatal signal" ] && [ "$(jget r.json signal)" = 9 ] ;;
+		1) [ "$(jget r.json end)" = _exit ] && [ "$(jget r.json exit_status)" = 7 ] ;;
+		2) [ "$(jget r.json end)" = _exit ] && [ "$(jget r.json exit_status)" = 3 ] ;;
+		esac
+	done
+}
+
+@test "a recorder out of descriptors refuses fork children that did not wait: they run on, drop their events, and it says so" {
+	# the recorder inherits a hard limit of 24 descriptors (three per traced process): of 12
+	# children alive at once some cannot be taken; their registration had no answer to wait for,
+	# so the recorder marks their memory and each drops its events instead of waiting for it
+	mkdir h
+	prlimit --nofile=24:24 env TPROF_QUIET=1 TPROF_OUTPUT=h/%p.trace LD_PRELOAD="$B/libtprof.so" \
+		"$B/progs/fork_hold" 12 100000 >out.txt 2>err.txt
+	[ "$(cat out.txt)" = "12 of 12 ended well" ]
+	refused=$(grep -c "the recorder could not take pid .* (too few descriptors left" err.txt)
+	[ "$refused" -ge 1 ]
+	[ "$(grep -vc "the recorder could not take pid" err.txt)" = 0 ]
+	settled h/*.trace
+	# the parent's trace and those of the children it took, all complete
+	[ "$(ls h | wc -l)" = $((13 - refused)) ]
+	for t in h/*.trace; do
+		report "$t" r.json
+		[ "$(jget r.json complete)" = true ]
+	done
+}
+
 @test "a fork storm whose children all name one file: each gets its own suffix, past a thousand too" {
 	# TPROF_OUTPUT without %p: the parent's trace takes the name, child k the suffix .k; the
 	# recorder looks for a free suffix after the last it gave, not from .1 each time
