@@ -70,7 +70,11 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start);
 /* The wait status of a zombie (field 52) if pid is still that process (start time) and a zombie;
  * 0 on success, -1 when it cannot be known (reaped already, or another process now). */
 int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status);
-/* The wait status of the ended process a pidfd names, even once reaped (Linux 6.15); 0 on success. */
+/* The wait status of the ended process a pidfd names, once reaped (Linux 6.15); 0 on success. */
 int tprof_pidfd_status(int pidfd, int *status);
+/* The wait status of the ended process pidfd names: from the pidfd once reaped, else from its zombie
+ * (/proc/PID/stat, field 52), taken only if the pidfd still has no status after the read (not
+ * reaped, so the pid was still its own); 0 on success. */
+int tprof_zombie_status_pidfd(pid_t pid, int pidfd, int *status);
 
 #endif

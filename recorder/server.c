@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,8 +84,28 @@ int tprof_pidfd_status(int pidfd, int *status)
 	return 0;
 }
 
+int tprof_zombie_status_pidfd(pid_t pid, int pidfd, int *status)
+{
+	if (pidfd < 0)
+		return -1;
+	if (tprof_pidfd_status(pidfd, status) == 0)
+		return 0; /* reaped already */
+	char buf[1024];
+	uint64_t code;
+	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
+	if (!t || (t[0] != 'Z' && t[0] != 'X') || tprof_stat_field(t, 52, &code) != 0)
+		return -1;
+	/* still not reaped after the read (its pidfd has no exit status yet): the zombie read was its */
+	if (tprof_pidfd_status(pidfd, status) == 0)
+		return 0;
+	*status = (int)code;
+	return 0;
+}
+
 int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
 {
+	if (!starttime) /* not read (the pidfd tells), or the process was gone before it could be */
+		return -1;
 	char buf[1024];
 	uint64_t st, code;
 	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
@@ -117,6 +138,17 @@ static char start_dir[4096];
  * 6.5): then a fork child need not wait for its answer (TPROF_ANSWER_YES_ASYNC), as the process
  * that sent a registration is known for sure however late it is read. */
 static int async_ok;
+/* The kernel keeps a process's exit status for its pidfds once it is reaped (PIDFD_INFO_EXIT, Linux
+ * 6.15): then the recorder reads no start time from /proc (about 10 us on a VM): the pidfd names
+ * the process, and a zombie read is checked against it (tprof_zombie_status_pidfd). */
+static int pidfd_exit_ok;
+
+static int kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &ma, &mi) == 2 && (ma > major || (ma == major && mi >= minor));
+}
 
 static void check_async(void)
 {
@@ -125,6 +157,7 @@ static void check_async(void)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
 		return;
 	async_ok = getsockopt(sv[0], SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0;
+	pidfd_exit_ok = async_ok && kernel_at_least(6, 15);
 	if (pidfd >= 0)
 		close(pidfd);
 	close(sv[0]);
@@ -254,6 +287,19 @@ static int peer_process(int conn, pid_t pid, int async, int *pidfd, uint64_t *st
 		*starttime = 0;
 		*gone = 1;
 		return 0;
+	}
+	if (got && pidfd_exit_ok) { /* the pidfd names it and will tell its end: no start time */
+		struct pollfd pf = {*pidfd, POLLIN, 0};
+		*starttime = 0;
+		if (poll(&pf, 1, 0) == 0)
+			return 0;
+		if (async) {
+			*gone = 1;
+			return 0;
+		}
+		close(*pidfd); /* a process that waits for the answer is alive */
+		*pidfd = -1;
+		return -1;
 	}
 	if (got) {
 		struct pollfd pf = {*pidfd, POLLIN, 0};
@@ -533,10 +579,13 @@ static void take(int conn)
 			close(pidfd);
 		return;
 	}
-	/* the same process again: an exec; its previous image's writer finishes that trace */
-	for (int i = 0; i < high && starttime; i++) {
+	/* the same process again: an exec; its previous image's writer finishes that trace. Named by
+	 * the pid and start time, or, without a start time, by the pid of an entry whose process still
+	 * lives (its pidfd has not fired): no other process can have its pid meanwhile. */
+	for (int i = 0; i < high && (starttime || (pidfd_exit_ok && !gone)); i++) {
 		struct entry *e = &entries[i];
-		if (e->w && e->pid == cred.pid && e->starttime == starttime && e->pidfd >= 0) {
+		if (e->w && e->pid == cred.pid && e->pidfd >= 0 &&
+		    (starttime ? e->starttime == starttime : poll(&(struct pollfd){e->pidfd, POLLIN, 0}, 1, 0) == 0)) {
 			tprof_writer_exec(e->w);
 			close(e->pidfd);
 			e->pidfd = -1;

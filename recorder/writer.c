@@ -1178,7 +1178,7 @@ void tprof_writer_gone(struct tprof_writer *w, int pidfd)
 	/* read even when the process said how it ends: what it said can be wrong (two threads call
 	 * exit at once and the other one's status wins; a destructor crashes after it said exit) */
 	int st;
-	if (tprof_zombie_status(w->tpid, w->starttime, &st) == 0 || tprof_pidfd_status(pidfd, &st) == 0) {
+	if (tprof_zombie_status(w->tpid, w->starttime, &st) == 0 || tprof_zombie_status_pidfd(w->tpid, pidfd, &st) == 0) {
 		atomic_store(&w->zombie_status, st);
 		atomic_store(&w->zombie_known, 1);
 	}
