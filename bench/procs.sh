@@ -22,16 +22,20 @@ have_heaptrack=1
 command -v heaptrack >/dev/null || have_heaptrack=0
 loop="for i in \$(seq $N); do /bin/true; done"
 
+# Each run's traces go to a new directory, all removed at the end: a file system without a journal
+# (ext4 here) looks past every inode freed in the last minutes when it allocates one, so deleting a
+# run's hundreds of traces just before the next would make that run's files the bench's cost.
+name_n=0
 run_case() { # NAME COMMAND...: prints a row
 	local name=$1
 	shift
+	name_n=$((name_n + 1))
 	: >bare.txt; : >rec.txt; : >pre.txt; : >ht.txt
 	for r in $(seq "$RUNS"); do
 		ms "$@" >>bare.txt
-		rm -rf tr && mkdir tr
-		TPROF_QUIET=1 ms "$B/tprof" record -o "tr/%p.trace" -- "$@" >>rec.txt
-		rm -rf tr && mkdir tr
-		TPROF_QUIET=1 TPROF_OUTPUT="tr/%p.trace" ms env LD_PRELOAD="$B/libtprof.so" "$@" >>pre.txt
+		mkdir "tr.$name_n.$r.r" "tr.$name_n.$r.p"
+		TPROF_QUIET=1 ms "$B/tprof" record -o "tr.$name_n.$r.r/%p.trace" -- "$@" >>rec.txt
+		TPROF_QUIET=1 TPROF_OUTPUT="tr.$name_n.$r.p/%p.trace" ms env LD_PRELOAD="$B/libtprof.so" "$@" >>pre.txt
 		sleep 0.3 # the recorder started on first use finishes its last traces after the program
 		if [ $have_heaptrack = 1 ] && [ "$r" -le 2 ]; then
 			rm -rf ht && mkdir ht
@@ -65,8 +69,8 @@ bare=999999999 prog=999999999 rec=999999999
 for r in $(seq "$RUNS"); do
 	c=$("$B/bench/rusage" "$B/bench/forkstorm" $M alloc 2>&1 >/dev/null | awk '/^cpu_us/ {print $2}')
 	[ -n "$c" ] && [ "$c" -lt "$bare" ] && bare=$c
-	rm -rf tr && mkdir tr
-	c=$(TPROF_QUIET=1 TPROF_OUTPUT="tr/%p.trace" LD_PRELOAD="$B/libtprof.so" "$B/bench/rusage" \
+	mkdir "tr.cpu.$r"
+	c=$(TPROF_QUIET=1 TPROF_OUTPUT="tr.cpu.$r/%p.trace" LD_PRELOAD="$B/libtprof.so" "$B/bench/rusage" \
 		"$B/bench/forkstorm" $M alloc 2>&1 >/dev/null | awk '/^cpu_us/ {print $2}')
 	[ -n "$c" ] && [ "$c" -lt "$prog" ] && prog=$c
 	sleep 0.1 # the recorder started on first use writes the last traces, then lingers 200 ms
