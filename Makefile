@@ -139,7 +139,11 @@ FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=gnu11 -g -O1 -Iinclude -Ipreload -Irecorder -Ianalyzer -D_GNU_SOURCE -pthread \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_SRC   := $(filter-out analyzer/cmd/tprof.c,$(ANALYZER_SRC)) $(RECORDER_SRC)
-fuzz: build/fuzz/fuzz_trace build/fuzz/fuzz_symcache
+fuzz: build/fuzz/fuzz_trace build/fuzz/fuzz_symcache build/fuzz/fuzz_supp
+build/fuzz/fuzz_supp: tests/fuzz/fuzz_supp.c analyzer/analysis/suppress.c analyzer/base/util.c \
+                      analyzer/analysis/suppress.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_supp.c analyzer/analysis/suppress.c analyzer/base/util.c
 build/fuzz/fuzz_symcache: tests/fuzz/fuzz_symcache.c analyzer/trace/symcache.c analyzer/base/util.c \
                           analyzer/trace/symcache.h $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The fuzz target (tests/fuzz/fuzz_trace.c: every command that reads a trace, under ASan and UBSan)
 # runs 6000 inputs over the corpus in tests/fuzz/corpus: no crash, leak, hang or blow-up; and the
-# cache-file reader's target (tests/fuzz/fuzz_symcache.c) 20000 over tests/fuzz/symcache_corpus.
+# cache-file reader's target (tests/fuzz/fuzz_symcache.c) 20000 over tests/fuzz/symcache_corpus, and
+# the suppression-file reader's (tests/fuzz/fuzz_supp.c) 50000 over tests/fuzz/supp_corpus.
 # Longer runs: make fuzz; build/fuzz/fuzz_trace -max_total_time=3600 DIR tests/fuzz/corpus
 
 load helpers
@@ -27,4 +28,8 @@ fuzz() {
 
 @test "fuzz: 20000 runs of libFuzzer over the symbolizer's cache-file reader find nothing" {
 	fuzz fuzz_symcache symcache_corpus 20000
+}
+
+@test "fuzz: 50000 runs of libFuzzer over the leak suppression file reader find nothing" {
+	fuzz fuzz_supp supp_corpus 50000
 }
