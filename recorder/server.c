@@ -410,9 +410,21 @@ static int ahead_take(const char *path)
 		errno = ENOENT;
 		return -1;
 	}
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ahead_fd);
-	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
+	/* by the descriptor itself where the kernel allows it (CAP_DAC_READ_SEARCH, which root has):
+	 * no walk through /proc; else through /proc/self/fd */
+	static int empty_path_refused;
+	int linked = -1;
+	if (!empty_path_refused) {
+		linked = linkat(ahead_fd, "", AT_FDCWD, path, AT_EMPTY_PATH);
+		if (linked != 0 && (errno == ENOENT || errno == EPERM || errno == EINVAL))
+			empty_path_refused = 1; /* said once: the same for every later file */
+	}
+	if (linked != 0 && empty_path_refused) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ahead_fd);
+		linked = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+	}
+	if (linked != 0) {
 		if (errno != EEXIST)
 			ahead_drop(); /* no /proc, a directory gone: files are created as they are needed */
 		return -1;

@@ -116,6 +116,7 @@ struct tprof_writer {
 	/* kept across images */
 	uint8_t *stack_written; /* a bit per stack id: already defined in this trace */
 	uint32_t stack_written_top; /* bytes of it that may be nonzero */
+	uint32_t wthreads_top;      /* entries of wthreads that may be nonzero */
 	ZSTD_CCtx *zctx;        /* static context in mmap'd memory: compressing never allocates */
 	struct tprof_writer *next_free;
 	_Atomic uint32_t thread_state; /* THREAD_NONE, THREAD_BUSY or THREAD_IDLE */
@@ -178,7 +179,10 @@ static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 static uint32_t threads_hwm(struct tprof_writer *w)
 {
 	uint32_t h = atomic_load_explicit(&w->shm->threads_hwm, memory_order_acquire);
-	return h > TPROF_SHM_THREADS ? TPROF_SHM_THREADS : h;
+	h = h > TPROF_SHM_THREADS ? TPROF_SHM_THREADS : h;
+	if (h > w->wthreads_top)
+		w->wthreads_top = h;
+	return h;
 }
 
 
@@ -1585,7 +1589,10 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 		uint8_t *sw = w->stack_written;
 		uint32_t top = w->stack_written_top;
 		ZSTD_CCtx *z = w->zctx;
-		memset(w, 0, offsetof(struct tprof_writer, stack_written));
+		/* the per-image part, but only the thread entries an image used (100 KiB for all) */
+		memset(w, 0, offsetof(struct tprof_writer, wthreads));
+		memset(w->wthreads, 0, w->wthreads_top * sizeof(w->wthreads[0]));
+		w->wthreads_top = 0;
 		w->stack_written = sw;
 		w->zctx = z;
 		if (top > (256u << 10))
