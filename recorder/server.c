@@ -554,7 +554,7 @@ static void take(int conn)
 	if (r >= (ssize_t)sizeof(h) && h.flags == TPROF_HELLO_BARRIER && nfds == 0 && h.magic == TPROF_SHM_MAGIC &&
 	    h.version == TPROF_SHM_VERSION) {
 		/* every registration queued before it has been taken: connections are taken in order */
-		char done = TPROF_ANSWER_YES;
+		char done = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES; /* as to a registration */
 		send(conn, &done, 1, MSG_NOSIGNAL);
 		return;
 	}
