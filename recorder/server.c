@@ -62,6 +62,11 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start)
 	return t ? tprof_stat_field(t, 22, start) : -1;
 }
 
+/* The kernel keeps a process's exit status for its pidfds once it is reaped (PIDFD_INFO_EXIT, Linux
+ * 6.15): then the recorder reads no start time from /proc (about 10 us on a VM): the pidfd names
+ * the process, and a zombie read is checked against it (tprof_zombie_status_pidfd). */
+static int pidfd_exit_ok;
+
 /* The wait status of the process a pidfd names once it has ended, even after it was reaped
  * (PIDFD_GET_INFO with PIDFD_INFO_EXIT, Linux 6.15); 0 on success. */
 struct pidfd_info_v0 {
@@ -90,6 +95,8 @@ int tprof_zombie_status_pidfd(pid_t pid, int pidfd, int *status)
 		return -1;
 	if (tprof_pidfd_status(pidfd, status) == 0)
 		return 0; /* reaped already */
+	if (!pidfd_exit_ok)
+		return -1; /* the pidfd would not tell a reap: a /proc read could be another process's */
 	char buf[1024];
 	uint64_t code;
 	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
@@ -138,10 +145,6 @@ static char start_dir[4096];
  * 6.5): then a fork child need not wait for its answer (TPROF_ANSWER_YES_ASYNC), as the process
  * that sent a registration is known for sure however late it is read. */
 static int async_ok;
-/* The kernel keeps a process's exit status for its pidfds once it is reaped (PIDFD_INFO_EXIT, Linux
- * 6.15): then the recorder reads no start time from /proc (about 10 us on a VM): the pidfd names
- * the process, and a zombie read is checked against it (tprof_zombie_status_pidfd). */
-static int pidfd_exit_ok;
 
 static int kernel_at_least(int major, int minor)
 {

@@ -1182,7 +1182,11 @@ void tprof_writer_gone(struct tprof_writer *w, int pidfd)
 	/* read even when the process said how it ends: what it said can be wrong (two threads call
 	 * exit at once and the other one's status wins; a destructor crashes after it said exit) */
 	int st;
-	if (tprof_zombie_status(w->tpid, w->starttime, &st) == 0 || tprof_zombie_status_pidfd(w->tpid, pidfd, &st) == 0) {
+	/* with a start time (before Linux 6.15) the zombie read is checked against it; without, against
+	 * the pidfd (a read of /proc for a pid that is no longer the process's must never count) */
+	int known = w->starttime ? tprof_zombie_status(w->tpid, w->starttime, &st) == 0
+				 : tprof_zombie_status_pidfd(w->tpid, pidfd, &st) == 0;
+	if (known) {
 		atomic_store(&w->zombie_status, st);
 		atomic_store(&w->zombie_known, 1);
 	}
