@@ -539,10 +539,6 @@ static int find_recorder(void)
 	return spawn_recorder(recorder_name, recorder_name_len);
 }
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77 /* Linux 6.5 */
-#endif
-
 /* Whether the kernel names the process at the other end of a unix socket with a pidfd, which is
  * what a recorder needs to take a fork child that does not wait for its answer (the recorder,
  * of the same build, says TPROF_ANSWER_YES_ASYNC when it does). Asked of the recorder's end. */

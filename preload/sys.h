@@ -30,6 +30,11 @@ static inline pid_t tprof_gettid(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+/* The pidfd of a unix socket's peer (Linux 6.5; older kernel headers lack the name). */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 /* Maps in, with one system call, the pages of [p, p + len) a process is about to write: each page
  * it would otherwise fault in costs a trap, about 10 us on a VM, against 1 to 3 us here. Where the
  * kernel cannot (before Linux 5.14) the pages fault in as before. errno is kept. */

@@ -28,10 +28,6 @@
 #include "shm.h"
 #include "sys.h"
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77 /* Linux 6.5 */
-#endif
-
 #define MAX_WRITERS 4096
 
 static struct entry {
@@ -60,6 +56,20 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start)
 	char buf[1024];
 	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
 	return t ? tprof_stat_field(t, 22, start) : -1;
+}
+
+/* /proc/PID/stat of a zombie (or a task being reaped): its start time (field 22) and wait status
+ * (field 52); 0 on success, -1 when pid is no zombie. Whose zombie it is, the caller checks. */
+static int zombie_read(pid_t pid, uint64_t *start, int *status)
+{
+	char buf[1024];
+	uint64_t code;
+	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
+	if (!t || (t[0] != 'Z' && t[0] != 'X') || tprof_stat_field(t, 22, start) != 0 ||
+	    tprof_stat_field(t, 52, &code) != 0)
+		return -1;
+	*status = (int)code;
+	return 0;
 }
 
 /* The kernel keeps a process's exit status for its pidfds once it is reaped (PIDFD_INFO_EXIT, Linux
@@ -97,15 +107,14 @@ int tprof_zombie_status_pidfd(pid_t pid, int pidfd, int *status)
 		return 0; /* reaped already */
 	if (!pidfd_exit_ok)
 		return -1; /* the pidfd would not tell a reap: a /proc read could be another process's */
-	char buf[1024];
-	uint64_t code;
-	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
-	if (!t || (t[0] != 'Z' && t[0] != 'X') || tprof_stat_field(t, 52, &code) != 0)
+	uint64_t start;
+	int code;
+	if (zombie_read(pid, &start, &code) != 0)
 		return -1;
 	/* still not reaped after the read (its pidfd has no exit status yet): the zombie read was its */
 	if (tprof_pidfd_status(pidfd, status) == 0)
 		return 0;
-	*status = (int)code;
+	*status = code;
 	return 0;
 }
 
@@ -113,13 +122,11 @@ int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
 {
 	if (!starttime) /* not read (the pidfd tells), or the process was gone before it could be */
 		return -1;
-	char buf[1024];
-	uint64_t st, code;
-	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
-	if (!t || (t[0] != 'Z' && t[0] != 'X') || tprof_stat_field(t, 22, &st) != 0 || st != starttime ||
-	    tprof_stat_field(t, 52, &code) != 0)
+	uint64_t st;
+	int code;
+	if (zombie_read(pid, &st, &code) != 0 || st != starttime)
 		return -1;
-	*status = (int)code;
+	*status = code;
 	return 0;
 }
 
@@ -291,29 +298,19 @@ static int peer_process(int conn, pid_t pid, int async, int *pidfd, uint64_t *st
 		*gone = 1;
 		return 0;
 	}
-	if (got && pidfd_exit_ok) { /* the pidfd names it and will tell its end: no start time */
+	if (got) {
+		/* on 6.15 the pidfd names it and will tell its end: no start time; else the start time,
+		 * read while the process still lived (its pidfd had not fired): its own */
 		struct pollfd pf = {*pidfd, POLLIN, 0};
 		*starttime = 0;
-		if (poll(&pf, 1, 0) == 0)
+		if ((pidfd_exit_ok || tprof_proc_starttime(pid, starttime) == 0) && poll(&pf, 1, 0) == 0)
 			return 0;
-		if (async) {
-			*gone = 1;
-			return 0;
-		}
-		close(*pidfd); /* a process that waits for the answer is alive */
-		*pidfd = -1;
-		return -1;
-	}
-	if (got) {
-		struct pollfd pf = {*pidfd, POLLIN, 0};
-		if (tprof_proc_starttime(pid, starttime) == 0 && poll(&pf, 1, 0) == 0)
-			return 0; /* read while the process still lived: its own */
 		if (async && poll(&pf, 1, 0) == 1) {
 			*starttime = 0;
 			*gone = 1;
 			return 0;
 		}
-		close(*pidfd);
+		close(*pidfd); /* a process that waits for the answer is alive */
 		*pidfd = -1;
 		return -1;
 	}
