@@ -352,6 +352,17 @@ static int try_connect(const char *name, size_t len)
 	return fd;
 }
 
+/* The recorder of an abstract name through its path (tprof_sock_path): from another network
+ * namespace, the abstract name cannot be reached. */
+static int try_connect_path(const char *name, size_t len)
+{
+	char path[108];
+	if (len < 2 || name[0] != 0)
+		return -1;
+	size_t n = tprof_sock_path(path, sizeof(path), name + 1, len - 1, (uint32_t)getuid(), 0);
+	return n ? try_connect(path, n + 1) : -1;
+}
+
 /* The path of tprof-recorder: beside libtprof.so. */
 static int recorder_path(char *out, size_t cap)
 {
@@ -504,6 +515,8 @@ static int find_recorder(void)
 {
 	if (recorder_name_len) { /* found or started before (a fork child: by its parent): no walk */
 		int fd = try_connect(recorder_name, recorder_name_len);
+		if (fd < 0)
+			fd = try_connect_path(recorder_name, recorder_name_len);
 		if (fd >= 0)
 			return fd;
 	}
@@ -514,12 +527,17 @@ static int find_recorder(void)
 		recorder_name_len = 1 + strlen(env);
 		memcpy(recorder_name + 1, env, recorder_name_len - 1);
 		int fd = try_connect(recorder_name, recorder_name_len);
+		if (fd < 0)
+			fd = try_connect_path(recorder_name, recorder_name_len);
 		if (fd >= 0)
 			return fd;
 	}
 	/* The nearest ancestor that started a recorder; the walk stops at the first process that
-	 * cannot be read (another user's, or gone) or after 32 steps. */
-	pid_t pid = getppid();
+	 * cannot be read (another user's, or gone) or after 32 steps. Then the same names at their
+	 * paths: a process in a network namespace of its own reaches its ancestors' recorder so. */
+	pid_t pid = getppid(), walked[32];
+	uint64_t starts[32];
+	int nwalked = 0;
 	for (int depth = 0; depth < 32 && pid > 1; depth++) {
 		pid_t pp;
 		uint64_t start;
@@ -529,13 +547,26 @@ static int find_recorder(void)
 		int fd = try_connect(recorder_name, recorder_name_len);
 		if (fd >= 0)
 			return fd;
+		walked[nwalked] = pid;
+		starts[nwalked++] = start;
 		pid = pp;
+	}
+	for (int i = 0; i < nwalked; i++) {
+		recorder_name_len = socket_name(recorder_name, walked[i], starts[i]);
+		int fd = try_connect_path(recorder_name, recorder_name_len);
+		if (fd >= 0)
+			return fd;
 	}
 	pid_t pp;
 	uint64_t start;
 	if (proc_stat(getpid(), &pp, &start) != 0)
 		return -1;
 	recorder_name_len = socket_name(recorder_name, getpid(), start);
+	/* the recorder an earlier image of this process started, before it entered a network
+	 * namespace of its own (unshare -n then exec); in the same namespace, spawn_recorder finds it */
+	int fd = try_connect_path(recorder_name, recorder_name_len);
+	if (fd >= 0)
+		return fd;
 	return spawn_recorder(recorder_name, recorder_name_len);
 }
 

@@ -19,7 +19,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,12 +220,85 @@ static int finishing_writers(void)
 	return n;
 }
 
+/* The second listening socket, at a path (tprof_sock_path): processes in another network namespace
+ * register there. -1 until it is made (after the first answer: the first process does not wait for
+ * it), or when it could not be. */
+static int path_fd = -1;
+static char path_name[108];
+
 /* A registration waits to be taken: that of a fork child which did not wait for its answer
  * (TPROF_HELLO_ASYNC) may be there after its process, even the root, has ended. */
 static int pending(int listen_fd)
 {
-	struct pollfd p = {listen_fd, POLLIN, 0};
-	return poll(&p, 1, 0) == 1;
+	struct pollfd p[2] = {{listen_fd, POLLIN, 0}, {path_fd, POLLIN, 0}};
+	return poll(p, path_fd >= 0 ? 2 : 1, 0) > 0;
+}
+
+/* Listens at the path of the abstract name listen_fd is bound to, in the user's own directory (made
+ * if need be; not used unless it is a directory of ours that nobody else may enter). A socket file
+ * left by a recorder that was killed is replaced; one that answers is another recorder's (the same
+ * name in another pid namespace): left alone. */
+static void path_listen(int listen_fd)
+{
+	struct sockaddr_un a;
+	socklen_t al = sizeof(a);
+	if (getsockname(listen_fd, (struct sockaddr *)&a, &al) != 0 || al <= offsetof(struct sockaddr_un, sun_path) + 1 ||
+	    a.sun_path[0] != 0)
+		return; /* not an abstract name */
+	size_t nl = al - offsetof(struct sockaddr_un, sun_path) - 1;
+	char dir[108];
+	uint32_t uid = (uint32_t)getuid();
+	if (!tprof_sock_path(dir, sizeof(dir), a.sun_path + 1, nl, uid, 1) ||
+	    !tprof_sock_path(path_name, sizeof(path_name), a.sun_path + 1, nl, uid, 0))
+		return;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct sockaddr_un p = {.sun_family = AF_UNIX};
+	size_t pl = strlen(path_name);
+	memcpy(p.sun_path, path_name, pl + 1);
+	socklen_t plen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + pl + 1);
+	for (int tries = 0; tries < 3; tries++) {
+		struct stat st;
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			break;
+		if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+			break;
+		if (bind(fd, (struct sockaddr *)&p, plen) == 0) {
+			if (listen(fd, 64) != 0) {
+				unlink(path_name);
+				break;
+			}
+			path_fd = fd;
+			return;
+		}
+		if (errno == EADDRINUSE) {
+			int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+			int live = c >= 0 && connect(c, (struct sockaddr *)&p, plen) == 0;
+			if (c >= 0)
+				close(c);
+			if (live || unlink(path_name) != 0)
+				break;
+		} else if (errno != ENOENT) { /* ENOENT: another recorder removed the directory meanwhile */
+			break;
+		}
+	}
+	close(fd);
+	path_name[0] = 0;
+}
+
+static void path_unlisten(void)
+{
+	if (path_fd < 0)
+		return;
+	close(path_fd);
+	path_fd = -1;
+	unlink(path_name);
+	char *slash = strrchr(path_name, '/');
+	if (slash) {
+		*slash = 0;
+		rmdir(path_name); /* when no other recorder of the user's listens there */
+	}
 }
 
 /* Lets stderr go once the root process is gone and its trace is written, and so are the traces of
@@ -522,6 +597,10 @@ static void refuse(int conn, int async, int memfd, char why, pid_t label)
 }
 
 /* One registration: check, start the writer, answer. */
+static int spare_fd = -1; /* kept to answer a process when out of descriptors */
+static int listen_abstract = -1;
+static void accept_one(int lfd);
+
 static void take(int conn)
 {
 	struct {
@@ -553,7 +632,19 @@ static void take(int conn)
 	}
 	if (r >= (ssize_t)sizeof(h) && h.flags == TPROF_HELLO_BARRIER && nfds == 0 && h.magic == TPROF_SHM_MAGIC &&
 	    h.version == TPROF_SHM_VERSION) {
-		/* every registration queued before it has been taken: connections are taken in order */
+		/* every registration queued before it has been taken: connections of one socket are
+		 * taken in order; those queued at the other (a process in another network namespace,
+		 * its fork children) are taken now */
+		static int draining;
+		if (!draining && path_fd >= 0) {
+			draining = 1;
+			for (int k = 0; k < 2; k++) {
+				int lfd = k ? path_fd : listen_abstract;
+				for (int q = 0; q < 4096 && lfd >= 0 && poll(&(struct pollfd){lfd, POLLIN, 0}, 1, 0) == 1; q++)
+					accept_one(lfd);
+			}
+			draining = 0;
+		}
 		char done = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES; /* as to a registration */
 		send(conn, &done, 1, MSG_NOSIGNAL);
 		return;
@@ -623,18 +714,50 @@ static void take(int conn)
 		send(conn, &yes, 1, MSG_NOSIGNAL);
 }
 
+/* Takes one connection waiting on the listening socket lfd. */
+static void accept_one(int lfd)
+{
+	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (conn < 0 && errno == EMFILE && spare_fd >= 0) {
+		/* out of descriptors: the spare one makes room to say so, so that the process does
+		 * not wait for an answer */
+		close(spare_fd);
+		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (conn >= 0) {
+			char why = TPROF_ANSWER_FDS;
+			send(conn, &why, 1, MSG_NOSIGNAL);
+			/* its message is read before the close: a close with unread data resets the
+			 * connection, and the process would read that instead */
+			struct pollfd in = {conn, POLLIN, 0};
+			char drop[64];
+			if (poll(&in, 1, 1000) > 0 && recv(conn, drop, sizeof(drop), MSG_DONTWAIT) < 0) {
+			}
+			close(conn);
+			conn = -1;
+		}
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (conn >= 0) {
+		take(conn);
+		close(conn);
+		ahead_make(last_dir); /* answered: the next one's file, meanwhile */
+	}
+}
+
 int tprof_server_run(const struct tprof_server_opts *o)
 {
 	root_pid = o->root;
 	root_fd = o->root_pidfd;
 	root_gone = root_fd < 0;
 	drop_stderr = o->drop_stderr;
+	listen_abstract = o->listen_fd;
 	int notify_fd = o->notify_fd;
-	int spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* first: under the tightest limit too */
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* first: under the tightest limit too */
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	static struct pollfd pf[MAX_WRITERS + 3];
-	static int at[MAX_WRITERS + 3]; /* the entry of each pidfd in pf */
+	static struct pollfd pf[MAX_WRITERS + 4];
+	static int at[MAX_WRITERS + 4]; /* the entry of each pidfd in pf */
 	uint64_t idle_since = mono_ms();
+	int path_tried = 0;
 	for (;;) {
 		reap_writers();
 		check_root(o->listen_fd);
@@ -649,9 +772,14 @@ int tprof_server_run(const struct tprof_server_opts *o)
 			idle_since = mono_ms();
 		else if (mono_ms() - idle_since >= (uint64_t)(o->linger_ms > 0 ? o->linger_ms : 0))
 			break;
+		if (!path_tried && !pending(o->listen_fd)) { /* the first process's answer first */
+			path_tried = 1;
+			path_listen(o->listen_fd);
+		}
 		int n = 0;
 		pf[n++] = (struct pollfd){o->listen_fd, POLLIN, 0};
 		pf[n++] = (struct pollfd){wake_fd, POLLIN, 0};
+		pf[n++] = (struct pollfd){path_fd, POLLIN, 0}; /* -1: ignored */
 		if (!root_gone)
 			pf[n++] = (struct pollfd){root_fd, POLLIN, 0};
 		int first_entry = n;
@@ -667,45 +795,23 @@ int tprof_server_run(const struct tprof_server_opts *o)
 		for (int k = first_entry; k < n; k++)
 			if (pf[k].revents)
 				process_gone(&entries[at[k]]); /* first: the zombie may be reaped any moment */
-		if (!root_gone && first_entry == 3 && pf[2].revents)
+		if (!root_gone && first_entry == 4 && pf[3].revents)
 			root_gone = 1;
 		if (pf[1].revents) {
 			uint64_t v;
 			if (read(wake_fd, &v, sizeof(v)) < 0) {
 			}
 		}
-		if (pf[0].revents) {
-			int conn = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-			if (conn < 0 && errno == EMFILE && spare_fd >= 0) {
-				/* out of descriptors: the spare one makes room to say so, so that the
-				 * process does not wait for an answer */
-				close(spare_fd);
-				conn = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-				if (conn >= 0) {
-					char why = TPROF_ANSWER_FDS;
-					send(conn, &why, 1, MSG_NOSIGNAL);
-					/* its message is read before the close: a close with unread data
-					 * resets the connection, and the process would read that instead */
-					struct pollfd in = {conn, POLLIN, 0};
-					char drop[64];
-					if (poll(&in, 1, 1000) > 0 && recv(conn, drop, sizeof(drop), MSG_DONTWAIT) < 0) {
-					}
-					close(conn);
-					conn = -1;
-				}
-				spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-			}
-			if (conn >= 0) {
-				take(conn);
-				close(conn);
-				ahead_make(last_dir); /* answered: the next one's file, meanwhile */
-			}
-		}
+		for (int l = 0; l < 3; l += 2)
+			if (pf[l].revents)
+				accept_one(pf[l].fd);
 	}
+	path_unlisten();
 	if (notify_fd >= 0)
 		close(notify_fd);
 	if (spare_fd >= 0) /* what runs at exit (a sanitizer's leak check) may need a descriptor */
 		close(spare_fd);
+	spare_fd = -1;
 	ahead_drop();
 	return 0;
 }

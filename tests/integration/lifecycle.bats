@@ -175,6 +175,38 @@ signal_end() { # TRACE_JSON SIGNAL
 	done
 }
 
+@test "a new network namespace (unshare -n, with and without -p -f): the processes inside reach the recorder outside at its path" {
+	# an abstract socket name belongs to a network namespace: inside a new one, the recorder is
+	# reached at its path (/tmp/.tprof-UID/NAME). Without it, a new pid namespace would get a
+	# recorder of its own (its pids would not be those of a bare run) that the kernel kills when
+	# the namespace's first process ends (the traces would have no end)
+	unshare -n -p -f true 2>/dev/null || skip "unshare -n -p needs privileges here"
+	cmd='echo first $$; sh -c "echo child \$\$"; true'
+	bare=$(unshare -n -p -f sh -c "$cmd")
+	[ "$bare" = "$(printf 'first 1\nchild 2')" ]
+	for flags in "-n -p -f" "-n -p -f --mount-proc" "-n"; do
+		rm -f n.*
+		out=$(TPROF_OUTPUT="$WORK/n.%p.trace" LD_PRELOAD="$B/libtprof.so" unshare $flags sh -c "$cmd")
+		if [ "$flags" = -n ]; then
+			[ "$(echo "$out" | wc -l)" = 2 ]
+		else
+			[ "$out" = "$bare" ] || { echo "$flags: $out"; false; }
+		fi
+		settled n.*
+		upid=
+		for f in n.*.trace*; do # unshare and both shells
+			report "$f" r.json
+			[ "$(jget r.json complete)" = true ] || { "$B/tprof" report "$f"; false; }
+			[ "$(jget r.json program)" != unshare ] || upid=$(jget r.json pid)
+		done
+		[ "$(ls n.*.trace* | wc -l)" = 3 ]
+		# the recorder unshare started (outside) took its socket file away when it ended
+		[ -n "$upid" ]
+		sleep 0.5 # the recorder lingers a moment for late processes
+		! ls /tmp/.tprof-"$(id -u)"/tprof."$(id -u)"."$upid".* 2>/dev/null
+	done
+}
+
 @test "a thread renamed after its first events carries its last name: gone before the end, or not" {
 	traced "$B/progs/lifecycle" rename
 	report t.trace r.json
