@@ -933,6 +933,8 @@ void tprof_region_barrier(void)
 	children_async = 0; /* once */
 	int saved = errno;
 	int sock = try_connect(recorder_name, recorder_name_len);
+	if (sock < 0) /* it entered a network namespace of its own since */
+		sock = try_connect_path(recorder_name, recorder_name_len);
 	if (sock >= 0) {
 		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), TPROF_HELLO_BARRIER, 0};
 		ssize_t w;

@@ -177,7 +177,7 @@ signal_end() { # TRACE_JSON SIGNAL
 
 @test "a new network namespace (unshare -n, with and without -p -f): the processes inside reach the recorder outside at its path" {
 	# an abstract socket name belongs to a network namespace: inside a new one, the recorder is
-	# reached at its path (/tmp/.tprof-UID/NAME). Without it, a new pid namespace would get a
+	# reached at its path (/dev/shm/.tprof-UID/NAME). Without it, a new pid namespace would get a
 	# recorder of its own (its pids would not be those of a bare run) that the kernel kills when
 	# the namespace's first process ends (the traces would have no end)
 	unshare -n -p -f true 2>/dev/null || skip "unshare -n -p needs privileges here"
@@ -203,7 +203,7 @@ signal_end() { # TRACE_JSON SIGNAL
 		# the recorder unshare started (outside) took its socket file away when it ended
 		[ -n "$upid" ]
 		sleep 0.5 # the recorder lingers a moment for late processes
-		! ls /tmp/.tprof-"$(id -u)"/tprof."$(id -u)"."$upid".* 2>/dev/null
+		! ls /dev/shm/.tprof-"$(id -u)"/tprof."$(id -u)"."$upid".* 2>/dev/null
 	done
 }
 
