@@ -692,7 +692,7 @@ static void emit_events(struct tprof_writer *w, uint32_t tid, size_t len, const 
 			size_t to = k < ncuts ? cuts[k] : len;
 			if (to - from < 256 && k < ncuts)
 				continue; /* too small to stand alone: goes with the next part */
-			size_t zn = ZSTD_compressCCtx(w->zctx, zp, cap - (size_t)(zp - z), w->ev_buf + from, to - from, 1);
+			size_t zn = ZSTD_compress2(w->zctx, zp, cap - (size_t)(zp - z), w->ev_buf + from, to - from);
 			ok = !ZSTD_isError(zn);
 			zp += ok ? zn : 0;
 			from = to;
@@ -1459,6 +1459,16 @@ static void write_trace(struct tprof_writer *w)
 		void *m = mmap(NULL, ws, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m != MAP_FAILED)
 			w->zctx = ZSTD_initStaticCCtx(m, ws);
+		/* Event streams (ZSTD_compress2): level -5, entropy-coded literals. Most of a stream
+		 * is literals, and zstd's negative levels leave them raw by default; with them coded, the
+		 * storm's trace is 3 % larger than at level 1 (a small program's 5 to 7 %) and its
+		 * streams compress in 0.89 of the time (15.1 -> 13.3 ns per malloc/free pair, best of
+		 * 9; the recorder's time bounds the storm's). Other blocks (ZSTD_compressCCtx) stay at
+		 * level 1: they are rare. */
+		if (w->zctx) {
+			ZSTD_CCtx_setParameter(w->zctx, ZSTD_c_compressionLevel, -5);
+			ZSTD_CCtx_setParameter(w->zctx, ZSTD_c_literalCompressionMode, ZSTD_ps_enable);
+		}
 	}
 	write_header_and_info(w);
 	if (w->shm->rss_interval_ms && w->shm->start_rss_bytes) /* taken by the process at start-up */
