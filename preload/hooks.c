@@ -397,7 +397,8 @@ TPROF_EXPORT void quick_exit(int status)
 /* ---- exec: the recorder drains the old image after it; a failed exec goes on ---- */
 
 /* env_ is the environment the new image gets: the caller's, or a copy on the stack with the
- * recorder's name added (tprof_region_exec_env); the forms without one then call the form with. */
+ * recorder's name added (tprof_region_exec_env) or LD_PRELOAD without this library
+ * (tprof_region_exec_unpreload); the forms without one then call the form with. */
 #define EXEC_HOOK(name, envp_in, call, ...)                                                       \
 	TPROF_EXPORT int name(__VA_ARGS__)                                                        \
 	{                                                                                         \
@@ -406,13 +407,21 @@ TPROF_EXPORT void quick_exit(int status)
 			return -1;                                                                \
 		}                                                                                 \
 		char *const *env_ = (envp_in);                                                    \
-		char rec_[160];                                                                   \
-		size_t n_ = tprof_region_exec_env(env_, rec_, sizeof(rec_), 1024);                \
+		char rec_[160], pre_[4096];                                                       \
+		size_t at_ = 0, k_ = 0;                                                           \
+		size_t n1_ = tprof_region_exec_env(env_, rec_, sizeof(rec_), 1024);               \
+		size_t n2_ = tprof_region_exec_unpreload(env_, pre_, sizeof(pre_), 1024, &at_);   \
+		size_t n_ = n1_ > n2_ ? n1_ : n2_;                                                \
 		char *more_[n_ ? n_ + 2 : 1];                                                     \
 		if (n_) {                                                                         \
-			memcpy(more_, env_, n_ * sizeof(char *));                                 \
-			more_[n_] = rec_;                                                         \
-			more_[n_ + 1] = NULL;                                                     \
+			for (size_t i_ = 0; i_ < n_; i_++)                                        \
+				if (!n2_ || i_ != at_)                                            \
+					more_[k_++] = env_[i_];                                   \
+				else if (pre_[0])                                                 \
+					more_[k_++] = pre_;                                       \
+			if (n1_)                                                                  \
+				more_[k_++] = rec_;                                               \
+			more_[k_] = NULL;                                                         \
 			env_ = more_;                                                             \
 		}                                                                                 \
 		tprof_note_exec(1);                                                               \

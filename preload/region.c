@@ -680,6 +680,66 @@ size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t m
 	return n;
 }
 
+/* An exec whose environment asks the dynamic loader to list the program's libraries and stop
+ * (LD_TRACE_LOADED_OBJECTS, what ldd sets): the loader would list libtprof.so among them, a line a
+ * bare run does not print, and nothing of the program runs to be traced. The new image gets
+ * LD_PRELOAD without this library (its entries are split at ':' and ' ', as the loader does; an
+ * entry is this library when its file name is libtprof.so's). Writes "LD_PRELOAD=rest" into out
+ * ("" when nothing is left: the variable is dropped), sets *at to its entry and returns the count of
+ * envp's entries (at most max), or 0 when the environment stays as it is. */
+size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, size_t max, size_t *at)
+{
+	static const char pre[] = "LD_PRELOAD=";
+	if (!envp)
+		return 0;
+	size_t n = 0, where = SIZE_MAX;
+	int trace = 0;
+	for (; envp[n]; n++) {
+		if (n >= max)
+			return 0;
+		if (strncmp(envp[n], "LD_TRACE_LOADED_OBJECTS=", 24) == 0)
+			trace = 1;
+		else if (strncmp(envp[n], pre, sizeof(pre) - 1) == 0)
+			where = n;
+	}
+	Dl_info di;
+	if (!trace || where == SIZE_MAX || !dladdr((void *)&tprof_region_exec_unpreload, &di) || !di.dli_fname)
+		return 0;
+	const char *me = strrchr(di.dli_fname, '/');
+	me = me ? me + 1 : di.dli_fname;
+	size_t mel = strlen(me), o = sizeof(pre) - 1;
+	if (o >= cap)
+		return 0;
+	memcpy(out, pre, o);
+	int dropped = 0;
+	for (const char *p = envp[where] + sizeof(pre) - 1; *p;) {
+		size_t len = strcspn(p, ": ");
+		if (len) {
+			const char *b = p + len;
+			while (b > p && b[-1] != '/')
+				b--;
+			if ((size_t)(p + len - b) == mel && memcmp(b, me, mel) == 0) {
+				dropped = 1;
+			} else {
+				if (o + len + 2 > cap)
+					return 0;
+				if (o > sizeof(pre) - 1)
+					out[o++] = ':';
+				memcpy(out + o, p, len);
+				o += len;
+			}
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	if (!dropped)
+		return 0;
+	out[o > sizeof(pre) - 1 ? o : 0] = 0;
+	*at = where;
+	return n;
+}
+
 /* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
 void tprof_region_forget(void)
 {
@@ -700,7 +760,9 @@ void tprof_malloc_owner(char *out, size_t cap)
 	static int known;
 	if (!known) {
 		tprof_init();
-		void *seen = tprof_foreign_symbol("malloc", (void *)tprof_own_malloc, (void *)tprof_real.malloc);
+		extern int tprof_real_ahead;
+		void *seen = tprof_real_ahead ? (void *)tprof_real.malloc
+					      : tprof_foreign_symbol("malloc", (void *)tprof_own_malloc, (void *)tprof_real.malloc);
 		Dl_info theirs;
 		if (seen && dladdr(seen, &theirs)) {
 			const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname

@@ -874,6 +874,21 @@ true exited with 0"
 	traces_ok 2
 }
 
+@test "ldd: the libraries it lists are a bare run's (the loader would list libtprof.so), other preloads kept" {
+	# ldd asks the loader to list the libraries (LD_TRACE_LOADED_OBJECTS) and stop: an exec so
+	# gets LD_PRELOAD without libtprof.so. The addresses change from run to run: cut off
+	pair sh -c 'ldd /bin/true | sed "s/ (0x.*//"; LD_TRACE_LOADED_OBJECTS=1 /bin/true | grep -c libtprof'
+	expect out "$(ldd /bin/true | sed 's/ (0x.*//')
+0"
+	same
+	# another library preloaded with it stays in the list
+	m=$(ldd "$B/tprof" | grep -o '/[^ ]*libzstd[^ ]*')
+	run env LD_PRELOAD="$m:$B/libtprof.so" ldd /bin/true
+	[ "$status" = 0 ]
+	[[ "$output" == *"$m ("* ]]
+	[[ "$output" != *libtprof* ]]
+}
+
 @test "sh: exec 5>f, a command substitution, echo >&5, cat f" {
 	pair sh -c 'exec 5>f; x=$(echo hi); echo x >&5; cat f; echo "$x" >&2'
 	expect out x
