@@ -187,7 +187,27 @@ void *tprof_foreign_symbol(const char *name, void *own, void *next)
 	return d && d != own && d != next ? d : NULL;
 }
 
-#define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))dlsym(RTLD_NEXT, name)
+/* The definition of name that this library's stands in front of: the next one in the search order;
+ * when there is none, the C library itself was preloaded ahead of this one (LD_PRELOAD=
+ * libc.so.6:libtprof.so), and the first definition is the real one, unless it is this library's
+ * (the C library has no such function): NULL then. */
+int tprof_real_ahead; /* malloc was found ahead of this library: its hooks are never called */
+
+static void *resolve(const char *name)
+{
+	void *d = dlsym(RTLD_NEXT, name);
+	if (d)
+		return d;
+	d = dlsym(RTLD_DEFAULT, name);
+	if (strcmp(name, "malloc") == 0)
+		tprof_real_ahead = 1;
+	Dl_info a, b;
+	if (d && (!dladdr(d, &a) || !dladdr((void *)resolve, &b) || a.dli_fbase == b.dli_fbase))
+		return NULL;
+	return d;
+}
+
+#define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))resolve(name)
 
 void tprof_init(void)
 {

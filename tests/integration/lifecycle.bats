@@ -625,6 +625,20 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[[ "$output" == *"no heap call was intercepted"*"libc_malloc_debug"* ]]
 }
 
+@test "the C library itself preloaded ahead: the program runs as bare (no abort), and its trace says why it is empty" {
+	# nothing after libtprof.so defines malloc then: the real functions are the first definitions
+	libc=$(ldd /bin/true | grep -o '/[^ ]*libc.so.6')
+	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$libc:$B/libtprof.so" "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json malloc_owner)" = "$libc" ]
+	[ "$(jget r.json events)" = 0 ]
+	run "$B/tprof" report t.trace
+	[[ "$output" == *"no heap call was intercepted"*"libc.so.6"* ]]
+}
+
 @test "ulimit -v: address space is taken as used, so a program under a 64 MB limit runs and is traced exactly" {
 	if ldd "$B/tprof-recorder" | grep -q libasan; then
 		skip "an ASan-built recorder (SAN=1) reserves its shadow memory: it cannot run under ulimit -v"
