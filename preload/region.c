@@ -680,13 +680,16 @@ size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t m
 	return n;
 }
 
-/* An exec whose environment asks the dynamic loader to list the program's libraries and stop
- * (LD_TRACE_LOADED_OBJECTS, what ldd sets): the loader would list libtprof.so among them, a line a
- * bare run does not print, and nothing of the program runs to be traced. The new image gets
- * LD_PRELOAD without this library (its entries are split at ':' and ' ', as the loader does; an
- * entry is this library when its file name is libtprof.so's). Writes "LD_PRELOAD=rest" into out
- * ("" when nothing is left: the variable is dropped), sets *at to its entry and returns the count of
- * envp's entries (at most max), or 0 when the environment stays as it is. */
+/* LD_PRELOAD for the new image of an exec, without this library when the loader could not load it
+ * or it would only show: the environment asks the loader to list the program's libraries and stop
+ * (LD_TRACE_LOADED_OBJECTS, what ldd sets), where libtprof.so would be listed, a line a bare run
+ * does not print, and nothing of the program runs; or this library's path cannot be read from
+ * here (chroot, a mount namespace with another root, a bind mount over its directory), where the
+ * loader would print an error for it on the new image's stderr. Entries are split at ':' and ' ',
+ * as the loader does; an entry is this library when its file name is libtprof.so's, and one
+ * without a '/' is looked up by the loader in the system's directories: left. Writes
+ * "LD_PRELOAD=rest" into out ("" when nothing is left: the variable is dropped), sets *at to its
+ * entry and returns the count of envp's entries (at most max), or 0 when the environment stays. */
 size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, size_t max, size_t *at)
 {
 	static const char pre[] = "LD_PRELOAD=";
@@ -703,7 +706,7 @@ size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, si
 			where = n;
 	}
 	Dl_info di;
-	if (!trace || where == SIZE_MAX || !dladdr((void *)&tprof_region_exec_unpreload, &di) || !di.dli_fname)
+	if (where == SIZE_MAX || !dladdr((void *)&tprof_region_exec_unpreload, &di) || !di.dli_fname)
 		return 0;
 	const char *me = strrchr(di.dli_fname, '/');
 	me = me ? me + 1 : di.dli_fname;
@@ -718,7 +721,14 @@ size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, si
 			const char *b = p + len;
 			while (b > p && b[-1] != '/')
 				b--;
-			if ((size_t)(p + len - b) == mel && memcmp(b, me, mel) == 0) {
+			int ours = (size_t)(p + len - b) == mel && memcmp(b, me, mel) == 0, drop = ours && trace;
+			if (ours && !drop && b > p && len < 4096) {
+				char path[4096];
+				memcpy(path, p, len);
+				path[len] = 0;
+				drop = access(path, R_OK) != 0;
+			}
+			if (drop) {
 				dropped = 1;
 			} else {
 				if (o + len + 2 > cap)

@@ -889,6 +889,15 @@ true exited with 0"
 	[[ "$output" != *libtprof* ]]
 }
 
+@test "an exec where libtprof.so cannot be read (a mount over its directory, as a chroot): no loader error, the rest as bare" {
+	unshare -m true 2>/dev/null || skip "unshare -m needs privileges here"
+	# the loader would print "object ... cannot be preloaded" on the new image's stderr
+	pair unshare -m sh -c "mount -t tmpfs none '$B' && /bin/echo hi && sh -c 'echo there >&2'"
+	expect out hi
+	expect err there
+	same
+}
+
 @test "sh: exec 5>f, a command substitution, echo >&5, cat f" {
 	pair sh -c 'exec 5>f; x=$(echo hi); echo x >&5; cat f; echo "$x" >&2'
 	expect out x
