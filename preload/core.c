@@ -42,7 +42,7 @@ _Atomic int tprof_few_over;
 int tprof_ucache_cold; /* beside what a fork child writes anyway: no page more to copy */
 int tprof_clock_is_tsc;
 /* The process-private side of each shared slot: its ring's address here. */
-static struct tprof_thread threads[TPROF_SHM_THREADS];
+static TPROF_LARGE struct tprof_thread threads[TPROF_SHM_THREADS];
 static _Atomic uint32_t threads_used; /* entries of threads[] ever taken: a fork child clears those */
 
 static _Atomic int init_state; /* 0 not started, 1 resolving, 2 done */
@@ -51,7 +51,7 @@ static _Atomic int init_state; /* 0 not started, 1 resolving, 2 done */
 
 /* dlsym may call calloc (for its error buffer). Blocks carry a 16-byte header with their size so
  * realloc can move them; free ignores them. Other threads allocating during init land here too. */
-static _Alignas(64) unsigned char boot_pool[256 * 1024];
+static TPROF_LARGE _Alignas(64) unsigned char boot_pool[256 * 1024];
 static _Atomic size_t boot_used;
 
 void *tprof_boot_alloc(size_t size, size_t align)
@@ -676,7 +676,7 @@ void tprof_sandbox_inherited(void)
 	if (tprof_cfg.trust_seccomp || asked)
 		return;
 	asked = 1;
-	static char buf[4096]; /* registration is one thread's at a time */
+	static TPROF_LARGE char buf[4096]; /* registration is one thread's at a time */
 	ssize_t n = tprof_proc_read("/proc/self/status", buf, sizeof(buf) - 1);
 	if (n <= 0)
 		return;

@@ -70,7 +70,7 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller)
 	    dladdr(self, &self_info) && caller_info.dli_fbase != self_info.dli_fbase)
 		p = lookup_in(caller_info.dli_fname, name, self);
 	if (!p) {
-		static struct module_list l; /* no allocation; serialized by the loader lock below */
+		static TPROF_LARGE struct module_list l; /* no allocation; serialized by the loader lock below */
 		memset(&l, 0, sizeof(l));
 		if (dladdr(self, &self_info))
 			l.skip_base = (uintptr_t)self_info.dli_fbase;

@@ -791,7 +791,7 @@ void tprof_malloc_owner(char *out, size_t cap)
 /* What a fork child's header copies from its parent instead of asking /proc again (each read is
  * five system calls): the executable, and the arguments as they were when the parent first read
  * them. Kept by the first registration, or before the first fork of a process that has none. */
-static struct {
+static TPROF_LARGE struct {
 	char exe[TPROF_SHM_EXE];
 	char cmdline[TPROF_SHM_CMDLINE];
 	uint32_t exe_len, cmdline_len;
@@ -908,7 +908,7 @@ static int register_once(int child, pid_t pid, int own)
 							      : "; not tracing");
 		goto out;
 	}
-	static char path[4096]; /* one registration at a time (see make_path) */
+	static TPROF_LARGE char path[4096]; /* one registration at a time (see make_path) */
 	int no_file = !own; /* the recorder is to create the file */
 	if (no_file)
 		make_path(path, sizeof(path), pid);

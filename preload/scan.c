@@ -113,7 +113,7 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
 		return 0;
 	int32_t self = (int32_t)tprof_gettid();
 	uint32_t n = 0;
-	static char buf[4096], st[1024]; /* static: one thread scans (scan_state), on any stack */
+	static TPROF_LARGE char buf[4096], st[1024]; /* static: one thread scans (scan_state), on any stack */
 	long got;
 	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
 		for (long at = 0; at < got;) {
@@ -185,7 +185,7 @@ void tprof_scan_at_end(int reason)
 	uint64_t sp = stack_pointer(), psp = tprof_stacks_program_sp(shm->scan_regs);
 	tprof_stacks_verify_report(); /* the exit walk just made included */
 	note_stopped(shm, psp > sp && psp - sp < (64u << 20) ? psp : sp);
-	static int32_t tids[TPROF_SCAN_THREADS]; /* this thread alone gets here */
+	static TPROF_LARGE int32_t tids[TPROF_SCAN_THREADS]; /* this thread alone gets here */
 	uint32_t n = other_tasks(tids, TPROF_SCAN_THREADS - 1);
 	int installed = 0;
 	if (n) {

@@ -56,8 +56,8 @@ static uint32_t nlevels;                    /* the levels mapped: fewer under a 
 static _Atomic uint32_t top_level;          /* the newest level in use */
 static struct slot *table;                  /* every level, reserved together */
 static size_t table_bytes;
-static struct chunk index_chunks[TPROF_STACK_CHUNKS];
-static struct chunk arena_chunks[ARENA_CHUNKS];
+static TPROF_LARGE struct chunk index_chunks[TPROF_STACK_CHUNKS];
+static TPROF_LARGE struct chunk arena_chunks[ARENA_CHUNKS];
 static _Atomic uint64_t arena_pos; /* chunk << 32 | words used in it */
 _Atomic uint32_t tprof_stacks_epoch; /* advanced whenever ids start again (a fork child's table) */
 static _Atomic uint64_t generation; /* bumped by dlclose: addresses may now mean other code */
@@ -667,7 +667,7 @@ void tprof_modules_scan(int closing)
 		}
 		sched_yield();
 	}
-	static struct scan_ctx c; /* serialized by modules_busy */
+	static TPROF_LARGE struct scan_ctx c; /* serialized by modules_busy */
 	memset(&c, 0, sizeof(c));
 	c.since = last_scan_seq;
 	last_scan_seq = atomic_load(&shm->seq);
