@@ -597,7 +597,7 @@ static void refuse(int conn, int async, int memfd, char why, pid_t label)
 }
 
 /* One registration: check, start the writer, answer. */
-static int spare_fd = -1; /* kept to answer a process when out of descriptors */
+static int spare_fd[2] = {-1, -1}; /* kept to take a registration when out of descriptors */
 static int listen_abstract = -1;
 static void accept_one(int lfd);
 
@@ -714,34 +714,30 @@ static void take(int conn)
 		send(conn, &yes, 1, MSG_NOSIGNAL);
 }
 
-/* Takes one connection waiting on the listening socket lfd. */
+/* Takes one connection waiting on the listening socket lfd. Out of descriptors, the two spare ones
+ * make room for the connection and the memory file it brings: the registration is then refused as
+ * any other that runs short (take), so that a process that waits gets its answer, and one that does
+ * not (a fork child, TPROF_HELLO_ASYNC) is marked in its memory and named on stderr. */
 static void accept_one(int lfd)
 {
-	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (conn < 0 && errno == EMFILE && spare_fd >= 0) {
-		/* out of descriptors: the spare one makes room to say so, so that the process does
-		 * not wait for an answer */
-		close(spare_fd);
+	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), spared = 0;
+	if (conn < 0 && errno == EMFILE && spare_fd[0] >= 0) {
+		for (int k = 0; k < 2; k++)
+			if (spare_fd[k] >= 0)
+				close(spare_fd[k]);
+		spare_fd[0] = spare_fd[1] = -1;
+		spared = 1;
 		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (conn >= 0) {
-			char why = TPROF_ANSWER_FDS;
-			send(conn, &why, 1, MSG_NOSIGNAL);
-			/* its message is read before the close: a close with unread data resets the
-			 * connection, and the process would read that instead */
-			struct pollfd in = {conn, POLLIN, 0};
-			char drop[64];
-			if (poll(&in, 1, 1000) > 0 && recv(conn, drop, sizeof(drop), MSG_DONTWAIT) < 0) {
-			}
-			close(conn);
-			conn = -1;
-		}
-		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (conn >= 0) {
 		take(conn);
 		close(conn);
-		ahead_make(last_dir); /* answered: the next one's file, meanwhile */
+		if (!spared)
+			ahead_make(last_dir); /* answered: the next one's file, meanwhile */
 	}
+	if (spared)
+		for (int k = 0; k < 2; k++)
+			spare_fd[k] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 int tprof_server_run(const struct tprof_server_opts *o)
@@ -752,7 +748,8 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	drop_stderr = o->drop_stderr;
 	listen_abstract = o->listen_fd;
 	int notify_fd = o->notify_fd;
-	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* first: under the tightest limit too */
+	for (int k = 0; k < 2; k++) /* first: under the tightest limit too */
+		spare_fd[k] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	static struct pollfd pf[MAX_WRITERS + 4];
 	static int at[MAX_WRITERS + 4]; /* the entry of each pidfd in pf */
@@ -809,9 +806,9 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	path_unlisten();
 	if (notify_fd >= 0)
 		close(notify_fd);
-	if (spare_fd >= 0) /* what runs at exit (a sanitizer's leak check) may need a descriptor */
-		close(spare_fd);
-	spare_fd = -1;
+	for (int k = 0; k < 2; k++) /* what runs at exit (a sanitizer's leak check) may need one */
+		if (spare_fd[k] >= 0)
+			close(spare_fd[k]);
 	ahead_drop();
 	return 0;
 }
