@@ -212,38 +212,4 @@ struct tprof_hello {
  * process that started it, or the name in TPROF_RECORDER (set by tprof record). */
 #define TPROF_RECORDER_ENV "TPROF_RECORDER"
 
-/* Abstract names belong to a network namespace: a process in another (unshare -n, bwrap
- * --unshare-net) cannot reach them. So the recorder listens at a path too, named after its
- * abstract name in a directory of the user's own, TPROF_SOCK_DIR "-<uid>" (mode 0700), reachable
- * from every network namespace that sees the same /dev/shm (a tmpfs: a socket file costs 4 us
- * there, 25 us in /tmp on ext4, and programs seldom list it). Writes the directory (dir_only) or the
- * socket's path into out; returns its length, or 0 when the name cannot have one (empty, a '/',
- * too long for a socket address). No allocation, no stdio: it runs at registration. */
-#define TPROF_SOCK_DIR "/dev/shm/.tprof"
-static inline size_t tprof_sock_path(char *out, size_t cap, const char *name, size_t len, uint32_t uid,
-				     int dir_only)
-{
-	char num[12];
-	size_t nn = 0;
-	do {
-		num[nn++] = (char)('0' + uid % 10);
-		uid /= 10;
-	} while (uid);
-	size_t dl = sizeof(TPROF_SOCK_DIR) - 1 + 1 + nn, n = dir_only ? dl : dl + 1 + len;
-	if (len == 0 || n + 1 > cap || n + 1 > 108) /* 108: sockaddr_un's sun_path */
-		return 0;
-	for (size_t i = 0; i < len; i++)
-		if (name[i] == '/' || name[i] == 0)
-			return 0;
-	__builtin_memcpy(out, TPROF_SOCK_DIR "-", sizeof(TPROF_SOCK_DIR));
-	for (size_t i = 0; i < nn; i++)
-		out[dl - 1 - i] = num[i];
-	if (!dir_only) {
-		out[dl] = '/';
-		__builtin_memcpy(out + dl + 1, name, len);
-	}
-	out[n] = 0;
-	return n;
-}
-
 #endif

@@ -105,6 +105,34 @@ static inline void tprof_sb_u64(struct tprof_sbuf *s, uint64_t v)
 		s->b[s->n++] = tmp[--i];
 }
 
+/* Abstract socket names belong to a network namespace: a process in another (unshare -n, bwrap
+ * --unshare-net) cannot reach them. So the recorder listens at a path too, named after its
+ * abstract name in a directory of the user's own, TPROF_SOCK_DIR "-<uid>" (mode 0700), reachable
+ * from every network namespace that sees the same /dev/shm (a tmpfs: a socket file costs 4 us
+ * there, 25 us in /tmp on ext4, and programs seldom list it). Writes the directory (dir_only) or the
+ * socket's path into out; returns its length, or 0 when the name cannot have one (empty, a '/',
+ * too long for a socket address). */
+#define TPROF_SOCK_DIR "/dev/shm/.tprof"
+static inline size_t tprof_sock_path(char *out, size_t cap, const char *name, size_t len, uint32_t uid,
+				     int dir_only)
+{
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, TPROF_SOCK_DIR "-");
+	tprof_sb_u64(&s, uid);
+	if (!dir_only) {
+		if (len == 0 || memchr(name, '/', len) || memchr(name, 0, len) || s.n + 1 + len >= sizeof(s.b))
+			return 0;
+		s.b[s.n++] = '/';
+		memcpy(s.b + s.n, name, len);
+		s.n += (unsigned)len;
+	}
+	if (s.n + 1 > cap || s.n + 1 > 108) /* 108: sockaddr_un's sun_path */
+		return 0;
+	memcpy(out, s.b, s.n);
+	out[s.n] = 0;
+	return s.n;
+}
+
 static inline void tprof_sb_hex(struct tprof_sbuf *s, uint64_t v)
 {
 	char tmp[16];

@@ -603,24 +603,28 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[ "$(jget r.json leaked_bytes)" = 400 ]
 }
 
+# heap_known_after LIB TRACE: progs/heap_known with LIB preloaded ahead of libtprof.so, its trace
+# into TRACE (settled): the program runs as bare
+heap_known_after() {
+	run env TPROF_OUTPUT="$2" LD_PRELOAD="$1 $B/libtprof.so" "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	settled "$2"
+}
+
 @test "glibc's libc_malloc_debug preloaded ahead: the program runs as bare, its calls through __libc_* are traced" {
 	dbg=$(ls /lib/*/libc_malloc_debug.so.0 /usr/lib/*/libc_malloc_debug.so.0 2>/dev/null | head -1)
 	[ -n "$dbg" ] || skip "no libc_malloc_debug.so.0"
 	# reallocarray, which libc_malloc_debug does not define, must reach its realloc, not the C
 	# library's: its free aborted on the block ("free(): invalid pointer")
-	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$dbg $B/libtprof.so" "$B/progs/heap_known"
-	[ "$status" -eq 0 ]
-	[ "$output" = done ]
-	settled t.trace
+	heap_known_after "$dbg" t.trace
 	report t.trace r.json
 	[ "$(jget r.json malloc_owner)" = "$dbg" ]
 	[ "$(jget r.json bytes_allocated)" = 1003278 ] # as valgrind counts heap_known (report.bats)
 	[ "$(jget r.json leaked_bytes)" = 1200 ]
 	[ "$(jget r.json leaked_blocks)" = 2 ]
 	# with its checks on, it allocates inside itself: nothing intercepted, and the report says so
-	run env MALLOC_CHECK_=3 TPROF_OUTPUT=c.trace LD_PRELOAD="$dbg $B/libtprof.so" "$B/progs/heap_known"
-	[ "$status" -eq 0 ]
-	[ "$output" = done ]
+	MALLOC_CHECK_=3 heap_known_after "$dbg" c.trace
 	run "$B/tprof" report c.trace
 	[[ "$output" == *"no heap call was intercepted"*"libc_malloc_debug"* ]]
 }
@@ -628,10 +632,7 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 @test "the C library itself preloaded ahead: the program runs as bare (no abort), and its trace says why it is empty" {
 	# nothing after libtprof.so defines malloc then: the real functions are the first definitions
 	libc=$(ldd /bin/true | grep -o '/[^ ]*libc.so.6')
-	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$libc:$B/libtprof.so" "$B/progs/heap_known"
-	[ "$status" -eq 0 ]
-	[ "$output" = done ]
-	settled t.trace
+	heap_known_after "$libc" t.trace
 	report t.trace r.json
 	[ "$(jget r.json malloc_owner)" = "$libc" ]
 	[ "$(jget r.json events)" = 0 ]
