@@ -407,7 +407,7 @@ TPROF_EXPORT void quick_exit(int status)
 			return -1;                                                                \
 		}                                                                                 \
 		char *const *env_ = (envp_in);                                                    \
-		char rec_[160], pre_[4096];                                                       \
+		char rec_[160], pre_[512]; /* a longer LD_PRELOAD is left as it is */            \
 		size_t at_ = 0, k_ = 0;                                                           \
 		size_t n1_ = tprof_region_exec_env(env_, rec_, sizeof(rec_), 1024);               \
 		size_t n2_ = tprof_region_exec_unpreload(env_, pre_, sizeof(pre_), 1024, &at_);   \

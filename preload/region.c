@@ -723,7 +723,7 @@ size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, si
 				b--;
 			int ours = (size_t)(p + len - b) == mel && memcmp(b, me, mel) == 0, drop = ours && trace;
 			if (ours && !drop && b > p && len < 4096) {
-				char path[4096];
+				char path[len + 1]; /* the exec may run on a small stack (a clone child's) */
 				memcpy(path, p, len);
 				path[len] = 0;
 				drop = access(path, R_OK) != 0;
