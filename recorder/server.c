@@ -287,6 +287,21 @@ static void path_listen(int listen_fd)
 	path_name[0] = 0;
 }
 
+static int listen_abstract = -1;
+
+/* The path socket, made once: after the first answer, or when the recorder first waits. */
+static void path_ensure(void)
+{
+	static int tried;
+	if (!tried && listen_abstract >= 0) {
+		tried = 1;
+		errno = 0;
+		path_listen(listen_abstract);
+		if (path_fd < 0 && errno == EMFILE)
+			tried = 0; /* at the descriptor limit: again once one is free */
+	}
+}
+
 static void path_unlisten(void)
 {
 	if (path_fd < 0)
@@ -598,7 +613,6 @@ static void refuse(int conn, int async, int memfd, char why, pid_t label)
 
 /* One registration: check, start the writer, answer. */
 static int spare_fd[2] = {-1, -1}; /* kept to take a registration when out of descriptors */
-static int listen_abstract = -1;
 static void accept_one(int lfd);
 
 static void take(int conn)
@@ -732,6 +746,7 @@ static void accept_one(int lfd)
 	if (conn >= 0) {
 		take(conn);
 		close(conn);
+		path_ensure(); /* before the next file: a process may enter a network namespace at once */
 		if (!spared)
 			ahead_make(last_dir); /* answered: the next one's file, meanwhile */
 	}
@@ -754,7 +769,6 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	static struct pollfd pf[MAX_WRITERS + 4];
 	static int at[MAX_WRITERS + 4]; /* the entry of each pidfd in pf */
 	uint64_t idle_since = mono_ms();
-	int path_tried = 0;
 	for (;;) {
 		reap_writers();
 		check_root(o->listen_fd);
@@ -769,10 +783,8 @@ int tprof_server_run(const struct tprof_server_opts *o)
 			idle_since = mono_ms();
 		else if (mono_ms() - idle_since >= (uint64_t)(o->linger_ms > 0 ? o->linger_ms : 0))
 			break;
-		if (!path_tried && !pending(o->listen_fd)) { /* the first process's answer first */
-			path_tried = 1;
-			path_listen(o->listen_fd);
-		}
+		if (!pending(o->listen_fd)) /* the first process's answer first */
+			path_ensure();
 		int n = 0;
 		pf[n++] = (struct pollfd){o->listen_fd, POLLIN, 0};
 		pf[n++] = (struct pollfd){wake_fd, POLLIN, 0};
