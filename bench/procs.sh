@@ -3,7 +3,7 @@
 # children (exiting at once, or after one malloc/free pair, which makes each register with the
 # recorder and get a trace of its own), bare, under tprof record, under LD_PRELOAD alone (a recorder
 # started on first use) and under heaptrack, side by side; and per thread: 1100 threads alive at
-# once, more than tprof has slots. Each time is the best of RUNS runs, the
+# once. Each time is the best of RUNS runs, the
 # tools alternating run by run so that a noisy neighbour hits all alike. Ratios are to bare.
 # Run it on an idle machine.
 set -u
@@ -56,8 +56,7 @@ run_case "fork storm, children exit at once" "$B/bench/forkstorm" "$N"
 run_case "fork storm, children malloc+free" "$B/bench/forkstorm" "$N" alloc
 run_case "1100 threads at once, 2000 pairs each" "$B/progs/threads_at_once" 1100 2000
 echo "(a process image that makes no heap call does not register; heaptrack: its own wrapper, one run in"
-echo " two, for scale only: it traces the fork children through the same process; 1100 threads: more"
-echo " than tprof's 1024 slots, the others' events are counted lost)"
+echo " two, for scale only: it traces the fork children through the same process)"
 
 # Where an allocating fork child's cost goes, per child, best of RUNS (400 children): the program's
 # CPU over a bare run's (the child's hooks and registration, the parent's fork of a larger process)

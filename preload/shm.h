@@ -19,9 +19,9 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 7
+#define TPROF_SHM_VERSION 8
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
-#define TPROF_SHM_THREADS 1024             /* threads alive at once that can record; more count as lost */
+#define TPROF_SHM_THREADS 4096             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
 #define TPROF_SHM_PATHS (512u << 10)       /* module paths, NUL-terminated, back to back */
 #define TPROF_NAME_IDS 4096u               /* annotation names; id 0 is "no name" */

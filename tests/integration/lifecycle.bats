@@ -444,35 +444,35 @@ PY
 	[ "$found" = 1 ]
 }
 
-@test "3000 threads one after another, more than there are slots: none of their events is lost" {
-	traced "$B/progs/thread_churn" 3000
+@test "5000 threads one after another, more than there are slots: none of their events is lost" {
+	traced "$B/progs/thread_churn" 5000
 	report t.trace r.json
 	[ "$(jget r.json lost_events)" = 0 ]
 	[ "$(jget r.json complete)" = true ]
 	"$B/tprof" ops --by range --json t.trace >o.json
-	$PY -c 'import json, sys; r = {x["name"]: x for x in json.load(open(sys.argv[1]))["ops"]}; assert r["work"]["calls"] == 3000, r["work"]' o.json
+	$PY -c 'import json, sys; r = {x["name"]: x for x in json.load(open(sys.argv[1]))["ops"]}; assert r["work"]["calls"] == 5000, r["work"]' o.json
 }
 
 @test "more threads alive at once than there are slots: their events are counted lost, once each" {
 	# every heap call is either recorded or counted lost: recorded + lost grows with the number of
-	# threads as it does while all of them have a slot (900 and 1000 threads, and the main one)
-	for n in 900 1000 1100; do
+	# threads as it does while all of them have a slot (3900 and 4000 threads, and the main one)
+	for n in 3900 4000 4200; do
 		rm -f t.trace
 		TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/threads_at_once" "$n" 20
 		settled t.trace
 		report t.trace "r$n.json"
 	done
-	[ "$(jget r900.json lost_events)" = 0 ] && [ "$(jget r1000.json lost_events)" = 0 ]
+	[ "$(jget r3900.json lost_events)" = 0 ] && [ "$(jget r4000.json lost_events)" = 0 ]
 	$PY - <<'PY'
 import json
-r = {n: json.load(open("r%d.json" % n)) for n in (900, 1000, 1100)}
+r = {n: json.load(open("r%d.json" % n)) for n in (3900, 4000, 4200)}
 total = {n: r[n]["events"] + r[n]["lost_events"] for n in r}
-per_thread = (total[1000] - total[900]) // 100
-assert total[1000] - total[900] == 100 * per_thread, total
-assert total[1100] == total[1000] + 100 * per_thread, (total, per_thread)
-# the threads beyond the slots (1101 - 1024) lost theirs: their 20 pairs and glibc's own calls
-assert 77 * 40 <= r[1100]["lost_events"] <= 100 * per_thread, (r[1100]["lost_events"], per_thread)
-assert r[1100]["complete"], r[1100]
+per_thread = (total[4000] - total[3900]) // 100
+assert total[4000] - total[3900] == 100 * per_thread, total
+assert total[4200] == total[4000] + 200 * per_thread, (total, per_thread)
+# the threads beyond the slots (4201 - 4096) lost theirs: their 20 pairs and glibc's own calls
+assert 105 * 40 <= r[4200]["lost_events"] <= 200 * per_thread, (r[4200]["lost_events"], per_thread)
+assert r[4200]["complete"], r[4200]
 PY
 }
 
