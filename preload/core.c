@@ -187,12 +187,12 @@ void *tprof_foreign_symbol(const char *name, void *own, void *next)
 	return d && d != own && d != next ? d : NULL;
 }
 
+int tprof_real_ahead; /* malloc was found ahead of this library: its hooks are never called */
+
 /* The definition of name that this library's stands in front of: the next one in the search order;
  * when there is none, the C library itself was preloaded ahead of this one (LD_PRELOAD=
  * libc.so.6:libtprof.so), and the first definition is the real one, unless it is this library's
  * (the C library has no such function): NULL then. */
-int tprof_real_ahead; /* malloc was found ahead of this library: its hooks are never called */
-
 static void *resolve(const char *name)
 {
 	void *d = dlsym(RTLD_NEXT, name);

@@ -363,6 +363,14 @@ static int try_connect_path(const char *name, size_t len)
 	return n ? try_connect(path, n + 1) : -1;
 }
 
+/* Whether any recorder of this user listens at a path: one look before trying the names of a walk
+ * there, which a process that starts the first recorder would otherwise try one by one. */
+static int sock_dir_present(void)
+{
+	char dir[108];
+	return tprof_sock_path(dir, sizeof(dir), "", 0, (uint32_t)getuid(), 1) && access(dir, X_OK) == 0;
+}
+
 /* The path of tprof-recorder: beside libtprof.so. */
 static int recorder_path(char *out, size_t cap)
 {
@@ -551,7 +559,8 @@ static int find_recorder(void)
 		starts[nwalked++] = start;
 		pid = pp;
 	}
-	for (int i = 0; i < nwalked; i++) {
+	int paths = sock_dir_present();
+	for (int i = 0; i < nwalked && paths; i++) {
 		recorder_name_len = socket_name(recorder_name, walked[i], starts[i]);
 		int fd = try_connect_path(recorder_name, recorder_name_len);
 		if (fd >= 0)
@@ -564,7 +573,7 @@ static int find_recorder(void)
 	recorder_name_len = socket_name(recorder_name, getpid(), start);
 	/* the recorder an earlier image of this process started, before it entered a network
 	 * namespace of its own (unshare -n then exec); in the same namespace, spawn_recorder finds it */
-	int fd = try_connect_path(recorder_name, recorder_name_len);
+	int fd = paths ? try_connect_path(recorder_name, recorder_name_len) : -1;
 	if (fd >= 0)
 		return fd;
 	return spawn_recorder(recorder_name, recorder_name_len);
@@ -705,11 +714,16 @@ size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, si
 		else if (strncmp(envp[n], pre, sizeof(pre) - 1) == 0)
 			where = n;
 	}
-	Dl_info di;
-	if (where == SIZE_MAX || !dladdr((void *)&tprof_region_exec_unpreload, &di) || !di.dli_fname)
+	static const char *me; /* this library's file name, found once: the loader's string */
+	if (where == SIZE_MAX)
 		return 0;
-	const char *me = strrchr(di.dli_fname, '/');
-	me = me ? me + 1 : di.dli_fname;
+	if (!me) {
+		Dl_info di;
+		if (!dladdr((void *)&tprof_region_exec_unpreload, &di) || !di.dli_fname)
+			return 0;
+		const char *slash = strrchr(di.dli_fname, '/');
+		me = slash ? slash + 1 : di.dli_fname;
+	}
 	size_t mel = strlen(me), o = sizeof(pre) - 1;
 	if (o >= cap)
 		return 0;
