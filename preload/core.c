@@ -39,7 +39,6 @@ _Atomic int tprof_recording;
 _Atomic int tprof_sandboxed;
 _Atomic int tprof_lock_future;
 _Atomic int tprof_few_over;
-int tprof_ucache_cold; /* beside what a fork child writes anyway: no page more to copy */
 int tprof_clock_is_tsc;
 /* The process-private side of each shared slot: its ring's address here. */
 static TPROF_LARGE struct tprof_thread threads[TPROF_SHM_THREADS];
@@ -788,8 +787,6 @@ int tprof_start_recording(void)
 			at_quick_exit(last_quick_exit_handler);
 			handlers_set = 1;
 		}
-		if (ok && tprof_tls.ucache) /* made before the registration: perhaps its parent's pages */
-			tprof_ucache_cold = 1;
 		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
 		atomic_store_explicit(&reg_state, ok ? 2 : 3, memory_order_release);
 		tprof_tls.guard--;

@@ -56,8 +56,12 @@ static uint32_t nlevels;                    /* the levels mapped: fewer under a 
 static _Atomic uint32_t top_level;          /* the newest level in use */
 static struct slot *table;                  /* every level, reserved together */
 static size_t table_bytes;
-static TPROF_LARGE struct chunk index_chunks[TPROF_STACK_CHUNKS];
-static TPROF_LARGE struct chunk arena_chunks[ARENA_CHUNKS];
+/* The chunks of the stack index and of the frames, side by side: the first of each, all a small
+ * program uses, share a page, which a fork child copies when it starts again from the first. */
+static TPROF_LARGE struct {
+	struct chunk index, arena;
+} chunks[TPROF_STACK_CHUNKS > ARENA_CHUNKS ? TPROF_STACK_CHUNKS : ARENA_CHUNKS];
+static _Atomic uint32_t chunks_touched; /* entries of chunks[] ever used: the rest are still zero */
 static _Atomic uint64_t arena_pos; /* chunk << 32 | words used in it */
 _Atomic uint32_t tprof_stacks_epoch; /* advanced whenever ids start again (a fork child's table) */
 static _Atomic uint64_t generation; /* bumped by dlclose: addresses may now mean other code */
@@ -230,10 +234,18 @@ static void *chunk_get(struct chunk *c, uint64_t bytes)
 	return NULL;
 }
 
+static void chunk_touch(uint32_t k)
+{
+	uint32_t t = atomic_load_explicit(&chunks_touched, memory_order_relaxed);
+	while (t < k + 1 && !atomic_compare_exchange_weak(&chunks_touched, &t, k + 1))
+		;
+}
+
 static struct tprof_shm_stack *index_entry(uint32_t id)
 {
 	uint32_t k = id / TPROF_STACK_CHUNK_IDS;
-	struct chunk *c = &index_chunks[k];
+	struct chunk *c = &chunks[k].index;
+	chunk_touch(k);
 	struct tprof_shm_stack *base = chunk_get(c, (uint64_t)TPROF_STACK_CHUNK_IDS * sizeof(*base));
 	if (!base)
 		return NULL;
@@ -251,10 +263,11 @@ static uint64_t *arena_take(unsigned n, uint64_t *off)
 		if (k >= ARENA_CHUNKS)
 			return NULL;
 		if (used + n <= TPROF_ARENA_CHUNK_WORDS) {
-			uint64_t *base = chunk_get(&arena_chunks[k], (uint64_t)TPROF_ARENA_CHUNK_WORDS * 8);
+			chunk_touch(k);
+			uint64_t *base = chunk_get(&chunks[k].arena, (uint64_t)TPROF_ARENA_CHUNK_WORDS * 8);
 			if (!base)
 				return NULL;
-			*off = arena_chunks[k].off + (uint64_t)used * 8;
+			*off = chunks[k].arena.off + (uint64_t)used * 8;
 			return base + used;
 		}
 		/* this chunk is full: move everyone on to the next one (the first to get here does) */
@@ -269,8 +282,11 @@ static uint64_t *arena_take(unsigned n, uint64_t *off)
 /* Where tprof's own memory lies (its data and the intern table), for the scan at the end. */
 static void publish_own(void)
 {
-	uintptr_t lo = 0, hi = 0;
-	code_range((const void *)&max_depth, &lo, &hi);
+	/* libtprof.so's data, found once (it is never unloaded): a fork child reads no ELF header,
+	 * a page its parent's mapping does not pass on */
+	static uintptr_t lo, hi;
+	if (!hi)
+		code_range((const void *)&max_depth, &lo, &hi);
 	tprof_shm->own[0][0] = lo;
 	tprof_shm->own[0][1] = hi;
 	if (table) {
@@ -289,7 +305,8 @@ int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
 	atomic_fetch_add(&tprof_stacks_epoch, 1);
-	code_range((const void *)&tprof_stacks_init, &self_lo, &self_hi);
+	if (!self_hi) /* once: as in publish_own */
+		code_range((const void *)&tprof_stacks_init, &self_lo, &self_hi);
 	tprof_modules_scan(0);
 	publish_own();
 	if (max_depth == 0)
@@ -339,8 +356,9 @@ void tprof_stacks_reset(void)
 {
 	atomic_fetch_add(&tprof_stacks_epoch, 1);
 	last_scan_seq = 0;
-	memset(index_chunks, 0, sizeof(index_chunks));
-	memset(arena_chunks, 0, sizeof(arena_chunks));
+	/* only what was used: a page written here is copied for a fork child */
+	memset(chunks, 0, atomic_load(&chunks_touched) * sizeof(chunks[0]));
+	atomic_store(&chunks_touched, 0);
 	atomic_store(&arena_pos, 0);
 	if (table) {
 		madvise(table, table_bytes, MADV_DONTNEED); /* zero again */
@@ -555,18 +573,15 @@ uint32_t tprof_stack_capture(void)
 /* ---- modules ---- */
 
 struct scan_ctx {
-	uint8_t present[TPROF_SHM_MODULES]; /* per module index: seen in this scan */
+	uint64_t present[TPROF_SHM_MODULES / 64]; /* per module index, a bit: seen in this scan */
 	uint64_t since; /* a module new to this scan was loaded after the previous scan began */
 };
 
 
 /* A relative path (as given in LD_PRELOAD or to dlopen) is made absolute, so the trace can be read
  * from any directory. */
-static uint32_t keep_path(struct tprof_shm *shm, const char *s, uint32_t *len)
+static uint32_t keep_text(struct tprof_shm *shm, const char *s, uint32_t *len)
 {
-	char abs[4096];
-	if (s[0] && s[0] != '/' && strchr(s, '/') && realpath(s, abs))
-		s = abs;
 	size_t n = strnlen(s, 4095);
 	if (shm->paths_used + n + 1 > TPROF_SHM_PATHS) {
 		*len = 0;
@@ -578,6 +593,20 @@ static uint32_t keep_path(struct tprof_shm *shm, const char *s, uint32_t *len)
 	shm->paths_used += (uint32_t)n + 1;
 	*len = (uint32_t)n;
 	return at;
+}
+
+/* Its buffer is on the stack only when needed: a fork child's scan touches no fresh stack page. */
+static __attribute__((noinline)) uint32_t keep_relative(struct tprof_shm *shm, const char *s, uint32_t *len)
+{
+	char abs[4096];
+	return keep_text(shm, realpath(s, abs) ? abs : s, len);
+}
+
+static uint32_t keep_path(struct tprof_shm *shm, const char *s, uint32_t *len)
+{
+	if (s[0] && s[0] != '/' && strchr(s, '/'))
+		return keep_relative(shm, s, len);
+	return keep_text(shm, s, len);
 }
 
 static void read_build_id(const struct dl_phdr_info *info, struct tprof_shm_module *m)
@@ -630,7 +659,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		struct tprof_shm_module *m = &shm->modules[i];
 		if (!atomic_load_explicit(&m->unload_seq, memory_order_relaxed) && m->base == info->dlpi_addr &&
 		    m->start == lo && m->end == hi) {
-			c->present[i] = 1;
+			c->present[i / 64] |= 1ull << (i % 64);
 			return 0;
 		}
 	}
@@ -644,7 +673,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	m->path_off = keep_path(shm, name, &m->path_len);
 	m->load_seq = c->since; /* scans come late (dlopen is not followed by one): events since may be its */
 	read_build_id(info, m);
-	c->present[n] = 1;
+	c->present[n / 64] |= 1ull << (n % 64);
 	atomic_store_explicit(&shm->nmodules, n + 1, memory_order_release);
 	return 0;
 }
@@ -667,15 +696,14 @@ void tprof_modules_scan(int closing)
 		}
 		sched_yield();
 	}
-	static TPROF_LARGE struct scan_ctx c; /* serialized by modules_busy */
-	memset(&c, 0, sizeof(c));
+	struct scan_ctx c = {.since = 0}; /* 264 bytes of stack: no page of ours written for it */
 	c.since = last_scan_seq;
 	last_scan_seq = atomic_load(&shm->seq);
 	dl_iterate_phdr(scan_cb, &c);
 	uint64_t seq = atomic_load(&shm->seq);
 	uint32_t n = atomic_load(&shm->nmodules);
 	for (uint32_t i = 0; i < n; i++)
-		if (!c.present[i] && !atomic_load(&shm->modules[i].unload_seq))
+		if (!(c.present[i / 64] >> (i % 64) & 1) && !atomic_load(&shm->modules[i].unload_seq))
 			atomic_store(&shm->modules[i].unload_seq, seq);
 	if (closing)
 		atomic_fetch_add(&generation, 1);
