@@ -215,8 +215,10 @@ static void say(const char *a, const char *b, const char *c)
 
 /* ---- the trace file ---- */
 
-/* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace. */
-static void make_path(char *buf, size_t cap, pid_t pid)
+/* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace, at
+ * most 1023 bytes, in a static buffer (valid until the next call), which shares its page with
+ * variables every registration writes: a fork child copies no page more for it. */
+static const char *make_path(pid_t pid)
 {
 	static struct tprof_sbuf s; /* registration is one thread's at a time, signals blocked: static,
 				     * so that a fork child's first call writes no fresh stack page */
@@ -245,9 +247,8 @@ static void make_path(char *buf, size_t cap, pid_t pid)
 		tprof_sb_u64(&s, (uint64_t)pid);
 		tprof_sb_str(&s, ".trace");
 	}
-	size_t n = s.n < cap - 1 ? s.n : cap - 1;
-	memcpy(buf, s.b, n);
-	buf[n] = 0;
+	s.b[s.n] = 0;
+	return s.b;
 }
 
 /* Creates the trace file exclusively: never through a symlink, never over an existing file. An
@@ -255,8 +256,7 @@ static void make_path(char *buf, size_t cap, pid_t pid)
  * said. For a process whose recorder runs as another user, which does not create it (hello). */
 static int open_trace(char *path, size_t cap, pid_t pid)
 {
-	char base[4096 - 16];
-	make_path(base, sizeof(base), pid);
+	const char *base = make_path(pid);
 	for (int k = 0; k < 1000; k++) {
 		struct tprof_sbuf s = {.n = 0};
 		tprof_sb_str(&s, base);
@@ -922,11 +922,12 @@ static int register_once(int child, pid_t pid, int own)
 							      : "; not tracing");
 		goto out;
 	}
-	static TPROF_LARGE char path[4096]; /* one registration at a time (see make_path) */
+	static TPROF_LARGE char own_path[4096]; /* one registration at a time (see make_path) */
+	const char *path = own_path;
 	int no_file = !own; /* the recorder is to create the file */
 	if (no_file)
-		make_path(path, sizeof(path), pid);
-	else if ((tracefd = open_trace(path, sizeof(path), pid)) < 0)
+		path = make_path(pid);
+	else if ((tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0)
 		goto out;
 	spawn_err = 0;
 	sock = find_recorder();

@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 8
+#define TPROF_SHM_VERSION 9
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 #define TPROF_SHM_THREADS 4096             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
@@ -157,6 +157,10 @@ struct tprof_shm {
 	_Atomic uint32_t modules_busy;
 	uint32_t paths_used;
 
+	/* file offsets of the stack index's chunks: on the first page, which registration maps in
+	 * with the rest of the header (a fault less for each process) */
+	_Atomic uint64_t stack_chunk_off[TPROF_STACK_CHUNKS];
+
 	/* /proc/self/exe as the process saw it at start-up (exe_len bytes, < TPROF_SHM_EXE), then
 	 * /proc/self/cmdline, NUL-separated arguments (cmdline_len bytes, may be cut short) */
 	uint32_t exe_len, cmdline_len;
@@ -167,7 +171,6 @@ struct tprof_shm {
 	struct tprof_shm_module modules[TPROF_SHM_MODULES];
 	_Alignas(4096) char paths[TPROF_SHM_PATHS];
 
-	_Atomic uint64_t stack_chunk_off[TPROF_STACK_CHUNKS]; /* file offsets of index chunks */
 	struct tprof_shm_name names[TPROF_NAME_IDS];
 	char trace_path[4096];   /* as the process created it (relative to its working directory); ""
 				  * when the recorder created it (TPROF_HELLO_NO_FILE, the usual case) */
