@@ -562,18 +562,45 @@ void tprof_writer_kick(void)
 
 /* ---- lifecycle ---- */
 
-/* The resident set size from /proc/self/stat (field 24, what statm says too), in bytes (0:
- * unknown); *tasks (when asked): the process's tasks (field 20), -1 when unknown. One read for
- * both at an _exit: each /proc file opened is about 15 us on a VM. */
+/* Whether the calling thread is its process's only task: 1 yes, 0 no (another task, or it is not
+ * the main thread, whose zombie /proc counts too), -1 unknown. unshare(CLONE_THREAD) asks for
+ * nothing new: the kernel grants it, changing nothing, to a lone thread only, in 0.2 us where a
+ * /proc file costs a new process 20 us and more. */
+int tprof_lone_task(void)
+{
+	if (atomic_load(&tprof_sandboxed)) /* a filter may end the process at an unexpected call */
+		return -1;
+	int saved = errno;
+	long r = syscall(SYS_unshare, (long)CLONE_THREAD);
+	int e = errno;
+	errno = saved;
+	return r == 0 ? 1 : e == EINVAL ? 0 : -1;
+}
+
+/* The resident set size from /proc/self/statm (field 2: what stat's field 24 says, for less work
+ * of the kernel's), in bytes (0: unknown); *tasks (when asked): 1 when the calling thread is the
+ * process's only task, 2 when it is not, -1 when unknown (tprof_lone_task). */
 uint64_t tprof_rss_now(int *tasks)
 {
-	char buf[1024];
-	uint64_t pages = 0, n = 0;
-	const char *t = atomic_load(&tprof_sandboxed) ? NULL : tprof_stat_read(0, buf, sizeof(buf));
-	if (tasks)
-		*tasks = t && tprof_stat_field(t, 20, &n) == 0 ? (int)n : -1;
-	if (!t || tprof_stat_field(t, 24, &pages) != 0)
+	char buf[128];
+	if (tasks) {
+		int lone = tprof_lone_task();
+		*tasks = lone < 0 ? -1 : lone ? 1 : 2;
+	}
+	if (atomic_load(&tprof_sandboxed))
 		return 0;
+	ssize_t n = tprof_proc_read("/proc/self/statm", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = buf;
+	while (*p >= '0' && *p <= '9') /* the size */
+		p++;
+	if (*p++ != ' ' || *p < '0' || *p > '9')
+		return 0;
+	uint64_t pages = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		pages = pages * 10 + (uint64_t)(*p - '0');
 	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 

@@ -183,8 +183,9 @@ void tprof_sandbox_inherited(void); /* sets tprof_sandboxed for an image exec'd 
 void tprof_note_end(int reason, int value);
 void tprof_note_exec(int pending);
 uint64_t tprof_rss_now(int *tasks);
-/* The tasks of the process as tprof_note_end read them right before an _exit's scan (-1: unknown,
- * or not read right before). */
+int tprof_lone_task(void);
+/* Whether the exiting thread was alone, as tprof_note_end saw right before an _exit's scan (1 alone,
+ * 2 not, -1: unknown, or not seen right before). */
 extern int tprof_end_threads;
 /* This image began as a fork child (its parent registered or not): it may register without
  * waiting for its recorder's answer (region.c) */

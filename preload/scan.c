@@ -160,7 +160,11 @@ void tprof_scan_at_end(int reason)
 	 * memory of the process's (it reads the empty result off the state), and the process no
 	 * round trip. */
 	int tasks = tprof_end_threads;
-	if (tprof_few_none() && (tasks > 0 ? tasks : tprof_proc_threads(NULL)) == 1 &&
+	if (tasks <= 0) {
+		int lone = tprof_lone_task();
+		tasks = lone < 0 ? tprof_proc_threads(NULL) : lone ? 1 : 2;
+	}
+	if (tprof_few_none() && tasks == 1 &&
 	    atomic_compare_exchange_strong(&shm->scan_state, &idle, TPROF_SCAN_EMPTY)) {
 		shm->scan_reason = (uint32_t)reason;
 		tprof_stacks_verify_report();
