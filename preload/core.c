@@ -717,6 +717,7 @@ void tprof_sandbox_inherited(void)
 static _Atomic int reg_state;
 static int forked; /* this image is a fork child: its parent's memory is still mapped */
 int tprof_fork_child;
+int tprof_ucache_cold; /* beside what a fork child writes anyway: no page more to copy */
 static int stacks_ready; /* the stack table and modules are set up for the memory now registering */
 
 /* While the recorder takes the process (region.c, between the message and the answer): the stack
@@ -753,6 +754,11 @@ static void before_fork(void)
 		tprof_tls.guard--;
 	}
 	tprof_region_before_fork();
+	if (!tprof_tls.guard && atomic_load(&tprof_ready)) {
+		tprof_tls.guard++;
+		tprof_modules_before_fork();
+		tprof_tls.guard--;
+	}
 }
 
 static void after_fork_child(void)
@@ -814,6 +820,8 @@ int tprof_start_recording(void)
 			at_quick_exit(last_quick_exit_handler);
 			handlers_set = 1;
 		}
+		if (ok && tprof_tls.ucache) /* made before the registration: perhaps its parent's pages */
+			tprof_ucache_cold = 1;
 		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
 		atomic_store_explicit(&reg_state, ok ? 2 : 3, memory_order_release);
 		tprof_tls.guard--;

@@ -25,6 +25,9 @@ void tprof_stacks_reset(void);
  * before its first heap call does it once, so that its children inherit the cache and the rules of
  * the frames they share with it. */
 void tprof_stacks_warm(void);
+/* Before a fork, in the parent: the modules as they are, for its child's first scan (when the
+ * loader has loaded or unloaded something since the last time). */
+void tprof_modules_before_fork(void);
 
 /* Captures the calling thread's stack, skipping libtprof.so's own frames, and returns its id; 0 when
  * stacks are off or the table is full. Call with the hook guard held. */

@@ -107,9 +107,13 @@ static struct cache *cache_get(void)
 		c->generation = atomic_load_explicit(&unwind_generation, memory_order_acquire);
 		tprof_tls.ucache = c;
 	}
-	/* A fork child's cache is its parent's until written: a walk over rules the parent knows
-	 * only reads them and writes its memo, one page copied; a new rule copies the page it lands
-	 * on. Copying the whole cache at once (six pages) costs more than the few a child writes. */
+	if (unlikely(tprof_ucache_cold)) {
+		/* a fork child's first walk: the cache's pages are still its parent's, and a walk
+		 * writes its memo and a rule for each new frame (three pages in a small program, a
+		 * fault each, 5 to 7 us on a VM): one call copies them all (six) for about as much */
+		tprof_ucache_cold = 0;
+		tprof_populate(c, sizeof(*c));
+	}
 	uint64_t g = atomic_load_explicit(&unwind_generation, memory_order_acquire);
 	if (unlikely(c->generation != g)) { /* code was unloaded: addresses may mean other code now */
 		memset(c->r, 0, sizeof(c->r));

@@ -25,5 +25,7 @@ uint32_t tprof_unwind_memo_id(void) __attribute__((visibility("hidden")));
 void tprof_unwind_memo_keep(uint32_t id) __attribute__((visibility("hidden")));
 /* stacks.c: advanced whenever the stack table gives ids anew (a fork child's table). */
 extern _Atomic uint32_t tprof_stacks_epoch __attribute__((visibility("hidden")));
+/* Set in a fork child: the caches are its parent's pages until written (copy on write). */
+extern int tprof_ucache_cold __attribute__((visibility("hidden")));
 
 #endif
