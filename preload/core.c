@@ -613,6 +613,8 @@ void tprof_note_end(int reason, int value)
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return; /* a vfork child: the memory is its parent's */
+	if (!tprof_tls.guard && atomic_load(&tprof_recording))
+		tprof_modules_scan_if_changed(); /* a module loaded since is named in the trace */
 	atomic_store(&shm->end_value, value);
 	atomic_store(&shm->end_reason, reason);
 	if (shm->rss_interval_ms) {
@@ -629,6 +631,8 @@ void tprof_note_exec(int pending)
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return;
+	if (pending && !tprof_tls.guard && atomic_load(&tprof_recording))
+		tprof_modules_scan_if_changed();
 	if (pending && shm->rss_interval_ms) { /* the image's last sample */
 		uint64_t b = tprof_rss_now(NULL);
 		if (b) {

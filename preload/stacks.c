@@ -69,6 +69,7 @@ static unsigned max_depth;
 static uintptr_t self_lo, self_hi;   /* libtprof.so's own code, whose frames are skipped */
 static uintptr_t unw_lo, unw_hi;     /* libunwind's code, when it is loaded */
 static uint64_t last_scan_seq;       /* when the last module scan began (serialized by modules_busy) */
+static unsigned long long scan_adds = ~0ull, scan_subs; /* the loader's counts as it began */
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -776,11 +777,8 @@ void tprof_modules_before_fork(void)
  * loaded and unloaded nothing since. 1 when done. */
 static int modules_from_snapshot(struct tprof_shm *shm, uint64_t since)
 {
-	if (!tprof_fork_child || !snap.n || atomic_load(&shm->nmodules) != 0)
-		return 0;
-	struct loader_counts lc = {0, 0, 0};
-	dl_iterate_phdr(counts_cb, &lc);
-	if (!lc.known || lc.adds != snap.adds || lc.subs != snap.subs)
+	if (!tprof_fork_child || !snap.n || atomic_load(&shm->nmodules) != 0 || scan_adds != snap.adds ||
+	    scan_subs != snap.subs) /* the counts as this scan began */
 		return 0;
 	for (uint32_t i = 0; i < snap.n && i < TPROF_SHM_MODULES; i++) {
 		const struct snap_module *s = &snap.m[i];
@@ -796,6 +794,22 @@ static int modules_from_snapshot(struct tprof_shm *shm, uint64_t since)
 		atomic_store_explicit(&shm->nmodules, i + 1, memory_order_release);
 	}
 	return 1;
+}
+
+/* The last scan's counts, if the loader's have not changed since: nothing loaded or unloaded, no
+ * scan needed (and no module's ELF header read: a fork child has not faulted those pages in). */
+void tprof_modules_scan_if_changed(void)
+{
+	struct tprof_shm *shm = tprof_shm;
+	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid)) /* none, or a vfork child's parent's */
+		return;
+	struct loader_counts lc = {0, 0, 0};
+	dl_iterate_phdr(counts_cb, &lc);
+	if (lc.known && lc.adds == scan_adds && lc.subs == scan_subs)
+		return;
+	tprof_tls.guard++; /* a relative path's realpath allocates */
+	tprof_modules_scan(0);
+	tprof_tls.guard--;
 }
 
 void tprof_modules_scan(int closing)
@@ -816,6 +830,10 @@ void tprof_modules_scan(int closing)
 		}
 		sched_yield();
 	}
+	struct loader_counts lc = {0, 0, 0};
+	dl_iterate_phdr(counts_cb, &lc);
+	scan_adds = lc.known ? lc.adds : ~0ull;
+	scan_subs = lc.subs;
 	struct scan_ctx c = {.since = 0}; /* 264 bytes of stack: no page of ours written for it */
 	c.since = last_scan_seq;
 	last_scan_seq = atomic_load(&shm->seq);

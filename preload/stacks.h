@@ -28,6 +28,9 @@ void tprof_stacks_warm(void);
 /* Before a fork, in the parent: the modules as they are, for its child's first scan (when the
  * loader has loaded or unloaded something since the last time). */
 void tprof_modules_before_fork(void);
+/* What the loader loaded or unloaded since the last scan, at an end of the image that runs no exit
+ * handler (_exit, _Exit, quick_exit, exec): a scan, only when its counts changed. */
+void tprof_modules_scan_if_changed(void);
 
 /* Captures the calling thread's stack, skipping libtprof.so's own frames, and returns its id; 0 when
  * stacks are off or the table is full. Call with the hook guard held. */

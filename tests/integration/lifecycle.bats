@@ -652,3 +652,33 @@ heap_known_after() {
 	[ "$(jget r.json allocations)" = 21 ]
 	[ "$(jget r.json bytes_allocated)" = 1003278 ]
 }
+
+@test "fork children list their modules as the loader has them, copied from the parent's or scanned" {
+	# a: forked before the parent loads the plugin, b: after, c: loads libm before its first heap
+	# call, d: after the parent unloaded the plugin. Each child prints the loader's list; its
+	# trace must hold the same modules at the same addresses, each with the build id the parent's
+	# own scan (or, for libm, none in the parent) found
+	TPROF_QUIET=1 TPROF_OUTPUT=t.%p.trace LD_PRELOAD="$B/libtprof.so" \
+		"$B/progs/fork_modules" "$B/progs/libstacks_plugin.so" >out.txt
+	local parent pid name f n=0
+	parent=$(ls t.*.trace | sort -t. -k2 -n | head -1)
+	"$B/tprof" dump "$parent" | awk '/^# module/ {print $6, $10}' | sort >parent_ids.txt
+	while read -r _ name pid; do
+		f=t.$pid.trace
+		settled "$f"
+		awk -v c="$name" '$1 == "child" {on = ($2 == c)} on && $1 == "module" {print $2, $3}' out.txt |
+			sort >want.txt
+		"$B/tprof" dump "$f" | awk '/^# module/ {print $6, ($NF == "program)" ? "" : $NF)}' | sort >got.txt
+		diff want.txt got.txt
+		# build ids: those of the parent's modules at the same address, and one for libm
+		"$B/tprof" dump "$f" | awk '/^# module/ {print $6, $10}' | sort >child_ids.txt
+		join parent_ids.txt child_ids.txt | awk '$2 != $3 {bad = 1} END {exit bad}'
+		[ "$(awk '/^# module/ && /libm/ && $9 == "build-id" && length($10) == 40' <("$B/tprof" dump "$f") | wc -l)" -eq \
+			"$(grep -c 'libm' want.txt || true)" ]
+		n=$((n + 1))
+	done < <(grep '^child ' out.txt)
+	[ "$n" -eq 4 ]
+	# b's allocation through the plugin is named there
+	pid=$(awk '$1 == "child" && $2 == "b" {print $3}' out.txt)
+	"$B/tprof" leaks "t.$pid.trace" | grep -q plugin_leak
+}
