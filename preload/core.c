@@ -765,11 +765,30 @@ static void before_fork(void)
 	}
 }
 
+static int parent_left; /* a fork child still has its parent's shared memory and thread records */
+
+/* What a fork child that registers clears of its parent's first: not at the fork, for a child that
+ * makes no recorded call (exits, or execs, at once) would pay for it too, about 20 us on a VM (the
+ * unmapping, the copy of the page of thread records, the code of both faulted in). */
+static void forget_parent(void)
+{
+	if (!parent_left)
+		return;
+	parent_left = 0;
+	tprof_region_forget(1);
+	uint32_t used = atomic_load(&threads_used);
+	if (used) {
+		memset(threads, 0, used * sizeof(threads[0])); /* others stay untouched */
+		atomic_store(&threads_used, 0);
+	}
+}
+
 static void after_fork_child(void)
 {
 	/* Only this thread survives, in memory that is still the parent's: the child forgets it and
 	 * registers on its first recorded call, with memory, slots and stacks of its own. Every page
-	 * written here is copied for the child (about 10 us on a VM): only what differs is written. */
+	 * written here is copied for the child (about 10 us on a VM): only what differs is written;
+	 * the parent's memory and thread records are let go at registration (forget_parent). */
 	if (atomic_load(&tprof_recording))
 		atomic_store(&tprof_recording, 0);
 	if (atomic_load(&tprof_lock_future))
@@ -778,17 +797,15 @@ static void after_fork_child(void)
 		tprof_tls.thread = NULL;
 	if (tprof_tls.attach_skip | tprof_tls.attach_fails) /* the parent's slots were all taken */
 		tprof_tls.attach_skip = tprof_tls.attach_fails = 0;
-	uint32_t used = atomic_load(&threads_used);
-	if (used) {
-		memset(threads, 0, used * sizeof(threads[0])); /* others stay untouched */
-		atomic_store(&threads_used, 0);
-	}
+	if (atomic_load(&threads_used) && !parent_left)
+		parent_left = 1;
 	if (atomic_load(&tprof_few_over))
 		atomic_store(&tprof_few_over, 0);
 	if (!tprof_fork_child)
 		tprof_fork_child = 1;
 	if (atomic_load(&reg_state) == 2) {
-		tprof_region_forget();
+		tprof_shm = NULL; /* the parent's: never written from here on */
+		parent_left = 1;
 		forked = 1;
 		atomic_store(&reg_state, 0);
 	}
@@ -813,6 +830,7 @@ int tprof_start_recording(void)
 	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
 		struct signals_held held = hold_signals();
 		tprof_tls.guard++;
+		forget_parent();
 		stacks_ready = 0;
 		int ok = tprof_region_start(forked) == 0;
 		if (ok && !stacks_ready)

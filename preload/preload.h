@@ -216,7 +216,7 @@ void tprof_malloc_owner(char *out, size_t cap);
  * own. Once per process. */
 void tprof_recorder_ensure(void);
 /* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
-void tprof_region_forget(void);
+void tprof_region_forget(int inherited); /* inherited: a fork child's, of memory it was not given */
 /* core.c: sets up what a registration needs beside the memory (stacks, modules) for s. */
 void tprof_region_prepare(struct tprof_shm *s);
 /* Reads this process's executable and arguments once, for the headers of its fork children. */

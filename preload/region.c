@@ -82,6 +82,7 @@ static int grow(uint64_t len)
 	if (m == MAP_FAILED)
 		return -1;
 	munmap(m, last->len);
+	madvise(m + last->len, len, MADV_DONTFORK); /* as the first piece (map_header) */
 	pieces[n] = (struct piece){piece_end, len, m + last->len};
 	piece_end += len;
 	atomic_store_explicit(&npieces, n + 1, memory_order_release);
@@ -765,10 +766,10 @@ size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, si
 }
 
 /* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
-void tprof_region_forget(void)
+void tprof_region_forget(int inherited)
 {
 	uint32_t n = atomic_load(&npieces);
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n && !inherited; i++)
 		munmap(pieces[i].addr, pieces[i].len);
 	atomic_store(&npieces, 0);
 	piece_end = 0;
@@ -840,6 +841,9 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 		say("cannot map shared memory: ", errtext(errno), "; not tracing");
 		return NULL;
 	}
+	/* Not passed on to fork children, which map memory of their own: a fork then duplicates no
+	 * mapping of it, and a child that makes no recorded call has none to unmap */
+	madvise(m, first, MADV_DONTFORK);
 	pieces[0] = (struct piece){0, first, m};
 	piece_end = first;
 	atomic_store(&npieces, 1);
@@ -966,7 +970,7 @@ static int register_once(int child, pid_t pid, int own)
 	int answer = async ? 0 : await_answer(sock);
 	if (answer != 0) {
 		if (s)
-			tprof_region_forget();
+			tprof_region_forget(0);
 		s = NULL;
 		if (answer == TPROF_ANSWER_FSIZE)
 			say("the file size limit (ulimit -f) is below what the recorder's shared memory file "

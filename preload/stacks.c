@@ -302,6 +302,40 @@ static void populate_first_level(void)
 	tprof_populate(levels[0], ((size_t)1 << level_bits[0]) * sizeof(struct slot));
 }
 
+/* Maps the table, its first level mapped in; 0, or -1 when no memory could be had. Not passed on to
+ * fork children (MADV_DONTFORK): a fork copied its page table entries and the parent then copied
+ * each page it wrote after (a fault each, 5 to 7 us on a VM), for a table every child starts anew. */
+static pid_t table_pid; /* the process the table was mapped in: in another, it is not there */
+static int map_table(void)
+{
+	void *m;
+	size_t bytes;
+	for (nlevels = LEVELS;; nlevels--) {
+		bytes = 0;
+		for (uint32_t k = 0; k < nlevels; k++)
+			bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
+		m = tprof_map_unlocked(bytes, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
+		if (m != MAP_FAILED)
+			break;
+		atomic_store(&tprof_shm->reserve_failed, 1);
+		if (nlevels == 2) {
+			table = NULL;
+			return -1;
+		}
+	}
+	madvise(m, bytes, MADV_DONTFORK);
+	table = m;
+	table_bytes = bytes;
+	table_pid = (pid_t)syscall(SYS_getpid);
+	struct slot *at = m;
+	for (uint32_t k = 0; k < nlevels; k++) {
+		levels[k] = at;
+		at += (size_t)1 << level_bits[k];
+	}
+	populate_first_level();
+	return 0;
+}
+
 int tprof_stacks_init(unsigned depth)
 {
 	max_depth = depth > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : depth;
@@ -316,29 +350,10 @@ int tprof_stacks_init(unsigned depth)
 	 * that refuses it (address space, or locked memory with MCL_FUTURE), the largest levels go
 	 * one by one: fewer distinct stacks, the others counted as allocations without a stack;
 	 * the trace's END says that memory was refused. */
-	void *m;
-	size_t bytes;
-	for (nlevels = LEVELS;; nlevels--) {
-		bytes = 0;
-		for (uint32_t k = 0; k < nlevels; k++)
-			bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
-		m = tprof_map_unlocked(bytes, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
-		if (m != MAP_FAILED)
-			break;
-		atomic_store(&tprof_shm->reserve_failed, 1);
-		if (nlevels == 2) {
-			max_depth = 0;
-			return -1;
-		}
+	if (map_table() != 0) {
+		max_depth = 0;
+		return -1;
 	}
-	table = m;
-	table_bytes = bytes;
-	struct slot *at = m;
-	for (uint32_t k = 0; k < nlevels; k++) {
-		levels[k] = at;
-		at += (size_t)1 << level_bits[k];
-	}
-	populate_first_level();
 	atomic_store(&tprof_shm->stack_next_id, 1);
 	publish_own();
 	return 0;
@@ -361,7 +376,13 @@ void tprof_stacks_reset(void)
 	memset(chunks, 0, atomic_load(&chunks_touched) * sizeof(chunks[0]));
 	atomic_store(&chunks_touched, 0);
 	atomic_store(&arena_pos, 0);
-	if (table) {
+	if (table && table_pid != (pid_t)syscall(SYS_getpid)) {
+		/* a fork child: its parent's table was not passed on, and its address may hold the
+		 * program's memory by now: never touched, a new one mapped */
+		table = NULL;
+		if (map_table() != 0)
+			max_depth = 0;
+	} else if (table) {
 		madvise(table, table_bytes, MADV_DONTNEED); /* zero again */
 		populate_first_level();
 	}
