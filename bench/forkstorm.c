@@ -1,6 +1,8 @@
 /* The fork storm of bench/procs.sh: forks N children one after another and waits for each; a child
  * exits at once, or (with "alloc") first makes a malloc/free pair, so that under tprof it registers
- * with the recorder and gets a trace. Prints {"children":N,"wall_ns":T}. */
+ * with the recorder and gets a trace. With "parent" the parent makes a pair before the storm, as
+ * most programs have by the time they fork (under tprof it is then traced and its children start
+ * from a traced parent). Prints {"children":N,"wall_ns":T}. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,15 @@ static long long now_ns(void)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 200;
-	int alloc = argc > 2 && strcmp(argv[2], "alloc") == 0;
+	int alloc = 0, parent = 0;
+	for (int k = 2; k < argc; k++) {
+		alloc |= strcmp(argv[k], "alloc") == 0;
+		parent |= strcmp(argv[k], "parent") == 0;
+	}
+	if (parent) {
+		void *volatile q = malloc(64);
+		free(q);
+	}
 	long long t0 = now_ns();
 	for (int i = 0; i < n; i++) {
 		pid_t p = fork();

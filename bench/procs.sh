@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # What tprof costs per process: 200 runs of /bin/true from a shell loop, and a fork storm of 200
 # children (exiting at once, or after one malloc/free pair, which makes each register with the
-# recorder and get a trace of its own), bare, under tprof record, under LD_PRELOAD alone (a recorder
-# started on first use) and under heaptrack, side by side; and per thread: 1100 threads alive at
-# once. Each time is the best of RUNS runs, the
-# tools alternating run by run so that a noisy neighbour hits all alike. Ratios are to bare.
+# recorder and get a trace of its own; from a parent that made no heap call before, or from one
+# that did, as most programs have by the time they fork), bare, under tprof record, under
+# LD_PRELOAD alone (a recorder started on first use) and under heaptrack, side by side; and per
+# thread: 1100 threads alive at once. Each time is the best of RUNS runs, the tools alternating run
+# by run so that a noisy neighbour hits all alike. Ratios are to bare.
 # Run it on an idle machine.
 set -u
 BUILD=${BUILD:-build}
@@ -54,6 +55,8 @@ printf '%-34s %8s %8s %8s %8s %8s %10s\n' case bare_ms record_ms ratio preload_m
 run_case "200 x /bin/true from sh" sh -c "$loop"
 run_case "fork storm, children exit at once" "$B/bench/forkstorm" "$N"
 run_case "fork storm, children malloc+free" "$B/bench/forkstorm" "$N" alloc
+run_case "same, parent traced: exit at once" "$B/bench/forkstorm" "$N" parent
+run_case "same, parent traced: malloc+free" "$B/bench/forkstorm" "$N" alloc parent
 run_case "1100 threads at once, 2000 pairs each" "$B/progs/threads_at_once" 1100 2000
 echo "(a process image that makes no heap call does not register; heaptrack: its own wrapper, one run in"
 echo " two, for scale only: it traces the fork children through the same process)"
