@@ -19,6 +19,7 @@ struct tprof_writer_args {
 			     * umask */
 	const char *path;   /* where the recorder created it (absolute), NULL: as its descriptor says
 			     * (a file made ahead without a name says it has none) */
+	int after_exec;     /* the process's previous image registered too (it exec'd) */
 };
 
 struct tprof_writer;
@@ -28,8 +29,11 @@ struct tprof_writer;
 struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a);
 /* The process is gone (its pidfd fired): read how it ended now, while its zombie is there. */
 void tprof_writer_gone(struct tprof_writer *w, int pidfd);
-/* The process registered again under the same pid and start time: it exec'd. */
+/* The process registered again under the same pid and start time: it exec'd. The line about the
+ * image it was is then held until the next image's own (or tprof_writer_flush_held). */
 void tprof_writer_exec(struct tprof_writer *w);
+/* Writes the lines held for pid (0: every process) now: its next image will not write them. */
+void tprof_writer_flush_held(pid_t pid);
 /* The trace is complete and the thread done with w, which tprof_writer_release takes back. */
 int tprof_writer_done(const struct tprof_writer *w);
 /* The absolute path of the trace file w writes ("" when unknown). */

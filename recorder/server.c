@@ -699,10 +699,12 @@ static void take(int conn)
 	/* the same process again: an exec; its previous image's writer finishes that trace. Named by
 	 * the pid and start time, or, without a start time, by the pid of an entry whose process still
 	 * lives (its pidfd has not fired): no other process can have its pid meanwhile. */
+	int after_exec = 0;
 	for (int i = 0; i < high && (starttime || (pidfd_exit_ok && !gone)); i++) {
 		struct entry *e = &entries[i];
 		if (e->w && e->pid == cred.pid && e->pidfd >= 0 &&
 		    (starttime ? e->starttime == starttime : poll(&(struct pollfd){e->pidfd, POLLIN, 0}, 1, 0) == 0)) {
+			after_exec = 1;
 			tprof_writer_exec(e->w);
 			close(e->pidfd);
 			e->pidfd = -1;
@@ -710,9 +712,11 @@ static void take(int conn)
 	}
 	struct tprof_writer_args a = {
 		.pid = cred.pid, .label = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1],
-		.own_mode = no_file, .path = no_file ? last_path : NULL};
+		.own_mode = no_file, .path = no_file ? last_path : NULL, .after_exec = after_exec};
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
+		if (after_exec)
+			tprof_writer_flush_held(cred.pid);
 		refuse(conn, async, fds[0], no, h.pid);
 		if (pidfd >= 0)
 			close(pidfd);
@@ -816,6 +820,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 				accept_one(pf[l].fd);
 	}
 	path_unlisten();
+	tprof_writer_flush_held(0); /* an image whose next one never ended while we waited */
 	if (notify_fd >= 0)
 		close(notify_fd);
 	for (int k = 0; k < 2; k++) /* what runs at exit (a sanitizer's leak check) may need one */

@@ -67,6 +67,7 @@ struct tprof_writer {
 	pid_t tpid;            /* the traced process */
 	pid_t label;           /* the pid it knows itself by: another one in a child pid namespace */
 	int own_ns;            /* its pid namespace is the recorder's: its thread ids are ours too */
+	int after_exec;        /* an image of a process whose previous image registered too */
 	uint64_t starttime;    /* its start time: with the pid, names it for good */
 	char prog_name[256];   /* for the line at the end */
 	char proc_dir[32];     /* "/proc/PID/" */
@@ -1137,18 +1138,108 @@ static const char *end_words(int reason, int value, char *buf, size_t cap)
 	return buf;
 }
 
+/* The line of an image that exec'd into one that registered too is held, and written with that
+ * image's own line when it ends: written at once, it would come while the new program runs, and
+ * could land between two writes of one line of its (err(3) writes "name: " and the message
+ * apart). Per process: the lines held (oldest first), or, once its last image's line is out
+ * before an older one's came, a mark that the older writes at once. */
+struct held_line {
+	pid_t pid;
+	int printed; /* the newest image's line is out: any older one is written at once */
+	char *text;  /* NULL: none held */
+	struct held_line *next;
+};
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct held_line *held;
+
+static struct held_line **held_find(pid_t pid)
+{
+	struct held_line **h = &held;
+	while (*h && (*h)->pid != pid)
+		h = &(*h)->next;
+	return h;
+}
+
+static void held_drop(struct held_line **h)
+{
+	struct held_line *e = *h;
+	*h = e->next;
+	free(e->text);
+	free(e);
+}
+
+static char *concat(const char *a, const char *b)
+{
+	size_t na = a ? strlen(a) : 0, nb = strlen(b);
+	char *s = malloc(na + nb + 1);
+	if (s) {
+		if (na)
+			memcpy(s, a, na);
+		memcpy(s + na, b, nb + 1);
+	}
+	return s;
+}
+
+void tprof_writer_flush_held(pid_t pid)
+{
+	pthread_mutex_lock(&held_lock);
+	for (struct held_line **h = &held; *h;) {
+		if (pid && (*h)->pid != pid) {
+			h = &(*h)->next;
+			continue;
+		}
+		if ((*h)->text && tprof_recorder_stderr_ok((*h)->pid))
+			fputs((*h)->text, stderr);
+		held_drop(h);
+	}
+	pthread_mutex_unlock(&held_lock);
+}
+
 static void report_path(struct tprof_writer *w, int reason, int value)
 {
-	if (w->shm->quiet || !tprof_recorder_stderr_ok(w->tpid))
-		return;
-	char how[96];
-	fprintf(stderr, "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", w->prog_name, (int)w->label,
-		end_words(reason, value, how, sizeof(how)), (unsigned long long)w->events_written,
-		w->lost_written ? ", LOST " : "", w->lost_written ? "some" : "",
-		w->out_failed ? "trace incomplete:" : "trace written to", trace_name(w));
-	if (w->shm->debug)
-		fprintf(stderr, "tprof: recorder CPU for pid %d: %llu us\n", (int)w->label,
-			(unsigned long long)((thread_cpu_ns() - w->cpu_start) / 1000));
+	char line[4096 + 512], how[96];
+	line[0] = 0;
+	if (!w->shm->quiet) {
+		int n = snprintf(line, sizeof(line), "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", w->prog_name,
+				 (int)w->label, end_words(reason, value, how, sizeof(how)),
+				 (unsigned long long)w->events_written, w->lost_written ? ", LOST " : "",
+				 w->lost_written ? "some" : "", w->out_failed ? "trace incomplete:" : "trace written to",
+				 trace_name(w));
+		if (w->shm->debug && n > 0 && (size_t)n < sizeof(line))
+			snprintf(line + n, sizeof(line) - (size_t)n, "tprof: recorder CPU for pid %d: %llu us\n",
+				 (int)w->label, (unsigned long long)((thread_cpu_ns() - w->cpu_start) / 1000));
+	}
+	int hold = reason == TPROF_END_EXEC && atomic_load(&w->exec_seen); /* its next image registered */
+	pthread_mutex_lock(&held_lock);
+	struct held_line **h = held_find(w->tpid), *e = *h;
+	if (hold && !(e && e->printed)) {
+		char *t = concat(e ? e->text : NULL, line);
+		if (!e && t && (e = calloc(1, sizeof(*e))) != NULL) {
+			e->pid = w->tpid;
+			e->next = held;
+			held = e;
+		}
+		if (e && t) {
+			free(e->text);
+			e->text = t;
+			pthread_mutex_unlock(&held_lock);
+			return;
+		}
+		free(t); /* no memory: written now */
+	}
+	const char *before = e && e->text ? e->text : "";
+	if ((before[0] || line[0]) && tprof_recorder_stderr_ok(w->tpid))
+		fprintf(stderr, "%s%s", before, line); /* one write */
+	if (e)
+		held_drop(h);
+	else if (w->after_exec && !hold) /* an older image's line is still to come: at once, then */
+		if ((e = calloc(1, sizeof(*e))) != NULL) {
+			e->pid = w->tpid;
+			e->printed = 1;
+			e->next = held;
+			held = e;
+		}
+	pthread_mutex_unlock(&held_lock);
 }
 
 /* A process that did not say how it ended was killed, or made the raw exit system call: only its
@@ -1628,6 +1719,7 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	w->tpid = a->pid;
 	w->label = a->label ? a->label : a->pid;
 	w->own_ns = w->label == w->tpid;
+	w->after_exec = a->after_exec;
 	w->starttime = a->starttime;
 	w->trace_fd = a->tracefd;
 	w->own_mode = a->own_mode;

@@ -1038,3 +1038,25 @@ select sum(a), group_concat(b) from t; select count(*) from t where a > 1;"
 	t=$(the_trace program sh)
 	[ "$(rj "$t" pid)" = 1 ]
 }
+
+@test "the line about an image that exec'd waits for the next image's: it never lands inside a line of the program's" {
+	# bash execs sh, which writes one line in two parts with a pause between (as err(3) writes
+	# "name: " and the message apart; no child process, whose own line could come meanwhile): the
+	# recorder, which learns of the exec when sh registers, must not write between them
+	cat >part.sh <<'SH'
+printf part >&2
+i=0
+while [ $i -lt 100000 ]; do i=$((i + 1)); done
+printf 'ial\n' >&2
+SH
+	TPROF_QUIET=0 TPROF_OUTPUT=t.%p.trace LD_PRELOAD="$B/libtprof.so" bash -c "exec sh part.sh" 2>err.txt
+	for _ in $(seq 100); do # the recorder writes the lines once the process is gone
+		[ "$(wc -l <err.txt)" -ge 3 ] && break
+		sleep 0.05
+	done
+	run cat err.txt
+	[ "${lines[0]}" = partial ]
+	[[ "${lines[1]}" == "tprof: bash (pid "*") exec'd: "*" events, trace written to t."*".trace" ]]
+	[[ "${lines[2]}" == "tprof: sh (pid "*") exited with status 0"*": "*" events, trace written to t."*".trace.1" ]]
+	[ "${#lines[@]}" -eq 3 ]
+}
