@@ -682,3 +682,18 @@ heap_known_after() {
 	pid=$(awk '$1 == "child" && $2 == "b" {print $3}' out.txt)
 	"$B/tprof" leaks "t.$pid.trace" | grep -q plugin_leak
 }
+
+@test "a traced parent's fork child maps its own memory where the parent's tprof memory lay: untouched, and traced" {
+	run env TPROF_OUTPUT=t.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/fork_holes"
+	[ "$status" -eq 0 ]
+	[ "$output" = intact ]
+	local f n=0
+	for f in t.*.trace; do
+		settled "$f"
+		report "$f" r.json
+		[ "$(jget r.json complete)" = true ]
+		[ "$(jget r.json lost_events)" = 0 ]
+		[ "$(jget r.json allocations)" -ge 1000 ] && n=$((n + 1))
+	done
+	[ "$n" -eq 1 ]
+}
