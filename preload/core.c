@@ -39,6 +39,7 @@ _Atomic int tprof_recording;
 _Atomic int tprof_sandboxed;
 _Atomic int tprof_lock_future;
 _Atomic int tprof_few_over;
+int tprof_ucache_cold; /* beside what a fork child writes anyway: no page more to copy */
 int tprof_clock_is_tsc;
 /* The process-private side of each shared slot: its ring's address here. */
 static TPROF_LARGE struct tprof_thread threads[TPROF_SHM_THREADS];
@@ -719,9 +720,8 @@ void tprof_sandbox_inherited(void)
 
 /* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
 static _Atomic int reg_state;
-static int forked; /* this image is a fork child: its parent's memory is still mapped */
+static int forked; /* this image is a fork child of a registered parent (whose memory it was not given) */
 int tprof_fork_child;
-int tprof_ucache_cold; /* beside what a fork child writes anyway: no page more to copy */
 static int stacks_ready; /* the stack table and modules are set up for the memory now registering */
 
 /* While the recorder takes the process (region.c, between the message and the answer): the stack

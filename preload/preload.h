@@ -215,8 +215,10 @@ void tprof_malloc_owner(char *out, size_t cap);
  * recorder its children will register with, so that they share one instead of each starting its
  * own. Once per process. */
 void tprof_recorder_ensure(void);
-/* In a fork child: unmaps the parent's shared memory (the child must never write into it). */
-void tprof_region_forget(int inherited); /* inherited: a fork child's, of memory it was not given */
+/* Forgets the shared memory's pieces: unmapped (a registration the recorder refused), or, inherited
+ * (a fork child's record of its parent's, MADV_DONTFORK, which it was never given), only forgotten:
+ * their addresses may hold the child's own memory by now. */
+void tprof_region_forget(int inherited);
 /* core.c: sets up what a registration needs beside the memory (stacks, modules) for s. */
 void tprof_region_prepare(struct tprof_shm *s);
 /* Reads this process's executable and arguments once, for the headers of its fork children. */

@@ -765,7 +765,7 @@ size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, si
 	return n;
 }
 
-/* Forgets the parent's memory in a fork child: its pieces are shared with the parent. */
+/* See preload.h: unmapped only when not inherited. */
 void tprof_region_forget(int inherited)
 {
 	uint32_t n = atomic_load(&npieces);

@@ -675,6 +675,23 @@ static int module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t 
 	return *hi != 0;
 }
 
+/* Appends a module record (the caller checked there is room) and publishes it. */
+static void module_add(struct tprof_shm *shm, uint64_t base, uint64_t lo, uint64_t hi, const char *name,
+		       uint64_t since, const uint8_t *build_id, uint8_t build_id_len)
+{
+	uint32_t n = atomic_load_explicit(&shm->nmodules, memory_order_relaxed);
+	struct tprof_shm_module *m = &shm->modules[n];
+	memset(m, 0, sizeof(*m));
+	m->base = base;
+	m->start = lo;
+	m->end = hi;
+	m->path_off = keep_path(shm, name, &m->path_len);
+	m->load_seq = since;
+	memcpy(m->build_id, build_id, build_id_len);
+	m->build_id_len = build_id_len;
+	atomic_store_explicit(&shm->nmodules, n + 1, memory_order_release);
+}
+
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
@@ -695,16 +712,12 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	if (n == TPROF_SHM_MODULES)
 		return 0;
-	struct tprof_shm_module *m = &shm->modules[n];
-	memset(m, 0, sizeof(*m));
-	m->base = info->dlpi_addr;
-	m->start = lo;
-	m->end = hi;
-	m->path_off = keep_path(shm, name, &m->path_len);
-	m->load_seq = c->since; /* scans come late (dlopen is not followed by one): events since may be its */
-	read_build_id(info, m);
+	struct tprof_shm_module m;
+	m.build_id_len = 0;
+	read_build_id(info, &m);
+	/* scans come late (dlopen is not followed by one): events since the last may be its */
+	module_add(shm, info->dlpi_addr, lo, hi, name, c->since, m.build_id, m.build_id_len);
 	c->present[n / 64] |= 1ull << (n % 64);
-	atomic_store_explicit(&shm->nmodules, n + 1, memory_order_release);
 	return 0;
 }
 
@@ -803,16 +816,8 @@ static int modules_from_snapshot(struct tprof_shm *shm, uint64_t since)
 		return 0;
 	for (uint32_t i = 0; i < snap.n && i < TPROF_SHM_MODULES; i++) {
 		const struct snap_module *s = &snap.m[i];
-		struct tprof_shm_module *m = &shm->modules[i];
-		memset(m, 0, sizeof(*m));
-		m->base = s->base;
-		m->start = s->start;
-		m->end = s->end;
-		m->path_off = keep_path(shm, snap.names + s->name_off, &m->path_len);
-		m->load_seq = since;
-		memcpy(m->build_id, s->build_id, s->build_id_len);
-		m->build_id_len = s->build_id_len;
-		atomic_store_explicit(&shm->nmodules, i + 1, memory_order_release);
+		module_add(shm, s->base, s->start, s->end, snap.names + s->name_off, since, s->build_id,
+			   s->build_id_len);
 	}
 	return 1;
 }
