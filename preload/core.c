@@ -296,6 +296,9 @@ static void watch_thread_exit(struct tprof_thread *t)
 		pthread_setspecific(exit_key, t);
 }
 
+/* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
+static _Atomic int reg_state;
+
 /* tprof's own set-up runs with every signal blocked on its thread (two system calls, once per
  * thread): a handler that interrupted it would call the heap while tprof's guard passes calls
  * through unrecorded, and a heap call of the program would be missing from the trace. */
@@ -335,6 +338,10 @@ static struct tprof_thread *attach_held(int *no_room);
 
 struct tprof_thread *tprof_thread_attach(void)
 {
+	/* nothing to attach to, for good: every heap call of a process that is not traced (its
+	 * registration failed, and said why) comes here, and must cost what a bare call costs */
+	if (unlikely(atomic_load_explicit(&reg_state, memory_order_relaxed) == 3))
+		return NULL;
 	if (unlikely(tprof_tls.attach_skip)) {
 		tprof_tls.attach_skip--;
 		return NULL;
@@ -718,8 +725,6 @@ void tprof_sandbox_inherited(void)
 		atomic_store(&tprof_sandboxed, 1);
 }
 
-/* Registration (tprof_start_recording): 0 not yet, 1 under way, 2 recording, 3 gave up. */
-static _Atomic int reg_state;
 static int forked; /* this image is a fork child of a registered parent (whose memory it was not given) */
 int tprof_fork_child;
 static int stacks_ready; /* the stack table and modules are set up for the memory now registering */
