@@ -191,7 +191,7 @@ enum tprof_end_reason {
 #define TPROF_ENDF_INFLIGHT 0x1u /* a thread was inside a heap call when the process ended: that
 				  * one call may be missing, so the trace is not complete */
 #define TPROF_ENDF_RESERVE 0x2u  /* version 6: memory for call stacks or a thread's ring could not
-				  * be reserved (an address space or locked memory limit) */
+				  * be reserved (an address space, locked memory or file size limit) */
 #define TPROF_ENDF_SECCOMP 0x4u  /* version 7: the process installed a seccomp filter, after which
 				  * tprof made no call it might forbid: no scan at the end, no resident
 				  * size at the end, stacks walked only over pages checked before */

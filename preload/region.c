@@ -49,6 +49,7 @@ static struct piece {
 } pieces[MAX_PIECES];
 static _Atomic uint32_t npieces;
 static uint64_t piece_end; /* file offset where the last piece ends */
+static uint64_t file_bytes; /* the memory file's size: no piece goes past it */
 
 static char recorder_name[108]; /* the socket this process registered at, for its fork children */
 /* That recorder takes a fork child without answering (TPROF_ANSWER_YES_ASYNC), and the user it runs
@@ -69,13 +70,15 @@ static uint64_t first_piece(void)
 	return tprof_cfg.depth && !TPROF_SYS_LOCK_FUTURE ? 12ull << 20 : 4ull << 20;
 }
 
+_Static_assert(TPROF_SHM_FILE_MIN >= (12ull << 20), "the smallest memory file holds the first piece");
+
 /* ---- the allocator ---- */
 
 /* Maps [piece_end, piece_end + len) as a new piece. Called with alloc_busy held. */
 static int grow(uint64_t len)
 {
 	uint32_t n = atomic_load_explicit(&npieces, memory_order_relaxed);
-	if (n == MAX_PIECES || piece_end + len > TPROF_SHM_FILE_BYTES)
+	if (n == MAX_PIECES || piece_end + len > file_bytes)
 		return -1;
 	struct piece *last = &pieces[n - 1];
 	uint8_t *m = mremap(last->addr, 0, last->len + len, MREMAP_MAYMOVE);
@@ -956,6 +959,7 @@ static int register_once(int child, pid_t pid, int own)
 	 * the answer (about 0.1 ms): the recorder takes it even after it has ended, and a refusal is
 	 * written into its memory (recorder_gone), as only a file it could not size (the child did
 	 * here) or create (its own user's: it does) would be said back. */
+	file_bytes = TPROF_SHM_FILE_BYTES;
 	int async = tprof_fork_child && sized && no_file && recorder_async && recorder_uid == geteuid();
 	if (send_hello(sock, memfd, tracefd, path, async ? TPROF_HELLO_ASYNC : 0) != 0) {
 		say("no recorder took ", path, "; not tracing");
@@ -973,8 +977,8 @@ static int register_once(int child, pid_t pid, int own)
 			tprof_region_forget(0);
 		s = NULL;
 		if (answer == TPROF_ANSWER_FSIZE)
-			say("the file size limit (ulimit -f) is below what the recorder's shared memory file "
-			    "needs (16 GiB, sparse), for ", path, "; not tracing");
+			say("the file size limit (ulimit -f) is below the 32 MiB the recorder's shared memory "
+			    "file needs, for ", path, "; not tracing");
 		else if (answer == TPROF_ANSWER_NO_FILE)
 			rc = 1;
 		else if (answer == TPROF_ANSWER_FDS)
@@ -986,8 +990,20 @@ static int register_once(int child, pid_t pid, int own)
 			unlink(path);
 		goto out;
 	}
-	if (!s && !(s = map_header(memfd, no_file ? "" : path, pid)))
-		goto out;
+	if (!s) {
+		/* the recorder sized the file: under a file size limit it could not lift, smaller */
+		struct stat st;
+		if (fstat(memfd, &st) != 0 || (uint64_t)st.st_size < first_piece()) {
+			say("the recorder's shared memory file is too small for ", path, "; not tracing");
+			if (!no_file)
+				unlink(path);
+			goto out;
+		}
+		if ((uint64_t)st.st_size < file_bytes)
+			file_bytes = (uint64_t)st.st_size;
+		if (!(s = map_header(memfd, no_file ? "" : path, pid)))
+			goto out;
+	}
 	header_publish(s, async);
 	atomic_fetch_add(&s->kick, 1);
 	tprof_futex_wake(&s->kick);

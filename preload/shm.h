@@ -21,6 +21,9 @@
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
 #define TPROF_SHM_VERSION 9
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
+/* Under a file size limit (ulimit -f) that neither the process nor the recorder can lift, the file is
+ * as large as the limit allows, down to this: the first piece (12 MiB) and rings for a few threads. */
+#define TPROF_SHM_FILE_MIN (32ull << 20)
 #define TPROF_SHM_THREADS 4096             /* threads alive at once that can record; more count as lost */
 #define TPROF_SHM_MODULES 2048
 #define TPROF_SHM_PATHS (512u << 10)       /* module paths, NUL-terminated, back to back */

@@ -20,6 +20,8 @@ struct tprof_writer_args {
 	const char *path;   /* where the recorder created it (absolute), NULL: as its descriptor says
 			     * (a file made ahead without a name says it has none) */
 	int after_exec;     /* the process's previous image registered too (it exec'd) */
+	uint64_t memfd_bytes; /* the memory file's size (TPROF_SHM_FILE_BYTES, less under a file size
+			       * limit): nothing at or past it is mapped or read */
 };
 
 struct tprof_writer;

@@ -135,6 +135,24 @@ int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
 /* Limits inherited from the program must not stop the recorder: the memory file is large (sparse)
  * and so is its mapping, a trace may be larger than what the program may write, and the recorder
  * holds three descriptors per traced process. */
+/* Sizes a process's memory file: TPROF_SHM_FILE_BYTES (sparse), or under a file size limit that the
+ * recorder could not lift (lift_limit: not privileged, a low hard limit) as large as the limit
+ * allows, if that is TPROF_SHM_FILE_MIN at least. 0 with its size, or the errno (EFBIG: the limit). */
+static int size_memfd(int fd, uint64_t *bytes)
+{
+	*bytes = TPROF_SHM_FILE_BYTES;
+	if (ftruncate(fd, (off_t)TPROF_SHM_FILE_BYTES) == 0)
+		return 0;
+	int e = errno;
+	struct rlimit r;
+	if (e != EFBIG || getrlimit(RLIMIT_FSIZE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+		return e;
+	*bytes = (uint64_t)r.rlim_cur & ~((1ull << 20) - 1);
+	if (*bytes < TPROF_SHM_FILE_MIN)
+		return EFBIG;
+	return ftruncate(fd, (off_t)*bytes) == 0 ? 0 : errno;
+}
+
 static void lift_limit(int what)
 {
 	struct rlimit r, none = {RLIM_INFINITY, RLIM_INFINITY};
@@ -668,6 +686,7 @@ static void take(int conn)
 	char no = 0, yes = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES;
 	uint64_t starttime = 0;
 	int slot = -1, pidfd = -1, size_err = 0;
+	uint64_t memfd_bytes = 0;
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!entries[i].w)
 			slot = i;
@@ -677,7 +696,7 @@ static void take(int conn)
 	    h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
 	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
-	    (size_err = ftruncate(fds[0], (off_t)TPROF_SHM_FILE_BYTES) != 0 ? errno : 0) != 0 ||
+	    (size_err = size_memfd(fds[0], &memfd_bytes)) != 0 ||
 	    peer_process(conn, cred.pid, async, &pidfd, &starttime, &gone) != 0 ||
 	    (!gone && !same_process(cred.pid, h.pid))) {
 		/* RLIMIT_FSIZE, or the descriptor limit: reasons the process says */
@@ -712,7 +731,8 @@ static void take(int conn)
 	}
 	struct tprof_writer_args a = {
 		.pid = cred.pid, .label = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1],
-		.own_mode = no_file, .path = no_file ? last_path : NULL, .after_exec = after_exec};
+		.own_mode = no_file, .path = no_file ? last_path : NULL, .after_exec = after_exec,
+		.memfd_bytes = memfd_bytes};
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
 		if (after_exec)

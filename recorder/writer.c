@@ -64,6 +64,7 @@ struct wthread {
 struct tprof_writer {
 	struct tprof_shm *shm; /* the traced image's shared memory, mapped whole */
 	int shm_fd;            /* the memory file: mapped further as the process uses more of it */
+	uint64_t shm_bytes;    /* its size */
 	pid_t tpid;            /* the traced process */
 	pid_t label;           /* the pid it knows itself by: another one in a child pid namespace */
 	int own_ns;            /* its pid namespace is the recorder's: its thread ids are ours too */
@@ -152,15 +153,15 @@ static const char *proc_file(struct tprof_writer *w, const char *name)
 #define FIRST_VIEW (64u << 20)
 static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 {
-	if (off > TPROF_SHM_FILE_BYTES || len > TPROF_SHM_FILE_BYTES - off)
+	if (off > w->shm_bytes || len > w->shm_bytes - off)
 		return NULL;
 	if (w->nviews && off + len <= w->view_len[w->nviews - 1])
 		return w->views[w->nviews - 1] + off;
 	uint64_t least = w->nviews ? w->view_len[w->nviews - 1] * 2 : 8u << 20;
 	while (least < off + len)
 		least *= 2;
-	if (least > TPROF_SHM_FILE_BYTES)
-		least = TPROF_SHM_FILE_BYTES;
+	if (least > w->shm_bytes)
+		least = w->shm_bytes;
 	if (w->nviews == MAX_VIEWS)
 		return NULL;
 	uint64_t want = w->nviews || least > FIRST_VIEW ? least : FIRST_VIEW;
@@ -501,13 +502,13 @@ static int stack_get(struct tprof_writer *w, uint32_t id, const uint64_t **frame
 	if (id == 0 || id >= TPROF_STACK_IDS)
 		return 0;
 	uint64_t coff = atomic_load_explicit(&w->shm->stack_chunk_off[id / TPROF_STACK_CHUNK_IDS], memory_order_acquire);
-	if (!coff || coff > TPROF_SHM_FILE_BYTES - (uint64_t)TPROF_STACK_CHUNK_IDS * sizeof(struct tprof_shm_stack))
+	if (!coff || coff > w->shm_bytes - (uint64_t)TPROF_STACK_CHUNK_IDS * sizeof(struct tprof_shm_stack))
 		return 0;
 	const struct tprof_shm_stack *e = view(coff + (uint64_t)(id % TPROF_STACK_CHUNK_IDS) * sizeof(*e), sizeof(*e));
 	if (!e)
 		return 0;
 	uint16_t d = __atomic_load_n(&e->depth, __ATOMIC_ACQUIRE);
-	if (d == 0 || d > TPROF_DEPTH_MAX || e->off > TPROF_SHM_FILE_BYTES - (uint64_t)d * 8)
+	if (d == 0 || d > TPROF_DEPTH_MAX || e->off > w->shm_bytes - (uint64_t)d * 8)
 		return 0;
 	*frames = view(e->off, (uint64_t)d * 8);
 	if (!*frames)
@@ -993,7 +994,7 @@ static struct tprof_ring *ring_of(struct tprof_writer *w, struct wthread *t)
 		return t->ring;
 	uint32_t entries = sl->ring_entries;
 	if (!off || entries < 64 || entries & (entries - 1) ||
-	    off > TPROF_SHM_FILE_BYTES - tprof_ring_bytes(entries))
+	    tprof_ring_bytes(entries) > w->shm_bytes || off > w->shm_bytes - tprof_ring_bytes(entries))
 		return NULL;
 	struct tprof_ring *r = view(off, tprof_ring_bytes(entries));
 	if (!r)
@@ -1732,6 +1733,7 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 		w->trace_abs[n > 0 ? n : 0] = 0;
 	}
 	w->shm_fd = a->memfd;
+	w->shm_bytes = a->memfd_bytes ? a->memfd_bytes : TPROF_SHM_FILE_BYTES;
 	w->rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
 	snprintf(w->proc_dir, sizeof(w->proc_dir), "/proc/%d/", (int)w->tpid);
 	w->shm = view(0, sizeof(*w->shm));

@@ -282,8 +282,8 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 					 : " (TOTALS BELOW UNDERCOUNT: events were dropped)")
 			      : "");
 	if (t->ended && (t->end_flags & TPROF_ENDF_RESERVE))
-		printf("  warning        memory for call stacks or a thread's ring was refused (an address space or "
-		       "locked memory limit): fewer distinct stacks, allocations without one, or events lost (counted)\n");
+		printf("  warning        memory for call stacks or a thread's ring was refused (an address space, "
+		       "locked memory or file size limit): fewer distinct stacks, allocations without one, or events lost (counted)\n");
 	if (t->ended && (t->end_flags & TPROF_ENDF_SECCOMP))
 		printf("  note           the process installed a seccomp filter: from then on tprof made no call "
 		       "it might forbid (no scan of leaks, no resident size at the end; stacks that reach "

@@ -348,6 +348,54 @@ hi"
 	fi
 }
 
+@test "limits: under a hard file size limit of 64 MiB the recorder's memory file is smaller: traced all the same, totals exact" {
+	run sh -c 'ulimit -f 65536 && exec "$@"' sh env TPROF_QUIET=0 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *done* ]]
+	[[ "$output" != *"not tracing"* ]]
+	settled t.trace
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json lost_events)" = 0 ]
+	[ "$(jget r.json allocations)" -ge 21 ]
+}
+
+@test "limits: a process tprof cannot trace (a file size limit too low) makes its heap calls as bare: no system call of tprof's per call" {
+	# a shim ahead of libtprof.so counts the calls of pthread_sigmask, which tprof's own set-up
+	# makes (blocking signals) each time it tries to give a thread a ring
+	cat >shim.c <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+static int calls;
+int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	static int (*real)(int, const sigset_t *, sigset_t *);
+	if (!real)
+		real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
+	calls++;
+	return real(how, set, old);
+}
+__attribute__((destructor)) static void report(void)
+{
+	FILE *f = fopen(getenv("SHIM_OUT"), "w");
+	if (f) {
+		fprintf(f, "%d\n", calls);
+		fclose(f);
+	}
+}
+EOF
+	cc -shared -fPIC -o libshim.so shim.c -ldl
+	# 20000 heap calls
+	run sh -c 'ulimit -f 100 && exec "$@"' sh env SHIM_OUT="$WORK/calls.txt" TPROF_QUIET=0 TPROF_OUTPUT=t.trace \
+		LD_PRELOAD="$WORK/libshim.so $B/libtprof.so" "$B/bench/storm_nofp" 1 10000
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"not tracing"* ]] || skip "traced: the recorder may lift the file size limit here"
+	[ "$(cat calls.txt)" -lt 100 ]
+}
+
 # nobody_kit PROG...: copies libtprof.so, the recorder beside it and PROGs into $WORK/kit (a user
 # without rights may not reach the build tree: a fresh clone under a private temporary directory),
 # opens $WORK to everyone, and prints the kit's path
