@@ -735,6 +735,8 @@ static void take(int conn)
 		.memfd_bytes = memfd_bytes};
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
+		if (no_file)
+			unlink(last_path); /* the file made for it: the process says it is not traced */
 		if (after_exec)
 			tprof_writer_flush_held(cred.pid);
 		refuse(conn, async, fds[0], no, h.pid);

@@ -45,6 +45,7 @@ struct wthread {
 	char name[16]; /* the name its last THREAD block gave (a thread's name has at most 15 bytes) */
 	uint32_t name_len;
 	int announced;
+	int discard; /* only the ring's header is mapped (no room for more): its events are counted lost */
 };
 
 #define OUT_CAP (1u << 20)
@@ -58,6 +59,7 @@ struct wthread {
 #define KHDR 20 /* kbuf's first bytes: room for the tid and count before the records */
 #define KREC_MAX (8 + 5 * 10 + 10 + TPROF_KSHAPE_MAX * 10)
 #define MAX_VIEWS 48
+#define MAX_PART_VIEWS 64
 
 /* Everything a writer knows of the image it records. Contexts are kept for reuse: what lies before
  * `out_buf` is cleared for each image, the buffers after it are written before they are read. */
@@ -76,6 +78,10 @@ struct tprof_writer {
 	uint8_t *views[MAX_VIEWS]; /* the memory file's mappings, each twice the one before */
 	uint64_t view_len[MAX_VIEWS];
 	int nviews;
+	/* where no larger view could be mapped (a low address space limit): mappings of one part each */
+	uint8_t *part_views[MAX_PART_VIEWS];
+	uint64_t part_off[MAX_PART_VIEWS], part_len[MAX_PART_VIEWS];
+	int nparts;
 	int clock_is_tsc;
 	int flushing; /* final or exec flush, or a dead thread: write everything, hold nothing back */
 	int trace_fd;
@@ -149,7 +155,8 @@ static const char *proc_file(struct tprof_writer *w, const char *name)
  * trace ends, and an unmapping in the recorder, whose other threads run on other CPUs, costs a TLB
  * shootdown of a few hundred microseconds on a VM, more than anything else a short process costs
  * it. Under a low RLIMIT_AS (the recorder may run under the program's) it falls back to mapping
- * what the process used. NULL outside the file or when it cannot map. */
+ * what the process used, and below that to mapping the part asked for alone (a ring: or only its
+ * header, see ring_of). NULL outside the file or when it cannot map. */
 #define FIRST_VIEW (64u << 20)
 static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 {
@@ -162,16 +169,35 @@ static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 		least *= 2;
 	if (least > w->shm_bytes)
 		least = w->shm_bytes;
-	if (w->nviews == MAX_VIEWS)
-		return NULL;
+	for (int i = w->nparts; i-- > 0;)
+		if (off >= w->part_off[i] && off + len <= w->part_off[i] + w->part_len[i])
+			return w->part_views[i] + (off - w->part_off[i]);
 	uint64_t want = w->nviews || least > FIRST_VIEW ? least : FIRST_VIEW;
-	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, 0);
-	if (m == MAP_FAILED && want > least) {
+	void *m = w->nviews == MAX_VIEWS ? MAP_FAILED
+					 : mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, 0);
+	if (m == MAP_FAILED && want > least && w->nviews < MAX_VIEWS) {
 		want = least;
 		m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, 0);
 	}
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		/* the part asked for alone, under a limit too low for a view of everything before it
+		 * too: the 2 MiB around it (pieces and chunks of stacks come in 2 MiB steps), or its pages */
+		for (uint64_t g = 2u << 20; w->nparts < MAX_PART_VIEWS; g = 4096) {
+			uint64_t a = off & ~(g - 1), e = (off + len + g - 1) & ~(g - 1);
+			if (e > w->shm_bytes)
+				e = w->shm_bytes;
+			m = mmap(NULL, e - a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, (off_t)a);
+			if (m != MAP_FAILED) {
+				w->part_views[w->nparts] = m;
+				w->part_off[w->nparts] = a;
+				w->part_len[w->nparts++] = e - a;
+				return (uint8_t *)m + (off - a);
+			}
+			if (g == 4096)
+				break;
+		}
 		return NULL;
+	}
 	w->views[w->nviews] = m;
 	w->view_len[w->nviews++] = want;
 	return (uint8_t *)m + off;
@@ -947,6 +973,18 @@ static uint64_t drain_thread(struct tprof_writer *w, struct wthread *t)
 	uint64_t total = 0;
 	uint32_t first, n;
 	n = tprof_ring_available(r, &first);
+	if (t->discard) {
+		if (!t->announced)
+			announce_thread(w, t);
+		tprof_ring_consume(r, n);
+		if (atomic_exchange(&r->waiting, 0))
+			tprof_futex_wake(&r->tail);
+		uint64_t lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
+		if (n || lost != t->lost_reported)
+			write_lost(w, t->tid, n + lost - t->lost_reported);
+		t->lost_reported = lost;
+		return n;
+	}
 	if (n > w->busiest)
 		w->busiest = n;
 	/* A thread whose ring has not moved for a few milliseconds is idle: write all it has. (Not
@@ -997,12 +1035,14 @@ static struct tprof_ring *ring_of(struct tprof_writer *w, struct wthread *t)
 	    tprof_ring_bytes(entries) > w->shm_bytes || off > w->shm_bytes - tprof_ring_bytes(entries))
 		return NULL;
 	struct tprof_ring *r = view(off, tprof_ring_bytes(entries));
-	if (!r)
-		return NULL;
-	if (r->mask != entries - 1)
+	/* no room for the ring (a low address space limit): its header alone, so that its events
+	 * can be counted lost and the thread never waits for room that would not come */
+	int discard = !r && (r = view(off, sizeof(*r))) != NULL;
+	if (!r || r->mask != entries - 1)
 		return NULL;
 	t->ring = r;
 	t->ring_off = off;
+	t->discard = discard;
 	return r;
 }
 
@@ -1504,6 +1544,9 @@ static void let_go(struct tprof_writer *w)
 	for (int i = 0; i < w->nviews; i++)
 		munmap(w->views[i], w->view_len[i]);
 	w->nviews = 0;
+	for (int i = 0; i < w->nparts; i++)
+		munmap(w->part_views[i], w->part_len[i]);
+	w->nparts = 0;
 	leak_live_free(w->live);
 	w->live = NULL;
 	if (w->scan) {
@@ -1538,7 +1581,14 @@ static void write_trace(struct tprof_writer *w)
 	if (w->own_mode)
 		give_mode(w);
 	if (wait_header(w) != 0) {
-		fprintf(stderr, "tprof: pid %d ended before it could be traced; its trace is empty\n", (int)w->label);
+		/* it gave up registering (and said why), or was killed meanwhile: no event can be known.
+		 * The empty file the recorder made for it goes, as a process removes its own. */
+		struct stat ours, there;
+		int gone = w->own_mode && w->trace_abs[0] == '/' && fstat(w->trace_fd, &ours) == 0 && ours.st_size == 0 &&
+			   stat(w->trace_abs, &there) == 0 && there.st_ino == ours.st_ino && there.st_dev == ours.st_dev &&
+			   unlink(w->trace_abs) == 0;
+		fprintf(stderr, "tprof: pid %d ended before it could be traced: %s\n", (int)w->label,
+			gone ? "no trace" : "its trace is empty");
 		goto out;
 	}
 	w->clock_is_tsc = w->shm->clock == TPROF_CLOCK_TSC;

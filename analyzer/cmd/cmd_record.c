@@ -250,8 +250,9 @@ int cmd_record(int argc, char **argv)
 	child_pid = 0;
 	const char *quiet = getenv("TPROF_QUIET");
 	if (!trace[0] && !(quiet && *quiet && !strchr("0nNfF", quiet[0])))
-		fprintf(stderr, "tprof: record: no trace of %s: it made no heap call, or the preload did not reach it "
-				"(a statically linked or set-user-ID program)\n", argv[i]);
+		fprintf(stderr, "tprof: record: no trace of %s: it made no heap call, the preload did not reach it "
+				"(a statically linked or set-user-ID program), or it could not be traced (said above)\n",
+			argv[i]);
 	if (WIFSIGNALED(status)) { /* end the same way */
 		int sig = WTERMSIG(status);
 		fflush(stdout);

@@ -396,6 +396,28 @@ EOF
 	[ "$(cat calls.txt)" -lt 100 ]
 }
 
+@test "limits: an address space limit too low for the recorder to map a thread's ring: the program never waits for it, and its trace counts what it lost" {
+	# the recorder runs under the program's limit (it cannot lift it unprivileged): 30 MB leave
+	# it no room for the view it maps a ring with, or even the ring alone; the events are then
+	# dropped and counted, instead of the thread waiting for room that never comes
+	run sh -c 'ulimit -v 30000 && exec "$@"' sh timeout -s KILL 60 "$B/bench/storm_nofp" 1 20000
+	[ "$status" -eq 0 ]
+	bare=$(echo "$output" | grep -c storm_mallocs)
+	run sh -c 'ulimit -v 30000 && exec "$@"' sh timeout -s KILL 60 env TPROF_QUIET=1 TPROF_OUTPUT=t.trace \
+		LD_PRELOAD="$B/libtprof.so" "$B/bench/storm_nofp" 1 20000
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c '"storm_mallocs":20000')" = "$bare" ]
+	settled t.trace
+	if [ -s t.trace ]; then
+		"$B/tprof" report --json t.trace >r.json
+		if [ "$(jget r.json lost_events)" = 0 ]; then
+			[ "$(jget r.json allocations)" -ge 20000 ]
+		else
+			[ "$(jget r.json complete)" = false ]
+		fi
+	fi
+}
+
 # nobody_kit PROG...: copies libtprof.so, the recorder beside it and PROGs into $WORK/kit (a user
 # without rights may not reach the build tree: a fresh clone under a private temporary directory),
 # opens $WORK to everyone, and prints the kit's path
