@@ -132,9 +132,6 @@ int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
 	return 0;
 }
 
-/* Limits inherited from the program must not stop the recorder: the memory file is large (sparse)
- * and so is its mapping, a trace may be larger than what the program may write, and the recorder
- * holds three descriptors per traced process. */
 /* Sizes a process's memory file: TPROF_SHM_FILE_BYTES (sparse), or under a file size limit that the
  * recorder could not lift (lift_limit: not privileged, a low hard limit) as large as the limit
  * allows, if that is TPROF_SHM_FILE_MIN at least. 0 with its size, or the errno (EFBIG: the limit). */
@@ -153,6 +150,9 @@ static int size_memfd(int fd, uint64_t *bytes)
 	return ftruncate(fd, (off_t)*bytes) == 0 ? 0 : errno;
 }
 
+/* Limits inherited from the program must not stop the recorder: the memory file is large (sparse)
+ * and so is its mapping, a trace may be larger than what the program may write, and the recorder
+ * holds three descriptors per traced process. */
 static void lift_limit(int what)
 {
 	struct rlimit r, none = {RLIM_INFINITY, RLIM_INFINITY};

@@ -182,8 +182,9 @@ static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 	if (m == MAP_FAILED) {
 		/* the part asked for alone, under a limit too low for a view of everything before it
 		 * too: the 2 MiB around it (pieces and chunks of stacks come in 2 MiB steps), or its pages */
-		for (uint64_t g = 2u << 20; w->nparts < MAX_PART_VIEWS; g = 4096) {
-			uint64_t a = off & ~(g - 1), e = (off + len + g - 1) & ~(g - 1);
+		static const uint64_t grain[2] = {2u << 20, 4096};
+		for (int k = 0; k < 2 && w->nparts < MAX_PART_VIEWS; k++) {
+			uint64_t g = grain[k], a = off & ~(g - 1), e = (off + len + g - 1) & ~(g - 1);
 			if (e > w->shm_bytes)
 				e = w->shm_bytes;
 			m = mmap(NULL, e - a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, (off_t)a);
@@ -193,8 +194,6 @@ static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 				w->part_len[w->nparts++] = e - a;
 				return (uint8_t *)m + (off - a);
 			}
-			if (g == 4096)
-				break;
 		}
 		return NULL;
 	}
