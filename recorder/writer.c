@@ -387,8 +387,23 @@ static uint64_t read_rss(struct tprof_writer *w)
 
 /* Takes one sample; a failed read (or a resident size of 0, which no running process has) takes
  * none rather than a wrong one. */
+/* A resident size the process's statm gave, less the pages of tprof's shared memory (its rings and
+ * the tables of stacks and modules: 2 MiB for each thread's ring once it has gone round), which
+ * the process maps and the kernel counts as its own: the program's resident size, as a bare run
+ * would have it but for tprof's private memory (a few hundred KiB). The memory file's allocated
+ * blocks are its resident pages (tmpfs; swapped pages aside, hence no less than 0). */
+static uint64_t program_rss(struct tprof_writer *w, uint64_t bytes)
+{
+	struct stat st;
+	if (fstat(w->shm_fd, &st) != 0)
+		return bytes;
+	uint64_t own = (uint64_t)st.st_blocks * 512u;
+	return own < bytes ? bytes - own : 0;
+}
+
 static void rss_add(struct tprof_writer *w, uint64_t tick, uint64_t bytes)
 {
+	bytes = program_rss(w, bytes);
 	if (tick < w->rss_last_tick)
 		tick = w->rss_last_tick; /* the TSC of another core may be a few ticks behind */
 	if (w->rss_count == TPROF_RSS_BLOCK_MAX)

@@ -166,6 +166,7 @@ static void declare_summary(void)
 		add_col(summary_names[n + 1], OUT_U64, "blocks", NULL);
 	}
 	add_col("not_classified", OUT_STR, "", NULL);
+	add_col("peak_rss_includes_tprof", OUT_BOOL, "", NULL);
 }
 
 static const struct out_col thread_cols[] = {
@@ -236,6 +237,7 @@ static int print_tables(const struct cmd_opts *o, const struct tprof_trace *t, c
 		put_opt(&w, kd->lc.classified, kd->blocks[k]);
 	}
 	out_str(&w, kd->lc.classified ? NULL : kd->lc.why);
+	out_bool(&w, r != NULL && tprof_rss_has_own(t));
 	out_row_end(&w);
 	out_table_end(&w);
 
@@ -315,9 +317,9 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	}
 	const struct tprof_rss *r = peak_rss(t);
 	if (r)
-		printf("  peak RSS       %s bytes (%s), at %s, of %s samples\n", tprof_commas(r->rss_bytes, a),
+		printf("  peak RSS       %s bytes (%s), at %s, of %s samples%s\n", tprof_commas(r->rss_bytes, a),
 		       tprof_fmt_bytes(r->rss_bytes, b), tprof_fmt_ns(tprof_trace_ns(t, r->tick), c),
-		       tprof_commas(t->nrss, (char[32]){0}));
+		       tprof_commas(t->nrss, (char[32]){0}), tprof_rss_has_own(t) ? " (tprof's shared memory included)" : "");
 	if (s->unmatched_frees || s->failed || s->reused_live)
 		printf("  anomalies      %" PRIu64 " frees of unknown blocks, %" PRIu64
 		       " failed allocations, %" PRIu64 " reused live addresses\n",

@@ -278,6 +278,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		rd_set_err(err, errlen, path, 8, "invalid trace format version 0");
 		goto fail;
 	}
+	t->version = version;
 	if (hlen < TPROF_FILE_HEADER_LEN || hlen > size) {
 		rd_set_err(err, errlen, path, 10, "invalid header length %u", hlen);
 		goto fail;

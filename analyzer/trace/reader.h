@@ -58,7 +58,7 @@ struct tprof_annot {
  * TPROF_RSS_INTERVAL_MS (10 ms by default), at start and at the end (RSS blocks), read at open. */
 struct tprof_rss {
 	uint64_t tick;      /* raw clock; tprof_trace_ns() converts */
-	uint64_t rss_bytes; /* resident pages times the page size */
+	uint64_t rss_bytes; /* resident pages times the page size (see tprof_rss_has_own) */
 };
 
 /* One block the reachability scan listed (LEAKS blocks): every block live at the end that is lost,
@@ -104,6 +104,7 @@ struct tprof_trace_info {
 
 struct tprof_trace {
 	const char *path;
+	unsigned version; /* the file's format version */
 	struct tprof_trace_info info;
 	struct tprof_thread_info *threads;
 	size_t nthreads;
@@ -186,6 +187,12 @@ int tprof_trace_next_run(struct tprof_trace *t, const struct tprof_event **ev, s
 
 /* Nanoseconds since time zero for a raw tick (negative ticks before zero clamp to 0). */
 uint64_t tprof_trace_ns(const struct tprof_trace *t, uint64_t tick);
+/* Whether t's RSS samples count tprof's shared memory too (its rings and tables, which the process
+ * maps): so in traces before format version 9; from 9 on the recorder leaves them out. */
+static inline int tprof_rss_has_own(const struct tprof_trace *t)
+{
+	return t->version < 9;
+}
 
 /* The frames of stack id (return addresses, innermost first) into frames; returns their number, 0
  * when id is 0 or undefined. Stacks with the same frames have the same id: the reader merges

@@ -12,7 +12,7 @@ CHECK="$TPROF_ROOT/tests/integration/csv_check.py"
 export TPROF_PEAK_GFLOPS=100
 
 STACK="function,file,line,module,offset,stack"
-H_REPORT="file,program,exe,pid,ppid,clock,duration_ns,threads,events,allocations,frees,bytes_allocated,peak_bytes,peak_blocks,peak_time_ns,leaked_bytes,leaked_blocks,unmatched_frees,failed_allocations,reused_live_addresses,lost_events,lossy,complete,end,signal,calls_malloc,calls_calloc,calls_realloc,calls_reallocarray,calls_free,calls_posix_memalign,calls_aligned_alloc,calls_memalign,calls_valloc,calls_pvalloc,peak_rss_bytes,peak_rss_time_ns,rss_samples,exit_status,malloc_owner,cut_at_byte,reserve_failed,seccomp,leaks_classified,definitely_lost_bytes,definitely_lost_blocks,indirectly_lost_bytes,indirectly_lost_blocks,possibly_lost_bytes,possibly_lost_blocks,still_reachable_bytes,still_reachable_blocks,not_classified"
+H_REPORT="file,program,exe,pid,ppid,clock,duration_ns,threads,events,allocations,frees,bytes_allocated,peak_bytes,peak_blocks,peak_time_ns,leaked_bytes,leaked_blocks,unmatched_frees,failed_allocations,reused_live_addresses,lost_events,lossy,complete,end,signal,calls_malloc,calls_calloc,calls_realloc,calls_reallocarray,calls_free,calls_posix_memalign,calls_aligned_alloc,calls_memalign,calls_valloc,calls_pvalloc,peak_rss_bytes,peak_rss_time_ns,rss_samples,exit_status,malloc_owner,cut_at_byte,reserve_failed,seccomp,leaks_classified,definitely_lost_bytes,definitely_lost_blocks,indirectly_lost_bytes,indirectly_lost_blocks,possibly_lost_bytes,possibly_lost_blocks,still_reachable_bytes,still_reachable_blocks,not_classified,peak_rss_includes_tprof"
 H_THREADS="tid,name,events,lost"
 H_LEAKS="kind,bytes,blocks,indirect_bytes,truncated,$STACK"
 H_PEAK="bytes,blocks,truncated,$STACK"

@@ -60,6 +60,20 @@ PY
 	[[ "$output" == *"peak RSS       $($PY -c "print(f'{$peak:,}')") bytes ("*" MiB), at "*" ms, of "*" samples"* ]]
 }
 
+@test "tprof's own shared memory is left out of the samples: 8 threads' rings do not add 16 MiB to the peak" {
+	# each thread that goes round its ring (64 Ki entries of 32 bytes) makes 2 MiB of the memory
+	# file resident in the process; the samples count the program's memory, not tprof's
+	bare=$(/usr/bin/time -f %M "$B/bench/storm_nofp" 8 50000 2>&1 >/dev/null | tail -1)
+	traced "$B/bench/storm_nofp" 8 50000
+	"$B/tprof" report --json t.trace >r.json
+	peak=$(jget r.json peak_rss_bytes)
+	echo "bare $bare KiB, traced peak $((peak >> 10)) KiB"
+	[ "$peak" -le $(((bare + 4096) << 10)) ] # tprof's private memory, a few hundred KiB per thread at most
+	[ "$(jget r.json peak_rss_includes_tprof)" = false ]
+	run "$B/tprof" report t.trace
+	[[ "$output" != *"tprof's shared memory included"* ]]
+}
+
 @test "TPROF_RSS_INTERVAL_MS sets the interval" {
 	TPROF_RSS_INTERVAL_MS=40 traced "$B/progs/rss_wave" 64 250 250
 	"$B/tprof" dump t.trace >d.txt
