@@ -7,6 +7,7 @@
  * (or any, for a root recorder) and only for their own pid. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -206,6 +207,10 @@ void tprof_recorder_setup(void)
 	lift_limit(RLIMIT_FSIZE);
 	lift_limit(RLIMIT_AS);
 	lift_limit(RLIMIT_NOFILE);
+	/* One malloc arena: each writer thread that allocates would otherwise get its own, 64 MiB of
+	 * address space apiece, which under the program's RLIMIT_AS left no room to take processes.
+	 * The writers allocate little (their buffers are mapped), so they hardly contend for it. */
+	mallopt(M_ARENA_MAX, 1);
 	check_async();
 	struct rlimit r; /* a privileged recorder may go past the program's hard limit */
 	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_max != RLIM_INFINITY && r.rlim_max < 65536) {

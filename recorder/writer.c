@@ -67,6 +67,7 @@ struct tprof_writer {
 	struct tprof_shm *shm; /* the traced image's shared memory, mapped whole */
 	int shm_fd;            /* the memory file: mapped further as the process uses more of it */
 	uint64_t shm_bytes;    /* its size */
+	uint64_t first_view;   /* the size of the first view (view_) */
 	pid_t tpid;            /* the traced process */
 	pid_t label;           /* the pid it knows itself by: another one in a child pid namespace */
 	int own_ns;            /* its pid namespace is the recorder's: its thread ids are ours too */
@@ -154,8 +155,8 @@ static const char *proc_file(struct tprof_writer *w, const char *name)
  * (64 MiB of address space, which costs nothing until touched): each mapping is unmapped when the
  * trace ends, and an unmapping in the recorder, whose other threads run on other CPUs, costs a TLB
  * shootdown of a few hundred microseconds on a VM, more than anything else a short process costs
- * it. Under a low RLIMIT_AS (the recorder may run under the program's) it falls back to mapping
- * what the process used, and below that to mapping the part asked for alone (a ring: or only its
+ * it. Under an RLIMIT_AS (the recorder may run under the program's) the first view is only what
+ * the process used, as is any view when a larger one fails; below that it falls back to mapping the part asked for alone (a ring: or only its
  * header, see ring_of). NULL outside the file or when it cannot map. */
 #define FIRST_VIEW (64u << 20)
 static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
@@ -172,7 +173,7 @@ static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 	for (int i = w->nparts; i-- > 0;)
 		if (off >= w->part_off[i] && off + len <= w->part_off[i] + w->part_len[i])
 			return w->part_views[i] + (off - w->part_off[i]);
-	uint64_t want = w->nviews || least > FIRST_VIEW ? least : FIRST_VIEW;
+	uint64_t want = w->nviews || least > w->first_view ? least : w->first_view;
 	void *m = w->nviews == MAX_VIEWS ? MAP_FAILED
 					 : mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, w->shm_fd, 0);
 	if (m == MAP_FAILED && want > least && w->nviews < MAX_VIEWS) {
@@ -1798,6 +1799,10 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	}
 	w->shm_fd = a->memfd;
 	w->shm_bytes = a->memfd_bytes ? a->memfd_bytes : TPROF_SHM_FILE_BYTES;
+	/* under an address space limit (the program's, which the recorder could not lift) 64 MiB a
+	 * process would leave room for only a few at once: what the process uses, then */
+	struct rlimit as;
+	w->first_view = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY ? 0 : FIRST_VIEW;
 	w->rss_page = (uint64_t)sysconf(_SC_PAGESIZE);
 	snprintf(w->proc_dir, sizeof(w->proc_dir), "/proc/%d/", (int)w->tpid);
 	w->shm = view(0, sizeof(*w->shm));

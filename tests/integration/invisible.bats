@@ -418,6 +418,30 @@ EOF
 	fi
 }
 
+@test "limits: under ulimit -v 400000 a pool of 8 python workers: every process traced, every trace complete" {
+	command -v python3 >/dev/null || skip "no python3"
+	# the recorder runs under the program's address space limit: its writers, one per process
+	# alive at once, must fit in it (a malloc arena per writer thread, 64 MiB each, did not)
+	prog='import multiprocessing as m; p=m.Pool(8); print(sum(p.map(abs, range(400)))); p.close(); p.join()'
+	run sh -c 'ulimit -v 400000 && exec "$@"' sh python3 -c "$prog"
+	[ "$status" -eq 0 ]
+	[ "$output" = 79800 ]
+	run sh -c 'ulimit -v 400000 && exec "$@"' sh env TPROF_QUIET=0 TPROF_OUTPUT="$WORK/tr/%p.trace" \
+		LD_PRELOAD="$B/libtprof.so" python3 -c "$prog"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *79800* ]]
+	[[ "$output" != *"not tracing"* ]]
+	[[ "$output" != *"cannot start a writer"* ]]
+	n=0
+	for f in tr/*.trace*; do
+		"$B/tprof" report --json "$f" >r.json
+		[ "$(jget r.json complete)" = true ]
+		[ "$(jget r.json lost_events)" = 0 ]
+		n=$((n + 1))
+	done
+	[ "$n" -ge 9 ]
+}
+
 # nobody_kit PROG...: copies libtprof.so, the recorder beside it and PROGs into $WORK/kit (a user
 # without rights may not reach the build tree: a fresh clone under a private temporary directory),
 # opens $WORK to everyone, and prints the kit's path
