@@ -18,6 +18,11 @@ teardown() {
 }
 
 # jget FILE.json KEY -> the value (python repr for non-strings: True/False)
+# format_version: the trace format version this tree writes (TPROF_VERSION)
+format_version() {
+	awk '$1 == "#define" && $2 == "TPROF_VERSION" {print $3}' "$TPROF_ROOT/include/tprof_trace.h"
+}
+
 jget() {
 	$PY -c 'import json,sys; v=json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."): v=v[k]

@@ -74,7 +74,7 @@ teardown_file() {
 	fi
 	run "$DEST/usr/bin/tprof" --version
 	[ "$status" -eq 0 ]
-	[[ "$output" == "tprof $(cat "$TPROF_ROOT/VERSION")"*"reads versions 2 to 8"*libdw*libzstd*libunwind* ]]
+	[[ "$output" == "tprof $(cat "$TPROF_ROOT/VERSION")"*"reads versions 2 to $(format_version)"*libdw*libzstd*libunwind* ]]
 	[ "$("$DEST/usr/bin/tprof" version)" = "$output" ]
 	run "$DEST/usr/bin/tprof" help peak
 	[ "$status" -eq 0 ]
