@@ -139,6 +139,9 @@ int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status)
 static int size_memfd(int fd, uint64_t *bytes)
 {
 	*bytes = TPROF_SHM_FILE_BYTES;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == TPROF_SHM_FILE_BYTES)
+		return 0; /* the process sized it (its limit allowed): never cut it to a lower limit of ours */
 	if (ftruncate(fd, (off_t)TPROF_SHM_FILE_BYTES) == 0)
 		return 0;
 	int e = errno;
