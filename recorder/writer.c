@@ -68,6 +68,7 @@ struct tprof_writer {
 	int shm_fd;            /* the memory file: mapped further as the process uses more of it */
 	uint64_t shm_bytes;    /* its size */
 	uint64_t first_view;   /* the size of the first view (view_) */
+	int ring_unmapped;     /* a ring was read through its header alone (ring_of): END says RESERVE */
 	pid_t tpid;            /* the traced process */
 	pid_t label;           /* the pid it knows itself by: another one in a child pid namespace */
 	int own_ns;            /* its pid namespace is the recorder's: its thread ids are ours too */
@@ -1058,6 +1059,7 @@ static struct tprof_ring *ring_of(struct tprof_writer *w, struct wthread *t)
 	t->ring = r;
 	t->ring_off = off;
 	t->discard = discard;
+	w->ring_unmapped |= discard;
 	return r;
 }
 
@@ -1495,7 +1497,7 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		if (atomic_load(&w->shm->threads[i].inflight))
 			flags |= TPROF_ENDF_INFLIGHT;
 	}
-	if (atomic_load(&w->shm->reserve_failed))
+	if (atomic_load(&w->shm->reserve_failed) || w->ring_unmapped)
 		flags |= TPROF_ENDF_RESERVE;
 	if (atomic_load(&w->shm->sandboxed))
 		flags |= TPROF_ENDF_SECCOMP;

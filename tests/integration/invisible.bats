@@ -417,6 +417,7 @@ EOF
 			[ "$(jget r.json allocations)" -ge 20000 ]
 		else
 			[ "$(jget r.json complete)" = false ]
+			[ "$(jget r.json reserve_failed)" = true ] # and says why
 		fi
 	fi
 }
