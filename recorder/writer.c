@@ -157,8 +157,9 @@ static const char *proc_file(struct tprof_writer *w, const char *name)
  * trace ends, and an unmapping in the recorder, whose other threads run on other CPUs, costs a TLB
  * shootdown of a few hundred microseconds on a VM, more than anything else a short process costs
  * it. Under an RLIMIT_AS (the recorder may run under the program's) the first view is only what
- * the process used, as is any view when a larger one fails; below that it falls back to mapping the part asked for alone (a ring: or only its
- * header, see ring_of). NULL outside the file or when it cannot map. */
+ * the process used, as is any view when a larger one fails; below that it falls back to mapping
+ * the part asked for alone (a ring, or only its header: see ring_of). NULL outside the file or
+ * when it cannot map. */
 #define FIRST_VIEW (64u << 20)
 static const void *view_(struct tprof_writer *w, uint64_t off, uint64_t len)
 {
