@@ -99,7 +99,9 @@ int plot_memory(struct plot_ctx *c)
 		   "the requested bytes of the blocks in use (malloc family); %s\\n"
 		   "%" PRIu64 " heap events, %zu points drawn: the smallest and largest per pixel, and the exact peak\", "
 		   "program, pid)\n",
-		rss.n ? "RSS: the resident set size the recorder sampled" : "RSS not drawn: this trace has no RSS samples",
+		!rss.n			 ? "RSS not drawn: this trace has no RSS samples"
+		: tprof_rss_has_own(t) ? "RSS: the resident set size the recorder sampled, tprof's rings included"
+					 : "RSS: the resident set size the recorder sampled, tprof's rings left out",
 		events, heap.n);
 	plot_gp_margins(f, WIDTH, MEMORY_H, MEM_L, MEM_R, 0, 0);
 	fprintf(f, "set xlabel sprintf(\"time since the trace began (%%s)\", tunit)\n"
