@@ -66,6 +66,15 @@ static inline void leave(struct hook_state h)
 		atomic_store_explicit(&h.t->slot->inflight, h.inflight, memory_order_release);
 }
 
+/* A free's event is in the ring before the real free runs: a process that ends from then on (a
+ * thread still in the real free as another calls exit) has lost nothing of the call, and the mark
+ * says so (2), unless this hook interrupted one whose event is not in the ring yet (1 stays). */
+static inline void recorded(struct hook_state h)
+{
+	if (likely(h.t != NULL))
+		atomic_store_explicit(&h.t->slot->inflight, h.inflight == 1 ? 1u : 2u, memory_order_release);
+}
+
 #define ENTER() struct hook_state self_ = enter()
 #define LEAVE() leave(self_)
 
@@ -115,6 +124,7 @@ TPROF_EXPORT void free(void *ptr)
 	}
 	ENTER();
 	tprof_record(TPROF_EV_FREE, 0, ptr, 0); /* before the real free: the address may be reused at once */
+	recorded(self_);
 	tprof_real.free(ptr);
 	LEAVE();
 }

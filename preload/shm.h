@@ -61,7 +61,8 @@ struct tprof_scan_thread {
 struct tprof_shm_thread {
 	_Atomic int state;
 	int32_t tid;
-	_Atomic uint32_t inflight; /* the thread is inside a heap hook (see TPROF_ENDF_INFLIGHT) */
+	_Atomic uint32_t inflight; /* the thread is inside a heap hook (see TPROF_ENDF_INFLIGHT); 2: and its
+				    * call's event is in the ring already */
 	_Atomic int exit_named;    /* exit_name holds the name the thread had as it exited */
 	uint64_t ring_off;         /* file offset of its ring, 0 while it has none */
 	uint32_t ring_entries;

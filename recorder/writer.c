@@ -1495,7 +1495,7 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		if (atomic_load(&w->shm->threads[i].state) != TPROF_SLOT_ACTIVE)
 			continue;
 		exit_name_check(w, &w->wthreads[i]);
-		if (atomic_load(&w->shm->threads[i].inflight))
+		if (atomic_load(&w->shm->threads[i].inflight) == 1) /* 2: its event is in (hooks.c) */
 			flags |= TPROF_ENDF_INFLIGHT;
 	}
 	if (atomic_load(&w->shm->reserve_failed) || w->ring_unmapped)

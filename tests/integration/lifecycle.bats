@@ -697,3 +697,88 @@ heap_known_after() {
 	done
 	[ "$n" -eq 1 ]
 }
+
+@test "exit while another thread is inside free, after its event: complete; inside malloc, before it: not" {
+	# an allocator preloaded after libtprof.so, whose free or malloc of a marked block blocks for
+	# good: the thread is inside the hook when main calls exit, after (free) or before (malloc)
+	# tprof put the call's event in the ring
+	cat >sfree.c <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+#include <unistd.h>
+volatile int slow_waiting;
+void free(void *p)
+{
+	static void (*next)(void *);
+	if (p && memcmp(p, "STOPHERE", 8) == 0) {
+		slow_waiting = 1;
+		for (;;)
+			pause();
+	}
+	if (!next)
+		next = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+	next(p);
+}
+EOF
+	cat >smalloc.c <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <unistd.h>
+volatile int slow_waiting;
+void *malloc(size_t n)
+{
+	static void *(*next)(size_t);
+	if (n == 12345) {
+		slow_waiting = 1;
+		for (;;)
+			pause();
+	}
+	if (!next)
+		next = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	return next(n);
+}
+EOF
+	cat >prog.c <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static int in_malloc;
+static void *run(void *a)
+{
+	(void)a;
+	char *p = malloc(in_malloc ? 12345 : 64);
+	memcpy(p, "STOPHERE", 8);
+	free(p);
+	return NULL;
+}
+int main(int argc, char **argv)
+{
+	in_malloc = argc > 1 && strcmp(argv[1], "malloc") == 0;
+	volatile int *w = dlsym(RTLD_DEFAULT, "slow_waiting");
+	pthread_t t;
+	pthread_create(&t, NULL, run, NULL);
+	while (!*w)
+		usleep(1000);
+	usleep(20000);
+	exit(0);
+}
+EOF
+	cc -shared -fPIC -o libsfree.so sfree.c -ldl
+	cc -shared -fPIC -o libsmalloc.so smalloc.c -ldl
+	cc -o prog prog.c -lpthread -ldl
+	timeout 60 env TPROF_QUIET=1 TPROF_OUTPUT=f.trace LD_PRELOAD="$B/libtprof.so $WORK/libsfree.so" ./prog free
+	timeout 60 env TPROF_QUIET=1 TPROF_OUTPUT=m.trace LD_PRELOAD="$B/libtprof.so $WORK/libsmalloc.so" ./prog malloc
+	"$B/tprof" report --json f.trace >f.json
+	[ "$(jget f.json end)" = exit ]
+	[ "$(jget f.json frees)" -ge 1 ]
+	[ "$(jget f.json complete)" = true ]
+	"$B/tprof" report --json m.trace >m.json
+	[ "$(jget m.json end)" = exit ]
+	[ "$(jget m.json complete)" = false ]
+	run "$B/tprof" report m.trace
+	[[ "$output" == *"a thread was inside a heap call when the process ended"* ]]
+}
