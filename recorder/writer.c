@@ -388,8 +388,6 @@ static uint64_t read_rss(struct tprof_writer *w)
 	return b;
 }
 
-/* Takes one sample; a failed read (or a resident size of 0, which no running process has) takes
- * none rather than a wrong one. */
 /* A resident size the process's statm gave, less the pages of tprof's shared memory (its rings and
  * the tables of stacks and modules: 2 MiB for each thread's ring once it has gone round), which
  * the process maps and the kernel counts as its own: the program's resident size, as a bare run
@@ -404,9 +402,13 @@ static uint64_t program_rss(struct tprof_writer *w, uint64_t bytes)
 	return own < bytes ? bytes - own : 0;
 }
 
+/* Stages one sample, less tprof's shared memory; none when that leaves nothing (no running program
+ * is that small: the memory file's blocks were swapped, or counted before the process mapped them). */
 static void rss_add(struct tprof_writer *w, uint64_t tick, uint64_t bytes)
 {
 	bytes = program_rss(w, bytes);
+	if (!bytes)
+		return;
 	if (tick < w->rss_last_tick)
 		tick = w->rss_last_tick; /* the TSC of another core may be a few ticks behind */
 	if (w->rss_count == TPROF_RSS_BLOCK_MAX)
@@ -445,6 +447,8 @@ static uint64_t rss_step(const struct tprof_writer *w, uint64_t every, uint64_t 
 	return step < every ? every : step > most ? most : step;
 }
 
+/* Takes one sample; a failed read (or a resident size of 0, which no running process has) takes
+ * none rather than a wrong one. */
 static void rss_sample(struct tprof_writer *w)
 {
 	uint64_t bytes = read_rss(w);
