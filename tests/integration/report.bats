@@ -129,6 +129,21 @@ load helpers
 	fi
 }
 
+# Both runs start from one environment of the same length (tests/lib/vgenv.sh): these programs
+# copy theirs into blocks (perl's %ENV, zsh's parameters), so a longer LD_PRELOAD alone would
+# show as bytes allocated.
+@test "real programs that copy their environment equal valgrind: perl, zsh" {
+	export PERL_HASH_SEED=0
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- /usr/bin/perl -e 'my %h = %ENV; print scalar(keys %h), "\n"'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	if command -v zsh >/dev/null; then
+		run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$(command -v zsh)" -f -c 'typeset -A a; a=(x 1 y 2); echo ${#a}'
+		echo "$output"
+		[ "$status" -eq 0 ]
+	fi
+}
+
 @test "C++ new/delete are seen through malloc/free and equal valgrind" {
 	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/cxx_new"
 	echo "$output"

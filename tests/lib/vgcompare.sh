@@ -4,19 +4,17 @@
 # exits 0 when they are equal. Also checks the program's stdout and exit status are unchanged.
 # usage: vgcompare.sh BUILD_DIR WORKDIR -- COMMAND ARGS...
 set -u
-build=$1 work=$2
+build=$(cd "$1" && pwd) work=$2 lib=$(cd "$(dirname "$0")" && pwd)
 shift 3
 cd "$work" || exit 2
 rm -f t.trace t.trace.* # traces are never overwritten: an older one would be read instead
+TRACE=t.trace
+. "$lib/vgenv.sh"
 # glib's slice allocator takes plain malloc under valgrind (it asks whether it runs there): both
 # runs get G_SLICE=always-malloc, which says the same outside.
-G_SLICE=always-malloc TPROF_QUIET=1 TPROF_OUTPUT=t.trace valgrind --leak-check=full --log-file=vg.log "$@" >vg.out 2>/dev/null
+"${vg_env[@]}" G_SLICE=always-malloc valgrind --leak-check=full --log-file=vg.log "$@" >vg.out 2>/dev/null
 vg_rc=$?
-# valgrind runs the program with three variables of its own; the tprof run gets the same, since a
-# program's allocations can depend on its environment (Python's os.environ dict grows with it, and
-# GLIBCXX_FORCE_NEW turns libstdc++'s pool off).
-G_SLICE=always-malloc GLIBCPP_FORCE_NEW=1 GLIBCXX_FORCE_NEW=1 LD_LIBRARY_PATH=/usr/lib/debug${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-	TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$build/libtprof.so" "$@" >tp.out 2>/dev/null
+"${tp_env[@]}" G_SLICE=always-malloc "$@" >tp.out 2>/dev/null
 tp_rc=$?
 "$build/tprof" report --json t.trace >t.json || exit 1
 /usr/bin/python3 - "$vg_rc" "$tp_rc" <<'PY'

@@ -13,22 +13,14 @@
 # symbols, whose frames valgrind shows as ??? and tprof as module+offset).
 # usage: vgleaks.sh BUILD_DIR WORKDIR -- COMMAND ARGS...
 set -u
-build=$(cd "$1" && pwd) work=$2
+build=$(cd "$1" && pwd) work=$2 lib=$(cd "$(dirname "$0")" && pwd)
 shift 3
 cd "$work" || exit 2
 rm -f tl.trace
-# Both runs see the same environment, byte for byte in length: programs copy it (perl, make), so
-# each variable is a block. Both start from a minimal one (PATH, HOME, PWD, PERL_HASH_SEED when
-# set, and tprof's two variables); valgrind adds its LD_PRELOAD, GLIBC*_FORCE_NEW and
-# LD_LIBRARY_PATH, and the tprof run gets the same, with libtprof.so's path padded with slashes to
-# the length of valgrind's LD_PRELOAD.
-vgpre=$(env -i /usr/bin/valgrind -q /usr/bin/env 2>/dev/null | sed -n 's/^LD_PRELOAD=//p')
-tppre=$build/libtprof.so
-while [ ${#tppre} -lt ${#vgpre} ]; do tppre=/$tppre; done
-base=(env -i "PATH=$PATH" "HOME=${HOME:-/}" "PWD=$PWD" ${PERL_HASH_SEED:+"PERL_HASH_SEED=$PERL_HASH_SEED"}
-	TPROF_QUIET=1 TPROF_OUTPUT=tl.trace)
-"${base[@]}" valgrind --leak-check=full --show-leak-kinds=all --num-callers=64 --log-file=vgl.log "$@" >/dev/null 2>&1
-"${base[@]}" GLIBCPP_FORCE_NEW=1 GLIBCXX_FORCE_NEW=1 LD_LIBRARY_PATH=/usr/lib/debug LD_PRELOAD="$tppre" "$@" >/dev/null 2>&1
+TRACE=tl.trace
+. "$lib/vgenv.sh"
+"${vg_env[@]}" valgrind --leak-check=full --show-leak-kinds=all --num-callers=64 --log-file=vgl.log "$@" >/dev/null 2>&1
+"${tp_env[@]}" "$@" >/dev/null 2>&1
 "$build/tprof" leaks --json --kinds all --no-default-suppressions tl.trace >tl.json || exit 1
 /usr/bin/python3 - <<'PY'
 import json, re, sys
