@@ -17,7 +17,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
+# Microseconds by the shell's own clock: a date process on each side would put most of two execs
+# in the time.
+us() { local s=$EPOCHREALTIME e; "$@" >/dev/null 2>&1; e=$EPOCHREALTIME; echo $((10#${e//[!0-9]/} - 10#${s//[!0-9]/})); }
 best() { sort -n | head -1; }
 have_heaptrack=1
 command -v heaptrack >/dev/null || have_heaptrack=0
@@ -27,28 +29,31 @@ loop="for i in \$(seq $N); do /bin/true; done"
 # (ext4 here) looks past every inode freed in the last minutes when it allocates one, so deleting a
 # run's hundreds of traces just before the next would make that run's files the bench's cost.
 name_n=0
+# Every run starts through env (the preload run needs it to set LD_PRELOAD for the program alone):
+# an exec costs about a millisecond here, 4% of a fork storm, which a bare run started directly
+# would leave out of its time.
 run_case() { # NAME COMMAND...: prints a row
 	local name=$1
 	shift
 	name_n=$((name_n + 1))
 	: >bare.txt; : >rec.txt; : >pre.txt; : >ht.txt
 	for r in $(seq "$RUNS"); do
-		ms "$@" >>bare.txt
+		us env "$@" >>bare.txt
 		mkdir "tr.$name_n.$r.r" "tr.$name_n.$r.p"
-		TPROF_QUIET=1 ms "$B/tprof" record -o "tr.$name_n.$r.r/%p.trace" -- "$@" >>rec.txt
-		TPROF_QUIET=1 TPROF_OUTPUT="tr.$name_n.$r.p/%p.trace" ms env LD_PRELOAD="$B/libtprof.so" "$@" >>pre.txt
+		TPROF_QUIET=1 us env "$B/tprof" record -o "tr.$name_n.$r.r/%p.trace" -- "$@" >>rec.txt
+		TPROF_QUIET=1 TPROF_OUTPUT="tr.$name_n.$r.p/%p.trace" us env LD_PRELOAD="$B/libtprof.so" "$@" >>pre.txt
 		sleep 0.3 # the recorder started on first use finishes its last traces after the program
 		if [ $have_heaptrack = 1 ] && [ "$r" -le 2 ]; then
 			rm -rf ht && mkdir ht
-			(cd ht && ms heaptrack "$@") >>ht.txt
+			(cd ht && us env heaptrack "$@") >>ht.txt
 		fi
 	done
 	local b r p h
 	b=$(best <bare.txt) r=$(best <rec.txt) p=$(best <pre.txt)
 	h=$([ -s ht.txt ] && best <ht.txt || echo 0)
 	awk -v n="$name" -v b="$b" -v r="$r" -v p="$p" -v h="$h" 'BEGIN {
-		printf "%-34s %8d %8d %7.2fx %8d %7.2fx %10s\n", n, b, r, r / (b ? b : 1), p, p / (b ? b : 1),
-		       (h ? sprintf("%d %.1fx", h, h / (b ? b : 1)) : "n/a") }'
+		printf "%-34s %8.1f %8.1f %7.2fx %8.1f %7.2fx %10s\n", n, b / 1000, r / 1000, r / (b ? b : 1),
+		       p / 1000, p / (b ? b : 1), (h ? sprintf("%.0f %.1fx", h / 1000, h / (b ? b : 1)) : "n/a") }'
 }
 
 printf '%-34s %8s %8s %8s %8s %8s %10s\n' case bare_ms record_ms ratio preload_ms ratio heaptrack
