@@ -12,7 +12,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 9           /* readers reject newer files */
+#define TPROF_VERSION 10          /* readers reject newer files */
 #define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
@@ -188,13 +188,18 @@ enum tprof_end_reason {
 };
 
 /* Version 4 END ends with one more varint of flags: */
-#define TPROF_ENDF_INFLIGHT 0x1u /* a thread was inside a heap call when the process ended: that
-				  * one call may be missing, so the trace is not complete */
+#define TPROF_ENDF_INFLIGHT 0x1u /* a heap call may be missing, so the trace is not complete: a
+				  * thread was inside a heap call when the process ended (before
+				  * version 10), or a signal handler's call had returned while its
+				  * event waited for the call it interrupted (version 10) */
 #define TPROF_ENDF_RESERVE 0x2u  /* version 6: memory for call stacks or a thread's ring could not
 				  * be reserved (an address space, locked memory or file size limit) */
 #define TPROF_ENDF_SECCOMP 0x4u  /* version 7: the process installed a seccomp filter, after which
 				  * tprof made no call it might forbid: no scan at the end, no resident
 				  * size at the end, stacks walked only over pages checked before */
+#define TPROF_ENDF_INCALL 0x8u   /* version 10: a thread was inside a heap call when the process
+				  * ended (another thread's exit, a signal): the call never returned to
+				  * the program and is not in the trace, which is still complete */
 
 static inline const char *tprof_event_name(unsigned kind)
 {

@@ -537,6 +537,16 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 	}
 	__asm__ volatile("" ::: "memory");
 	tprof_tls.defer_head = head + 1;
+	/* a call that returned (to the handler) with its event out of the ring: lost if the process
+	 * ends now, which the slot's mark says (3) until the interrupted call publishes it */
+	struct tprof_thread *t = tprof_tls.thread;
+	if (t && t->slot) {
+		uint32_t m = atomic_load_explicit(&t->slot->inflight, memory_order_relaxed);
+		if (m != 3) {
+			tprof_tls.defer_mark = m;
+			atomic_store_explicit(&t->slot->inflight, 3, memory_order_release);
+		}
+	}
 	tprof_tls.deferring = 0;
 	errno = saved;
 }
@@ -558,6 +568,8 @@ void tprof_defer_flush(struct tprof_thread *t)
 		__asm__ volatile("" ::: "memory");
 		tprof_tls.defer_tail++;
 	}
+	if (t->slot && atomic_load_explicit(&t->slot->inflight, memory_order_relaxed) == 3)
+		atomic_store_explicit(&t->slot->inflight, tprof_tls.defer_mark, memory_order_release);
 }
 
 void tprof_writer_kick(void)

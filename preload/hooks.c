@@ -36,7 +36,8 @@ static inline int ready(void)
 }
 
 /* A heap hook marks its thread as inside a heap call for its whole length (the recorder reads the
- * mark when the process is gone: a call it interrupted may be missing from the trace). The thread
+ * mark when the process is gone: a call the end interrupted never returned to the program, and is
+ * not in the trace; a call a signal handler made meanwhile, deferred, is lost: core.c). The thread
  * gets its slot before the real call, so the mark covers it. errno: stack capture may set it
  * (libunwind reads memory through system calls), so each hook puts back what the real call left.
  * A hook holds no guard around the real call: a signal handler that interrupts it and calls the
@@ -67,7 +68,7 @@ static inline void leave(struct hook_state h)
 }
 
 /* A free's event is in the ring before the real free runs: a process that ends from then on (a
- * thread still in the real free as another calls exit) has lost nothing of the call, and the mark
+ * thread still in the real free as another calls exit) has the call in its trace, and the mark
  * says so (2), unless this hook interrupted one whose event is not in the ring yet (1 stays). */
 static inline void recorded(struct hook_state h)
 {

@@ -97,6 +97,7 @@ struct tprof_tls {
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
 	volatile int deferring;      /* a nested heap call fills defer[] */
 	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
+	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
 	struct tprof_deferred defer[TPROF_DEFER_MAX];
 	uint32_t stamp_left;         /* events to go before the next one that reads the clock */
 	uint32_t epoch;              /* the recorder's epoch when this thread last read the clock */

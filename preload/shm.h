@@ -61,8 +61,10 @@ struct tprof_scan_thread {
 struct tprof_shm_thread {
 	_Atomic int state;
 	int32_t tid;
-	_Atomic uint32_t inflight; /* the thread is inside a heap hook (see TPROF_ENDF_INFLIGHT); 2: and its
-				    * call's event is in the ring already */
+	_Atomic uint32_t inflight; /* 1: the thread is inside a heap hook, the call not returned (END
+				    * flag INCALL); 2: inside free, its event in the ring already;
+				    * 3: a signal handler's call returned with its event deferred
+				    * (INFLIGHT: lost if the process ends now) */
 	_Atomic int exit_named;    /* exit_name holds the name the thread had as it exited */
 	uint64_t ring_off;         /* file offset of its ring, 0 while it has none */
 	uint32_t ring_entries;

@@ -1499,8 +1499,11 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		if (atomic_load(&w->shm->threads[i].state) != TPROF_SLOT_ACTIVE)
 			continue;
 		exit_name_check(w, &w->wthreads[i]);
-		if (atomic_load(&w->shm->threads[i].inflight) == 1) /* 2: its event is in (hooks.c) */
+		uint32_t mark = atomic_load(&w->shm->threads[i].inflight); /* shm.h */
+		if (mark == 3)
 			flags |= TPROF_ENDF_INFLIGHT;
+		else if (mark == 1)
+			flags |= TPROF_ENDF_INCALL;
 	}
 	if (atomic_load(&w->shm->reserve_failed) || w->ring_unmapped)
 		flags |= TPROF_ENDF_RESERVE;

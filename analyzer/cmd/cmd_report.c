@@ -167,6 +167,7 @@ static void declare_summary(void)
 	}
 	add_col("not_classified", OUT_STR, "", NULL);
 	add_col("peak_rss_includes_tprof", OUT_BOOL, "", NULL);
+	add_col("unfinished_call", OUT_BOOL, "", NULL);
 }
 
 static const struct out_col thread_cols[] = {
@@ -238,6 +239,7 @@ static int print_tables(const struct cmd_opts *o, const struct tprof_trace *t, c
 	}
 	out_str(&w, kd->lc.classified ? NULL : kd->lc.why);
 	out_bool(&w, r != NULL && tprof_rss_has_own(t));
+	out_bool(&w, t->ended && (t->end_flags & TPROF_ENDF_INCALL));
 	out_row_end(&w);
 	out_table_end(&w);
 
@@ -273,8 +275,13 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	printf("  duration       %s, %zu thread%s, %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a), t->nthreads,
 	       t->nthreads == 1 ? "" : "s", end_text(t, end, sizeof(end)));
 	if (t->ended && (t->end_flags & TPROF_ENDF_INFLIGHT))
-		printf("  incomplete     a thread was inside a heap call when the process ended: that call may "
-		       "be missing\n");
+		printf(t->version >= 10 ? "  incomplete     a signal handler's heap call had returned, but its event was "
+					  "not yet recorded, when the process ended: that call is missing\n"
+					: "  incomplete     a thread was inside a heap call when the process ended: that "
+					  "call may be missing\n");
+	if (t->ended && (t->end_flags & TPROF_ENDF_INCALL))
+		printf("  unfinished     a thread was inside a heap call when the process ended: the call never "
+		       "returned to the program, and is not in the trace\n");
 	if (t->cut)
 		printf("  incomplete     %s\n", tprof_trace_cut_note(t, note, sizeof(note)));
 	printf("  events         %s recorded, %s lost%s\n", tprof_commas(s->events, a),

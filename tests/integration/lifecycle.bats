@@ -698,10 +698,11 @@ heap_known_after() {
 	[ "$n" -eq 1 ]
 }
 
-@test "exit while another thread is inside free, after its event: complete; inside malloc, before it: not" {
+@test "exit while another thread is inside free, after its event: in the trace; inside malloc, before it: never returned, not in it; complete both" {
 	# an allocator preloaded after libtprof.so, whose free or malloc of a marked block blocks for
 	# good: the thread is inside the hook when main calls exit, after (free) or before (malloc)
-	# tprof put the call's event in the ring
+	# tprof put the call's event in the ring. The malloc never returned to the program: the trace
+	# holds every call that did, and says that one was cut short.
 	cat >sfree.c <<'EOF'
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -776,9 +777,15 @@ EOF
 	[ "$(jget f.json end)" = exit ]
 	[ "$(jget f.json frees)" -ge 1 ]
 	[ "$(jget f.json complete)" = true ]
+	[ "$(jget f.json unfinished_call)" = false ]
 	"$B/tprof" report --json m.trace >m.json
 	[ "$(jget m.json end)" = exit ]
-	[ "$(jget m.json complete)" = false ]
+	[ "$(jget m.json complete)" = true ]
+	[ "$(jget m.json unfinished_call)" = true ]
+	# the blocked malloc(12345) is not there: its thread's allocations are the loader's only
+	"$B/tprof" dump m.trace >m.txt
+	[ "$(grep -c " malloc 12345 " m.txt)" = 0 ]
 	run "$B/tprof" report m.trace
-	[[ "$output" == *"a thread was inside a heap call when the process ended"* ]]
+	[[ "$output" == *"unfinished     a thread was inside a heap call when the process ended: the call never returned"* ]]
+	[[ "$output" != *"incomplete"* ]]
 }

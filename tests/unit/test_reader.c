@@ -264,6 +264,14 @@ static void test_end_flags_and_reasons(void)
 		tprof_trace_close(t);
 	}
 	free(b.p);
+	build(&b, 10, "", TPROF_END_EXIT, 0, TPROF_ENDF_INFLIGHT | TPROF_ENDF_INCALL); /* a deferred call lost */
+	CHECK_EQ(open_prefix(&b, b.n, &t, err, sizeof(err)), 0);
+	if (t) {
+		CHECK(!t->complete);
+		CHECK_EQ(t->end_flags, TPROF_ENDF_INFLIGHT | TPROF_ENDF_INCALL);
+		tprof_trace_close(t);
+	}
+	free(b.p);
 	static const struct {
 		unsigned version;
 		uint64_t reason, flags;
@@ -276,6 +284,9 @@ static void test_end_flags_and_reasons(void)
 		{3, TPROF_END_QUICK_EXIT, 0, "corrupt: END block with unknown reason 5 (format version 3 has 1 to 4)"},
 		{2, TPROF_END_VANISHED, 0, "corrupt: END block with unknown reason 6 (format version 2 has 1 to 4)"},
 		{4, TPROF_END_EXIT, 2, "corrupt: END block with unknown flags 0x2"},
+		{9, TPROF_END_EXIT, TPROF_ENDF_INCALL, "corrupt: END block with unknown flags 0x8"},
+		{10, TPROF_END_EXIT, TPROF_ENDF_INCALL, NULL}, /* a call never returned: still complete */
+		{10, TPROF_END_EXIT, 0x10, "corrupt: END block with unknown flags 0x10"},
 		{4, TPROF_END_EXIT, 1ull << 63 | 1, "corrupt: END block with unknown flags 0x8000000000000000"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
