@@ -789,3 +789,75 @@ EOF
 	[[ "$output" == *"unfinished     a thread was inside a heap call when the process ended: the call never returned"* ]]
 	[[ "$output" != *"incomplete"* ]]
 }
+
+@test "a signal handler's heap call held while tprof wrote the call it interrupted, then _exit: the trace is not complete; without that call it is" {
+	# a clock_gettime preloaded after libtprof.so (TPROF_CLOCK=monotonic: the hook reads the clock
+	# through it, inside its ring write) raises SIGUSR1 once armed; the handler allocates (a call
+	# that returns to it, its event held for the interrupted hook) or not, then calls _exit
+	cat >shim.c <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <time.h>
+volatile int shim_armed;
+int clock_gettime(clockid_t c, struct timespec *ts)
+{
+	static int (*real)(clockid_t, struct timespec *);
+	if (!real)
+		real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+	if (shim_armed == 1) {
+		shim_armed = 2;
+		raise(SIGUSR1);
+	}
+	return real(c, ts);
+}
+EOF
+	cat >prog.c <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static int handler_allocates;
+static void on_usr1(int s)
+{
+	(void)s;
+	if (handler_allocates) {
+		char *volatile p = malloc(777);
+		p[0] = 1;
+	}
+	_exit(0);
+}
+int main(int argc, char **argv)
+{
+	handler_allocates = argc > 1 && strcmp(argv[1], "alloc") == 0;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	free(malloc(10)); /* registered: the next clock read is inside a hook */
+	volatile int *armed = dlsym(RTLD_DEFAULT, "shim_armed");
+	if (!armed)
+		return 3;
+	*armed = 1;
+	char *volatile q = malloc(100);
+	q[0] = 2;
+	return 4; /* not reached: the handler ends the process */
+}
+EOF
+	cc -shared -fPIC -o libshim.so shim.c -ldl
+	cc -o prog prog.c -ldl
+	for m in alloc none; do
+		TPROF_CLOCK=monotonic TPROF_QUIET=1 TPROF_OUTPUT=$m.trace LD_PRELOAD="$B/libtprof.so $WORK/libshim.so" ./prog $m
+		"$B/tprof" report --json $m.trace >$m.json
+		[ "$(jget $m.json end)" = _exit ]
+		[ "$(jget $m.json allocations)" = 1 ] # malloc(10); malloc(100) never returned
+	done
+	[ "$(jget alloc.json complete)" = false ]
+	run "$B/tprof" report alloc.trace
+	[[ "$output" == *"incomplete     a signal handler's heap call had returned, but its event was not yet recorded"* ]]
+	[ "$(jget none.json complete)" = true ]
+	[ "$(jget none.json unfinished_call)" = true ]
+}
+
