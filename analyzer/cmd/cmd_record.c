@@ -2,7 +2,8 @@
  * traced process it starts (recorder/server.c, in a child process of its own): the program and its
  * descendants register at the socket named in TPROF_RECORDER. Being the program's parent, it keeps
  * the program's zombie until its trace is written, so that the trace knows how the program ended,
- * and ends the same way (the same exit status, or the same signal). SIGINT, SIGTERM, SIGHUP and
+ * and ends the same way (the same exit status, or the same signal; 127 or 126, as env, when it
+ * cannot be run at all). SIGINT, SIGTERM, SIGHUP and
  * SIGQUIT sent to tprof record itself are passed on to the program (a terminal's ^C reaches the
  * program directly, as the whole foreground group gets it). The library is looked up beside the
  * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
@@ -169,6 +170,10 @@ int cmd_record(int argc, char **argv)
 		sigaction(fwd[k], &sa, &old_sa[k]);
 	fflush(stdout);
 	fflush(stderr);
+	/* the child's errno when exec fails, through a pipe that a successful exec closes */
+	int ex[2];
+	if (pipe2(ex, O_CLOEXEC) != 0)
+		ex[0] = ex[1] = -1;
 	pid_t pid = fork();
 	if (pid < 0) {
 		tprof_err("record: fork: %s", strerror(errno));
@@ -182,9 +187,14 @@ int cmd_record(int argc, char **argv)
 		if (output)
 			setenv("TPROF_OUTPUT", output, 1);
 		execvp(argv[i], argv + i);
-		fprintf(stderr, "tprof: record: cannot run %s: %s\n", argv[i], strerror(errno));
-		_exit(127);
+		int e = errno;
+		fprintf(stderr, "tprof: record: cannot run %s: %s\n", argv[i], strerror(e));
+		if (ex[1] >= 0 && write(ex[1], &e, sizeof(e)) < 0)
+			e = errno;
+		_exit(e == ENOENT ? 127 : 126); /* as env and the shells: not found, or not runnable */
 	}
+	if (ex[1] >= 0)
+		close(ex[1]);
 	child_pid = pid;
 	free(preload);
 	signal(SIGPIPE, SIG_IGN);
@@ -205,6 +215,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (rec == 0) {
 		close(note[0]);
+		if (ex[0] >= 0)
+			close(ex[0]);
 		for (int k = 0; k < 4; k++)
 			signal(fwd[k], SIG_DFL);
 		signal(SIGBUS, SIG_DFL); /* tprof's own handler speaks of reading traces */
@@ -225,6 +237,16 @@ int cmd_record(int argc, char **argv)
 	}
 	close(note[1]);
 	close(lfd);
+	int exec_err = 0; /* read once the recorder runs: the program's registration waits for it */
+	if (ex[0] >= 0) {
+		ssize_t r;
+		do
+			r = read(ex[0], &exec_err, sizeof(exec_err));
+		while (r < 0 && errno == EINTR);
+		if (r != (ssize_t)sizeof(exec_err))
+			exec_err = 0;
+		close(ex[0]);
+	}
 	/* the server writes the path of the program's trace, then closes the pipe */
 	char trace[4096];
 	size_t got = 0;
@@ -249,7 +271,7 @@ int cmd_record(int argc, char **argv)
 	}
 	child_pid = 0;
 	const char *quiet = getenv("TPROF_QUIET");
-	if (!trace[0] && !(quiet && *quiet && !strchr("0nNfF", quiet[0])))
+	if (!trace[0] && !exec_err && !(quiet && *quiet && !strchr("0nNfF", quiet[0])))
 		fprintf(stderr, "tprof: record: no trace of %s: it made no heap call, the preload did not reach it "
 				"(a statically linked or set-user-ID program), or it could not be traced (said above)\n",
 			argv[i]);

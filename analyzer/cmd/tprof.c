@@ -44,7 +44,7 @@ static void usage(FILE *f)
 	fprintf(f, "\nRun 'tprof <command> --help' for its options; --csv=TABLE picks another table of\n"
 		   "those that print several. Exit status: 0 ok, 1 usage error, 2 bad input (a file that\n"
 		   "cannot be read or written, or is not a valid trace), 3 a tool missing or failing (gnuplot),\n"
-		   "4 out of memory; record: the program's own.\n");
+		   "4 out of memory; record: the program's own (127 not found, 126 not runnable).\n");
 }
 
 /* Traces and ELF files are read through mappings: one cut short while it is read (another process

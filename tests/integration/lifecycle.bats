@@ -411,6 +411,16 @@ PY
 		[[ "$output" == *"no trace of ./static_prog"*"statically linked"* ]]
 		[ ! -e s.trace ]
 	fi
+	# a program that cannot be run: the status env and the shells give (127 not found, 126 not
+	# runnable), and only the reason
+	local rc=0
+	"$B/tprof" record -o n.trace -- ./no-such-program 2>err.txt || rc=$?
+	[ "$rc" -eq 127 ]
+	[ "$(cat err.txt)" = "tprof: record: cannot run ./no-such-program: No such file or directory" ]
+	rc=0
+	"$B/tprof" record -o n.trace -- ./s.c 2>err.txt || rc=$?
+	[ "$rc" -eq 126 ]
+	[ "$(cat err.txt)" = "tprof: record: cannot run ./s.c: Permission denied" ]
 }
 
 @test "tprof record passes on SIGTERM sent to it, and ends as the program ended" {
