@@ -199,7 +199,8 @@ enum tprof_end_reason {
 				  * size at the end, stacks walked only over pages checked before */
 #define TPROF_ENDF_INCALL 0x8u   /* version 10: a thread was inside a heap call when the process
 				  * ended (another thread's exit, a signal): the call never returned to
-				  * the program and is not in the trace, which is still complete */
+				  * the program (its event is in only if it was recorded by then); the
+				  * trace is still complete */
 
 static inline const char *tprof_event_name(unsigned kind)
 {

@@ -51,6 +51,10 @@ uint32_t tprof_name_intern(const char *name)
 
 void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 {
+	if (tprof_tls.crit) { /* a handler's, inside a ring write it interrupted: counted lost */
+		tprof_lost_no_ring();
+		return;
+	}
 	struct tprof_thread *t = tprof_tls.thread;
 	if (!t)
 		t = tprof_thread_attach();

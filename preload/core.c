@@ -540,7 +540,7 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 	/* a call that returned (to the handler) with its event out of the ring: lost if the process
 	 * ends now, which the slot's mark says (3) until the interrupted call publishes it */
 	struct tprof_thread *t = tprof_tls.thread;
-	if (t && t->slot) {
+	if (t) { /* else marked once the thread has its slot (tprof_defer_attached) */
 		uint32_t m = atomic_load_explicit(&t->slot->inflight, memory_order_relaxed);
 		if (m != 3) {
 			tprof_tls.defer_mark = m;
@@ -554,6 +554,7 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 void tprof_defer_flush(struct tprof_thread *t)
 {
 	struct tprof_ring *r = t->ring;
+again:
 	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
 		__asm__ volatile("" ::: "memory"); /* the entry is read after its head was seen */
 		const struct tprof_deferred *d = &tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX];
@@ -568,8 +569,36 @@ void tprof_defer_flush(struct tprof_thread *t)
 		__asm__ volatile("" ::: "memory");
 		tprof_tls.defer_tail++;
 	}
-	if (t->slot && atomic_load_explicit(&t->slot->inflight, memory_order_relaxed) == 3)
+	if (atomic_load_explicit(&t->slot->inflight, memory_order_relaxed) == 3) {
 		atomic_store_explicit(&t->slot->inflight, tprof_tls.defer_mark, memory_order_release);
+		/* a handler that deferred a call between the last look and the store found the mark at 3
+		 * already and left it: mark again, and publish it */
+		if (unlikely(tprof_tls.defer_tail != tprof_tls.defer_head)) {
+			atomic_store_explicit(&t->slot->inflight, 3, memory_order_release);
+			goto again;
+		}
+	}
+}
+
+void tprof_defer_drop(void)
+{
+	uint32_t n = 0;
+	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
+		__asm__ volatile("" ::: "memory");
+		n += tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX].n;
+		tprof_tls.defer_tail++;
+	}
+	if (n)
+		defer_lost(n);
+}
+
+void tprof_defer_attached(struct tprof_thread *t)
+{
+	uint32_t m = atomic_load_explicit(&t->slot->inflight, memory_order_relaxed);
+	if (m != 3 && tprof_tls.defer_tail != tprof_tls.defer_head) {
+		tprof_tls.defer_mark = m;
+		atomic_store_explicit(&t->slot->inflight, 3, memory_order_release);
+	}
 }
 
 void tprof_writer_kick(void)

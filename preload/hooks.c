@@ -36,8 +36,8 @@ static inline int ready(void)
 }
 
 /* A heap hook marks its thread as inside a heap call for its whole length (the recorder reads the
- * mark when the process is gone: a call the end interrupted never returned to the program, and is
- * not in the trace; a call a signal handler made meanwhile, deferred, is lost: core.c). The thread
+ * mark when the process is gone: a call the end interrupted never returned to the program; a call
+ * a signal handler made meanwhile, deferred, had returned, and is lost: core.c). The thread
  * gets its slot before the real call, so the mark covers it. errno: stack capture may set it
  * (libunwind reads memory through system calls), so each hook puts back what the real call left.
  * A hook holds no guard around the real call: a signal handler that interrupts it and calls the
@@ -194,14 +194,16 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 		int e = errno;
 		tprof_tls.crit = 1;
 		stack = tprof_cfg.depth ? tprof_stack_capture() : 0;
-		t = tprof_tls.thread ? tprof_tls.thread : tprof_thread_attach();
+		t = tprof_tls.thread;
+		if (!t && (t = tprof_thread_attach()))
+			tprof_defer_attached(t);
 		if (t) {
-			seq = tprof_next_seq(t);
+			seq = tprof_next_seq_pair(t); /* crit 2: a handler's heap call till the second half is lost */
 			tick = tprof_now();
-			tprof_tls.crit = 2; /* a handler's heap call from now to the second half: lost, counted */
 		} else {
 			tprof_tls.crit = 0;
 			tprof_lost_no_ring();
+			tprof_defer_drop();
 		}
 		errno = e;
 	}

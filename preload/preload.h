@@ -276,6 +276,11 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 		 uint64_t tick_before);
 /* Publishes what tprof_defer kept, in order, on the calling thread's ring. */
 void tprof_defer_flush(struct tprof_thread *t);
+/* What tprof_defer kept for a thread that got no slot: counted lost, dropped. */
+void tprof_defer_drop(void);
+/* A thread that has just taken its slot in a critical part: calls deferred before it had one mark
+ * the slot now (3: lost if the process ends before they are published). */
+void tprof_defer_attached(struct tprof_thread *t);
 
 /* The global sequence number for an event about to be written: any heap call that a signal handler
  * made before it, and that was deferred, goes to the ring first (its number is smaller). */
@@ -286,6 +291,22 @@ static inline uint64_t tprof_next_seq(struct tprof_thread *t)
 		if (likely(tprof_tls.defer_head == tprof_tls.defer_tail))
 			return seq; /* what a handler defers from now on is numbered after it */
 		tprof_defer_flush(t); /* numbered before seq, perhaps: publish them, take another */
+	}
+}
+
+/* The first number of a realloc's pair: as tprof_next_seq, and crit is 2 from the moment the number
+ * is taken: a handler's heap call from then to the pair's second half would be numbered inside the
+ * pair, so it is counted lost; one deferred before that is published first, and another number
+ * taken (the one taken is left unused). */
+static inline uint64_t tprof_next_seq_pair(struct tprof_thread *t)
+{
+	for (;;) {
+		uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+		tprof_tls.crit = 2;
+		if (likely(tprof_tls.defer_head == tprof_tls.defer_tail))
+			return seq;
+		tprof_tls.crit = 1;
+		tprof_defer_flush(t);
 	}
 }
 
@@ -344,10 +365,14 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	tprof_tls.crit = 1;
 	uint32_t stack = with_stack && tprof_cfg.depth ? tprof_stack_capture() : 0; /* no call when off */
 	struct tprof_thread *t = tprof_tls.thread;
-	if (unlikely(!t) && !(t = tprof_thread_attach())) {
-		tprof_tls.crit = 0;
-		tprof_lost_no_ring();
-		return;
+	if (unlikely(!t)) {
+		if (!(t = tprof_thread_attach())) {
+			tprof_tls.crit = 0;
+			tprof_lost_no_ring();
+			tprof_defer_drop();
+			return;
+		}
+		tprof_defer_attached(t);
 	}
 	struct tprof_ring *r = t->ring;
 	/* room first, then the number: a thread that waits for room must not hold a number taken before
@@ -448,6 +473,10 @@ void tprof_omp_forget(void);
 static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1,
 								     const int64_t *s, unsigned ns)
 {
+	if (unlikely(tprof_tls.crit)) { /* a handler's call, inside a ring write it interrupted: no room */
+		tprof_lost_no_ring();
+		return;
+	}
 	struct tprof_thread *t = tprof_tls.thread;
 	if (unlikely(!t) && !(t = tprof_thread_attach())) {
 		tprof_lost_no_ring();

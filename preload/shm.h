@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 9
+#define TPROF_SHM_VERSION 10
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 /* Under a file size limit (ulimit -f) that neither the process nor the recorder can lift, the file is
  * as large as the limit allows, down to this: the first piece (12 MiB) and rings for a few threads. */
@@ -63,7 +63,7 @@ struct tprof_shm_thread {
 	int32_t tid;
 	_Atomic uint32_t inflight; /* 1: the thread is inside a heap hook, the call not returned (END
 				    * flag INCALL); 2: inside free, its event in the ring already;
-				    * 3: a signal handler's call returned with its event deferred
+				    * 3: signal handlers' calls returned with their events deferred
 				    * (INFLIGHT: lost if the process ends now) */
 	_Atomic int exit_named;    /* exit_name holds the name the thread had as it exited */
 	uint64_t ring_off;         /* file offset of its ring, 0 while it has none */

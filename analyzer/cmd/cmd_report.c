@@ -275,13 +275,13 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	printf("  duration       %s, %zu thread%s, %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a), t->nthreads,
 	       t->nthreads == 1 ? "" : "s", end_text(t, end, sizeof(end)));
 	if (t->ended && (t->end_flags & TPROF_ENDF_INFLIGHT))
-		printf(t->version >= 10 ? "  incomplete     a signal handler's heap call had returned, but its event was "
-					  "not yet recorded, when the process ended: that call is missing\n"
+		printf(t->version >= 10 ? "  incomplete     a signal handler's heap calls were held for the call they "
+					  "interrupted when the process ended: they may be missing\n"
 					: "  incomplete     a thread was inside a heap call when the process ended: that "
 					  "call may be missing\n");
 	if (t->ended && (t->end_flags & TPROF_ENDF_INCALL))
 		printf("  unfinished     a thread was inside a heap call when the process ended: the call never "
-		       "returned to the program, and is not in the trace\n");
+		       "returned to the program\n");
 	if (t->cut)
 		printf("  incomplete     %s\n", tprof_trace_cut_note(t, note, sizeof(note)));
 	printf("  events         %s recorded, %s lost%s\n", tprof_commas(s->events, a),

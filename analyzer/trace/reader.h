@@ -112,8 +112,8 @@ struct tprof_trace {
 	uint64_t blocks;        /* complete blocks read */
 	/* The file ends with an END block: the end_* fields below say how the process ended. */
 	int ended;
-	/* ended, and nothing may be missing: no thread was inside a heap call then (END flags), and
-	 * the file was not cut */
+	/* ended, and nothing may be missing (END flag INFLIGHT: a call that had returned may be; before
+	 * version 10, a thread was inside a heap call then), and the file was not cut */
 	int complete;
 	uint64_t end_reason, end_value, end_seq, end_events, end_lost;
 	uint64_t end_stacks, end_stacks_dropped; /* distinct stacks; allocations without a stack */

@@ -866,7 +866,7 @@ EOF
 	done
 	[ "$(jget alloc.json complete)" = false ]
 	run "$B/tprof" report alloc.trace
-	[[ "$output" == *"incomplete     a signal handler's heap call had returned, but its event was not yet recorded"* ]]
+	[[ "$output" == *"incomplete     a signal handler's heap calls were held for the call they interrupted when the process ended: they may be missing"* ]]
 	[ "$(jget none.json complete)" = true ]
 	[ "$(jget none.json unfinished_call)" = true ]
 }
