@@ -421,6 +421,10 @@ PY
 	"$B/tprof" record -o n.trace -- ./s.c 2>err.txt || rc=$?
 	[ "$rc" -eq 126 ]
 	[ "$(cat err.txt)" = "tprof: record: cannot run ./s.c: Permission denied" ]
+	rc=0 # the leak check's status is for a program that ran
+	"$B/tprof" record --error-exitcode 9 -o n.trace -- ./no-such-program 2>err.txt || rc=$?
+	[ "$rc" -eq 127 ]
+	[ "$(cat err.txt)" = "tprof: record: cannot run ./no-such-program: No such file or directory" ]
 }
 
 @test "tprof record passes on SIGTERM sent to it, and ends as the program ended" {
