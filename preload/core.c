@@ -441,7 +441,11 @@ again:
 	/* its name now, for the recorder, which may first look when the thread is gone */
 	if (atomic_load(&tprof_sandboxed) || prctl(PR_GET_NAME, slot->start_name) != 0)
 		slot->start_name[0] = 0; /* the recorder reads the name, while the thread lives */
-	atomic_store_explicit(&slot->inflight, 0, memory_order_relaxed);
+	/* calls a signal handler made during the stack capture that came first (crit), before the
+	 * thread had a slot, are marked from the moment the recorder can see the slot */
+	tprof_tls.defer_mark = 0;
+	atomic_store_explicit(&slot->inflight, tprof_tls.defer_head != tprof_tls.defer_tail ? 3 : 0,
+			      memory_order_relaxed);
 	atomic_store_explicit(&slot->exit_named, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->state, TPROF_SLOT_ACTIVE, memory_order_release);
 	tprof_tls.thread = t;
@@ -540,9 +544,12 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 	/* a call that returned (to the handler) with its event out of the ring: lost if the process
 	 * ends now, which the slot's mark says (3) until the interrupted call publishes it */
 	struct tprof_thread *t = tprof_tls.thread;
-	if (t) { /* else marked once the thread has its slot (tprof_defer_attached) */
+	if (t) { /* else marked when the thread takes its slot (tprof_thread_attach) */
 		uint32_t m = atomic_load_explicit(&t->slot->inflight, memory_order_relaxed);
-		if (m != 3) {
+		if (m == 3 || m == 4) { /* marked already: flip, so that a flush putting it back sees a
+					  * call came (tprof_defer_flush) */
+			atomic_store_explicit(&t->slot->inflight, 7 - m, memory_order_release);
+		} else {
 			tprof_tls.defer_mark = m;
 			atomic_store_explicit(&t->slot->inflight, 3, memory_order_release);
 		}
@@ -551,10 +558,9 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 	errno = saved;
 }
 
-void tprof_defer_flush(struct tprof_thread *t)
+/* Publishes the deferred calls in the list, in order. */
+static void publish_deferred(struct tprof_thread *t, struct tprof_ring *r)
 {
-	struct tprof_ring *r = t->ring;
-again:
 	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
 		__asm__ volatile("" ::: "memory"); /* the entry is read after its head was seen */
 		const struct tprof_deferred *d = &tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX];
@@ -569,35 +575,41 @@ again:
 		__asm__ volatile("" ::: "memory");
 		tprof_tls.defer_tail++;
 	}
-	if (atomic_load_explicit(&t->slot->inflight, memory_order_relaxed) == 3) {
-		atomic_store_explicit(&t->slot->inflight, tprof_tls.defer_mark, memory_order_release);
-		/* a handler that deferred a call between the last look and the store found the mark at 3
-		 * already and left it: mark again, and publish it */
-		if (unlikely(tprof_tls.defer_tail != tprof_tls.defer_head)) {
-			atomic_store_explicit(&t->slot->inflight, 3, memory_order_release);
-			goto again;
-		}
+}
+
+void tprof_defer_flush(struct tprof_thread *t)
+{
+	struct tprof_ring *r = t->ring;
+	for (;;) {
+		publish_deferred(t, r);
+		/* put the mark back unless a handler deferred a call since the list was seen empty: it
+		 * flipped the mark (3, 4) or the list is not empty; once put back, a handler's call marks
+		 * the slot anew */
+		uint32_t m = atomic_load_explicit(&t->slot->inflight, memory_order_acquire);
+		if (m != 3 && m != 4)
+			return;
+		if (tprof_tls.defer_tail != tprof_tls.defer_head)
+			continue;
+		if (atomic_compare_exchange_strong(&t->slot->inflight, &m, tprof_tls.defer_mark))
+			return;
 	}
 }
 
 void tprof_defer_drop(void)
 {
-	uint32_t n = 0;
-	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
-		__asm__ volatile("" ::: "memory");
-		n += tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX].n;
-		tprof_tls.defer_tail++;
-	}
-	if (n)
-		defer_lost(n);
-}
-
-void tprof_defer_attached(struct tprof_thread *t)
-{
-	uint32_t m = atomic_load_explicit(&t->slot->inflight, memory_order_relaxed);
-	if (m != 3 && tprof_tls.defer_tail != tprof_tls.defer_head) {
-		tprof_tls.defer_mark = m;
-		atomic_store_explicit(&t->slot->inflight, 3, memory_order_release);
+	for (;;) { /* with crit held, a handler only adds to the list: then end it, as tprof_crit_end */
+		uint32_t n = 0;
+		while (tprof_tls.defer_tail != tprof_tls.defer_head) {
+			__asm__ volatile("" ::: "memory");
+			n += tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX].n;
+			tprof_tls.defer_tail++;
+		}
+		if (n)
+			defer_lost(n);
+		tprof_tls.crit = 0;
+		if (likely(tprof_tls.defer_head == tprof_tls.defer_tail))
+			return;
+		tprof_tls.crit = 1;
 	}
 }
 

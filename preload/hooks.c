@@ -178,10 +178,23 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 	if (nested()) {
 		if (tprof_tls.guard || !tprof_shm)
 			return call_realloc(kind, ptr, size, nmemb, elem);
-		uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+		/* a handler's realloc inside a critical part: a handler interrupting it from its number on
+		 * would be numbered inside the pair and listed before it, so crit is 2 meanwhile (its
+		 * calls counted lost), and a number taken as one was listed is taken again */
+		int crit = tprof_tls.crit;
+		uint64_t seq;
+		for (;;) {
+			uint32_t listed = tprof_tls.defer_head;
+			seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+			tprof_tls.crit = 2;
+			if (likely(tprof_tls.defer_head == listed))
+				break;
+			tprof_tls.crit = crit;
+		}
 		uint64_t tick = tprof_now();
 		void *p = call_realloc(kind, ptr, size, nmemb, elem);
 		int e = errno;
+		tprof_tls.crit = crit;
 		tprof_defer(kind, size, p, ptr, seq, tick);
 		errno = e;
 		return p;
@@ -194,16 +207,13 @@ static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb,
 		int e = errno;
 		tprof_tls.crit = 1;
 		stack = tprof_cfg.depth ? tprof_stack_capture() : 0;
-		t = tprof_tls.thread;
-		if (!t && (t = tprof_thread_attach()))
-			tprof_defer_attached(t);
+		t = tprof_tls.thread ? tprof_tls.thread : tprof_thread_attach();
 		if (t) {
 			seq = tprof_next_seq_pair(t); /* crit 2: a handler's heap call till the second half is lost */
 			tick = tprof_now();
 		} else {
-			tprof_tls.crit = 0;
 			tprof_lost_no_ring();
-			tprof_defer_drop();
+			tprof_defer_drop(); /* and crit 0 */
 		}
 		errno = e;
 	}

@@ -276,11 +276,9 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 		 uint64_t tick_before);
 /* Publishes what tprof_defer kept, in order, on the calling thread's ring. */
 void tprof_defer_flush(struct tprof_thread *t);
-/* What tprof_defer kept for a thread that got no slot: counted lost, dropped. */
+/* What tprof_defer kept for a thread that got no slot: counted lost, dropped; called with crit held,
+ * returns with it 0. */
 void tprof_defer_drop(void);
-/* A thread that has just taken its slot in a critical part: calls deferred before it had one mark
- * the slot now (3: lost if the process ends before they are published). */
-void tprof_defer_attached(struct tprof_thread *t);
 
 /* The global sequence number for an event about to be written: any heap call that a signal handler
  * made before it, and that was deferred, goes to the ring first (its number is smaller). */
@@ -365,14 +363,10 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 	tprof_tls.crit = 1;
 	uint32_t stack = with_stack && tprof_cfg.depth ? tprof_stack_capture() : 0; /* no call when off */
 	struct tprof_thread *t = tprof_tls.thread;
-	if (unlikely(!t)) {
-		if (!(t = tprof_thread_attach())) {
-			tprof_tls.crit = 0;
-			tprof_lost_no_ring();
-			tprof_defer_drop();
-			return;
-		}
-		tprof_defer_attached(t);
+	if (unlikely(!t) && !(t = tprof_thread_attach())) {
+		tprof_lost_no_ring();
+		tprof_defer_drop(); /* and crit 0 */
+		return;
 	}
 	struct tprof_ring *r = t->ring;
 	/* room first, then the number: a thread that waits for room must not hold a number taken before

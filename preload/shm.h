@@ -63,8 +63,9 @@ struct tprof_shm_thread {
 	int32_t tid;
 	_Atomic uint32_t inflight; /* 1: the thread is inside a heap hook, the call not returned (END
 				    * flag INCALL); 2: inside free, its event in the ring already;
-				    * 3: signal handlers' calls returned with their events deferred
-				    * (INFLIGHT: lost if the process ends now) */
+				    * 3 or 4: signal handlers' calls returned with their events
+				    * deferred (INFLIGHT: lost if the process ends now; each call
+				    * deferred while it is 3 or 4 flips it) */
 	_Atomic int exit_named;    /* exit_name holds the name the thread had as it exited */
 	uint64_t ring_off;         /* file offset of its ring, 0 while it has none */
 	uint32_t ring_entries;

@@ -1500,7 +1500,7 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 			continue;
 		exit_name_check(w, &w->wthreads[i]);
 		uint32_t mark = atomic_load(&w->shm->threads[i].inflight); /* shm.h */
-		if (mark == 3)
+		if (mark == 3 || mark == 4)
 			flags |= TPROF_ENDF_INFLIGHT;
 		else if (mark == 1)
 			flags |= TPROF_ENDF_INCALL;
