@@ -236,10 +236,8 @@ static void print_text(const struct leak_view *v)
 		printf("\nThe trace is incomplete (the process was killed, or the file was cut short):\n"
 		       "these are the blocks live where it ends, not at exit.\n");
 	else if (!t->complete)
-		printf(t->version >= 10 ? "\nA signal handler's heap calls were held for the call they interrupted when the\n"
-					  "process ended: blocks may be missing below, or shown that they freed.\n"
-					: "\nA thread was inside a heap call when the process ended, and that call may be\n"
-					  "missing: one block may be missing below, or one shown that it freed.\n");
+		printf("\nIncomplete: %s.\nBlocks may be missing below, or shown that they freed.\n",
+		       tprof_trace_inflight_note(t));
 	if (t->ended && (t->end_flags & TPROF_ENDF_INCALL))
 		printf("\nA thread was inside a heap call when the process ended: the call never returned to\n"
 		       "the program, and a block it was taking may show below.\n");

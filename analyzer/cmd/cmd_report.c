@@ -275,10 +275,7 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	printf("  duration       %s, %zu thread%s, %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a), t->nthreads,
 	       t->nthreads == 1 ? "" : "s", end_text(t, end, sizeof(end)));
 	if (t->ended && (t->end_flags & TPROF_ENDF_INFLIGHT))
-		printf(t->version >= 10 ? "  incomplete     a signal handler's heap calls were held for the call they "
-					  "interrupted when the process ended: they may be missing\n"
-					: "  incomplete     a thread was inside a heap call when the process ended: that "
-					  "call may be missing\n");
+		printf("  incomplete     %s\n", tprof_trace_inflight_note(t));
 	if (t->ended && (t->end_flags & TPROF_ENDF_INCALL))
 		printf("  unfinished     a thread was inside a heap call when the process ended: the call never "
 		       "returned to the program\n");

@@ -597,6 +597,13 @@ void tprof_trace_close(struct tprof_trace *t)
 	free(t);
 }
 
+const char *tprof_trace_inflight_note(const struct tprof_trace *t)
+{
+	return t->version >= 10 ? "a signal handler's heap calls were held for the call they interrupted when the "
+				  "process ended: they may be missing"
+				: "a thread was inside a heap call when the process ended: that call may be missing";
+}
+
 const char *tprof_trace_cut_note(const struct tprof_trace *t, char *buf, size_t len)
 {
 	char block[96];

@@ -173,6 +173,9 @@ void tprof_trace_close(struct tprof_trace *t);
  * rest is lost (...)", into buf; returns buf. */
 const char *tprof_trace_cut_note(const struct tprof_trace *t, char *buf, size_t len);
 
+/* Says why an ended trace is not complete (END flag INFLIGHT), for people, as its version means it. */
+const char *tprof_trace_inflight_note(const struct tprof_trace *t);
+
 /* Next event in global order: 1 with *ev filled, 0 at the end, -1 on a corrupt record (t->err). */
 int tprof_trace_next(struct tprof_trace *t, struct tprof_event *ev);
 
