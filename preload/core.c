@@ -364,6 +364,10 @@ struct tprof_thread *tprof_thread_attach(void)
  * no memory for a ring (rather than no trace to record into, or an allocator busy a moment). */
 static struct tprof_thread *attach_held(int *no_room)
 {
+	/* a signal handler that interrupted the caller between its look and the signals' hold made
+	 * a heap call, which attached this thread: a second slot would be the first one's leak */
+	if (unlikely(tprof_tls.thread != NULL))
+		return tprof_tls.thread;
 	if (!tprof_shm && !tprof_start_recording())
 		return NULL;
 	struct tprof_shm *shm = tprof_shm;
