@@ -62,17 +62,27 @@ void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 		tprof_lost_no_ring();
 		return;
 	}
+	/* as a heap event's ring write (tprof_record): a signal handler's heap call meanwhile is
+	 * deferred, and published in sequence order */
+	tprof_tls.crit = 1;
 	struct tprof_ring *r = t->ring;
-	if (tprof_ring_reserve(r, 1) || (tprof_ring_full(t, 1), tprof_ring_reserve(r, 1))) {
-		struct tprof_ev *e = tprof_ring_slot(r, 0);
-		e->seq_kind = tprof_ev_pack(atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst), name_id,
-					    TPROF_RING_ANNOT);
-		e->tick = tprof_now();
-		e->size = (uint64_t)kind;
-		e->ptr = (uint64_t)value;
-		tprof_ring_publish(r, 1);
-		tprof_ring_kick(r, 1);
+	if (!tprof_ring_room(t, 1)) {
+		tprof_crit_end(t);
+		return;
 	}
+	uint64_t seq = tprof_next_seq(t);
+	if (!tprof_ring_reserve(r, 1) && !tprof_ring_room(t, 1)) { /* deferred calls took it */
+		tprof_crit_end(t);
+		return;
+	}
+	struct tprof_ev *e = tprof_ring_slot(r, 0);
+	e->seq_kind = tprof_ev_pack(seq, name_id, TPROF_RING_ANNOT);
+	e->tick = tprof_now();
+	e->size = (uint64_t)kind;
+	e->ptr = (uint64_t)value;
+	tprof_ring_publish(r, 1);
+	tprof_ring_kick(r, 1);
+	tprof_crit_end(t);
 }
 
 /* The one exported annotation call (include/tprof.h wraps it): kind is enum tprof_annot_kind, one
@@ -85,9 +95,8 @@ TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value)
 		return;
 	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) && !tprof_start_recording())
 		return; /* an annotation registers the process like a heap call */
-	int saved = errno;
-	tprof_tls.guard++;
+	int saved = errno; /* no guard: interning allocates nothing, and a signal handler's heap call
+			    * meanwhile is the program's (deferred during the ring write) */
 	tprof_annot_record(kind, tprof_name_intern(name), value);
-	tprof_tls.guard--;
 	errno = saved;
 }

@@ -455,8 +455,8 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller);
 void tprof_kernels_forget(void);
 /* annot.c: interned annotation names (in the shared memory); id 0 is "no name". */
 uint32_t tprof_name_intern(const char *name);
-/* Records one annotation of any kind (the OpenMP region kinds included) on the calling thread;
- * the caller holds the guard. */
+/* Records one annotation of any kind (the OpenMP region kinds included) on the calling thread,
+ * as tprof_record does a heap event (crit: a handler's heap call meanwhile is deferred). */
 void tprof_annot_record(int kind, uint32_t name_id, int64_t value);
 /* omp.c: forgets the OpenMP runtime's functions (after dlclose). */
 void tprof_omp_forget(void);
