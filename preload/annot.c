@@ -65,23 +65,16 @@ void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 	/* as a heap event's ring write (tprof_record): a signal handler's heap call meanwhile is
 	 * deferred, and published in sequence order */
 	tprof_tls.crit = 1;
-	struct tprof_ring *r = t->ring;
-	if (!tprof_ring_room(t, 1)) {
-		tprof_crit_end(t);
+	uint64_t seq;
+	struct tprof_ev *e = tprof_ring_take(t, &seq);
+	if (!e)
 		return;
-	}
-	uint64_t seq = tprof_next_seq(t);
-	if (!tprof_ring_reserve(r, 1) && !tprof_ring_room(t, 1)) { /* deferred calls took it */
-		tprof_crit_end(t);
-		return;
-	}
-	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	e->seq_kind = tprof_ev_pack(seq, name_id, TPROF_RING_ANNOT);
 	e->tick = tprof_now();
 	e->size = (uint64_t)kind;
 	e->ptr = (uint64_t)value;
-	tprof_ring_publish(r, 1);
-	tprof_ring_kick(r, 1);
+	tprof_ring_publish(t->ring, 1);
+	tprof_ring_kick(t->ring, 1);
 	tprof_crit_end(t);
 }
 

@@ -352,6 +352,25 @@ __attribute__((always_inline)) static inline void tprof_few_free(struct tprof_th
 	}
 }
 
+/* With crit held: the slot for one entry on t's ring and, in *seq, its number; NULL (crit ended,
+ * the entry lost) when no room came. Room first, then the number: a thread that waits for room must
+ * not hold a number taken before the wait, or its event's time would come after other threads'
+ * later ones. */
+__attribute__((always_inline)) static inline struct tprof_ev *tprof_ring_take(struct tprof_thread *t,
+									   uint64_t *seq)
+{
+	if (unlikely(!tprof_ring_room(t, 1))) {
+		tprof_crit_end(t);
+		return NULL;
+	}
+	*seq = tprof_next_seq(t);
+	if (unlikely(!tprof_ring_reserve(t->ring, 1)) && !tprof_ring_room(t, 1)) { /* deferred calls took it */
+		tprof_crit_end(t);
+		return NULL;
+	}
+	return tprof_ring_slot(t->ring, 0);
+}
+
 /* Records one event on the calling thread; with_stack: capture and intern the caller's stack
  * (allocations), else none (free). The stack capture and the ring write are not reentrant: a heap
  * call from a signal handler that interrupts them is deferred (tprof_defer), and published here. */
@@ -369,18 +388,10 @@ __attribute__((always_inline)) static inline void tprof_record(unsigned kind, ui
 		return;
 	}
 	struct tprof_ring *r = t->ring;
-	/* room first, then the number: a thread that waits for room must not hold a number taken before
-	 * the wait, or its event's time (read below) would come after other threads' later ones */
-	if (unlikely(!tprof_ring_room(t, 1))) {
-		tprof_crit_end(t);
+	uint64_t seq;
+	struct tprof_ev *e = tprof_ring_take(t, &seq);
+	if (unlikely(!e))
 		return;
-	}
-	uint64_t seq = tprof_next_seq(t);
-	if (unlikely(!tprof_ring_reserve(r, 1)) && !tprof_ring_room(t, 1)) { /* deferred calls took it */
-		tprof_crit_end(t);
-		return;
-	}
-	struct tprof_ev *e = tprof_ring_slot(r, 0);
 	tprof_prefetch_write(tprof_ring_slot(r, TPROF_RING_AHEAD));
 	e->seq_kind = tprof_ev_pack(seq, stack, kind);
 	uint32_t ep = atomic_load_explicit(&tprof_shm->epoch, memory_order_relaxed);

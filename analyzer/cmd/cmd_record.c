@@ -189,8 +189,8 @@ int cmd_record(int argc, char **argv)
 		execvp(argv[i], argv + i);
 		int e = errno;
 		fprintf(stderr, "tprof: record: cannot run %s: %s\n", argv[i], strerror(e));
-		if (ex[1] >= 0 && write(ex[1], &e, sizeof(e)) != (ssize_t)sizeof(e))
-			ex[1] = -1; /* the parent then prints its usual line too */
+		ssize_t w = ex[1] >= 0 ? write(ex[1], &e, sizeof(e)) : 0; /* lost: the parent's usual line */
+		(void)w;
 		_exit(e == ENOENT ? 127 : 126); /* as env and the shells: not found, or not runnable */
 	}
 	if (ex[1] >= 0)
