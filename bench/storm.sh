@@ -51,8 +51,20 @@ done
 echo "(tprof: stacks at the default depth of 64; nostack: TPROF_DEPTH=0; ratio: heaptrack's extra time / tprof's)"
 
 # Where tprof's time goes: the program's own CPU (its hooks) and the recorder's writer, each per
-# pair, best of 3. The storm's wall time follows the larger of the two: the hooks wait when the
-# writer falls a ring behind.
+# pair, best of 3. The hooks wait when the writer falls a ring behind, and on a machine with few
+# CPUs the program's threads and the writer take turns: the storm's wall time is at least the
+# largest of each program thread's CPU, the writer's, and all of it over the CPUs (wall_bound).
+# wall_bound PROGRAM_US RECORDER_US THREADS WHAT: the least wall time per pair those CPU times allow,
+# and which one sets it
+wall_bound() {
+	awk -v p="$1" -v r="$2" -v t="$3" -v w="$4" -v c="$(nproc)" -v n="$PAIRS" 'BEGIN {
+		if (r == 999999999 || p == 999999999)
+			exit
+		a = p / t; s = (p + r) / c; m = a > r ? a : r; m = m > s ? m : s
+		printf "  %d thread(s), %s: %.1f ns per pair, set by %s\n", t, w, m * 1000 / n,
+		       m == a ? "the program" : m == r ? "the recorder" : "both over " c " CPUs" }'
+}
+bounds=
 echo
 for threads in 1 2; do
 	per=$((PAIRS / threads))
@@ -70,17 +82,24 @@ for threads in 1 2; do
 				"$B/bench/rusage" "$STORM" "$threads" "$per" 2>&1 >/dev/null)
 			flock -s c.trace true
 			c=$(echo "$out" | awk '/^cpu_us/ {print $2}')
-			w=$(echo "$out" | sed -n 's/^tprof: recorder CPU for pid [0-9]*: \([0-9]*\) us$/\1/p' | sort -n | tail -1)
+			# the writer's CPU for the trace, less the leak scan's at the end (after the storm's timing)
+			w=$(echo "$out" | sed -n 's/^tprof: recorder CPU for pid [0-9]*: \([0-9]*\) us, of which the leak scan \([0-9]*\) us$/\1 \2/p' |
+				awk '{print $1 - $2}' | sort -n | tail -1)
 			[ -n "$c" ] && [ "$c" -lt "$prog" ] && prog=$c
 			[ -n "$w" ] && [ "$w" -lt "$rec" ] && rec=$w
 		done
 		what=$([ "$depth" = 0 ] && echo "stacks off" || echo "stacks on")
 		line="$line $what: program +$(awk -v a="$prog" -v b="$bare" -v n="$PAIRS" 'BEGIN{printf "%.1f", (a-b)*1000/n}') ns,"
 		line="$line recorder $(awk -v a="$rec" -v n="$PAIRS" 'BEGIN{ if (a == 999999999) printf "n/a (no CPU line)"; else printf "%.1f ns", a*1000/n}');"
+		bounds="$bounds$(wall_bound "$prog" "$rec" "$threads" "$what")"
 	done
 	echo "${line%;}"
 done
-echo "(program: its CPU time over a bare run's; recorder: its writer thread's CPU time)"
+echo "(program: its CPU time over a bare run's; recorder: its writer thread's CPU time, less the leak scan's"
+echo " at the end)"
+echo "The storm's wall time cannot go below the largest of: the program's CPU per thread, the recorder's,"
+echo "and both together spread over the machine's $(nproc) CPUs:"
+printf '%s' "$bounds"
 
 echo
 for threads in 1 2; do

@@ -8,8 +8,9 @@
  * Stopping a thread: a signal (glibc's internal SIGSETXID, which no thread can block through the C
  * library) whose handler, installed with raw system calls only now and kept until the process
  * ends, notes the handler's stack pointer (the kernel saved the thread's registers in the signal
- * frame above it, so the scan of its stack from there covers them) and sleeps until the scan is
- * done. The asking thread's roots begin at its program's frame, with the callee-saved registers
+ * frame above it, so the scan of its stack from there covers them), sleeps until the scan is done
+ * and then waits for the process's end: sent back, it would find the system call the signal
+ * interrupted failed with EINTR (poll, nanosleep) and run on. The asking thread's roots begin at its program's frame, with the callee-saved registers
  * that frame had. A thread that does not answer within 200 ms is counted; its stack is then
  * scanned whole, as any other writable mapping. */
 #include <dirent.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -89,6 +91,25 @@ static void wait_scan_over(struct tprof_shm *shm)
 }
 
 #if defined(__x86_64__)
+/* A stopped thread after the scan: the process ends in a moment, and the thread waits for that here.
+ * Gone back to the program, it would find the system call the signal interrupted failed (poll and
+ * nanosleep end with EINTR, whatever SA_RESTART says) and run on while the process exits: print,
+ * or end it with a status of its own. Should the end not come within a second (the exiting thread
+ * writing its last output into a pipe that this thread reads), it goes back all the same. */
+static void linger(struct tprof_shm *shm)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long ns = (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec);
+		if (ns >= 1000000000L)
+			return;
+		uint32_t s = atomic_load(&shm->scan_state); /* over: it changes no more */
+		tprof_futex_wait(&shm->scan_state, s, 1000000000L - ns);
+	}
+}
+
 static void stop_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct tprof_shm *shm = tprof_shm;
@@ -98,7 +119,8 @@ static void stop_handler(int sig, siginfo_t *si, void *uc)
 		if (st == TPROF_SCAN_STOPPING || st == TPROF_SCAN_ASKED || st == TPROF_SCAN_SCANNING) {
 			note_stopped(shm, stack_pointer());
 			wait_scan_over(shm);
-		} /* else the scan is over: a thread that answers late just goes on */
+		} /* else the scan is over: a thread that answers late waits for the end as well */
+		linger(shm);
 	} else if (saved_action.flags & SA_SIGINFO && saved_action.handler) {
 		saved_action.handler(sig, si, uc); /* not ours: another process's, or the C library's */
 	}

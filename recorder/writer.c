@@ -114,6 +114,7 @@ struct tprof_writer {
 	 * done: it says so first (closing) and waits while the server pokes (see poke()). */
 	_Atomic int closing, poking;
 	uint64_t cpu_start;     /* the writer thread's CPU time when this trace began (TPROF_DEBUG) */
+	uint64_t scan_cpu;      /* ... and of it, the leak scan's and its LEAKS blocks' (TPROF_DEBUG) */
 	struct leak_live *live; /* the blocks live now, for the scan at the end (NULL: not asked) */
 	char trace_abs[4096];   /* the trace file's absolute path, for tprof record --error-exitcode */
 	int own_mode;           /* the recorder created the file: give it the process's umask */
@@ -1269,8 +1270,10 @@ static void report_path(struct tprof_writer *w, int reason, int value)
 				 w->lost_written ? "some" : "", w->out_failed ? "trace incomplete:" : "trace written to",
 				 trace_name(w));
 		if (w->shm->debug && n > 0 && (size_t)n < sizeof(line))
-			snprintf(line + n, sizeof(line) - (size_t)n, "tprof: recorder CPU for pid %d: %llu us\n",
-				 (int)w->label, (unsigned long long)((thread_cpu_ns() - w->cpu_start) / 1000));
+			snprintf(line + n, sizeof(line) - (size_t)n,
+				 "tprof: recorder CPU for pid %d: %llu us, of which the leak scan %llu us\n", (int)w->label,
+				 (unsigned long long)((thread_cpu_ns() - w->cpu_start) / 1000),
+				 (unsigned long long)(w->scan_cpu / 1000));
 	}
 	int hold = reason == TPROF_END_EXEC && atomic_load(&w->exec_seen); /* its next image registered */
 	pthread_mutex_lock(&held_lock);
@@ -1409,6 +1412,7 @@ static void leak_scan_now(struct tprof_writer *w)
 	w->flushing = 1;
 	drain_all(w);
 	w->flushing = was;
+	uint64_t cpu = thread_cpu_ns();
 	if (!w->scan)
 		w->scan = calloc(1, sizeof(*w->scan));
 	if (w->scan) {
@@ -1424,6 +1428,7 @@ static void leak_scan_now(struct tprof_writer *w)
 				(double)w->scan->root_bytes / (1 << 20), (double)w->scan->block_bytes / (1 << 20),
 				(double)w->scan->ns / 1e6, w->scan->status);
 	}
+	w->scan_cpu += thread_cpu_ns() - cpu;
 	atomic_store(&w->shm->scan_state, TPROF_SCAN_DONE);
 	tprof_futex_wake(&w->shm->scan_state);
 }
@@ -1527,7 +1532,9 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		w->scan->status = TPROF_LEAKS_OK;
 		w->scan_reason = w->shm->scan_reason;
 	}
+	uint64_t cpu = thread_cpu_ns();
 	leak_write(w);
+	w->scan_cpu += thread_cpu_ns() - cpu;
 	int reason, value;
 	end_of(w, exec_seen, &reason, &value);
 	write_end(w, reason, value, flags);

@@ -849,6 +849,22 @@ MAIN_TOTALS="allocations 100 frees 60 bytes 300100"
 	[ "$(rj "$t" end)" = exit ]
 }
 
+@test "ends: threads blocked in poll and nanosleep as main returns stay blocked: no EINTR, status 0 (the leak scan stops them)" {
+	for i in 1 2 3 4 5 6 7 8; do
+		settle
+		rm -f tr/*
+		pair "$P/inv_linger"
+		expect rc 0
+		expect out ""
+		same
+	done
+	reports
+	t=$(the_trace program inv_linger)
+	[ "$(rj "$t" complete)" = true ]
+	# both blocks were live at the end: the scan ran, and found them reachable
+	[ "$(rj "$t" leaked_blocks)" -ge 2 ]
+}
+
 @test "ends: exec of /bin/true: the first image's trace ends by exec; true, which makes no heap call, leaves none" {
 	pair "$P/inv_ends" exec
 	expect rc 0
