@@ -35,6 +35,11 @@ struct tprof_config tprof_cfg = {
 	.rss_interval_ms = 10,
 };
 _Atomic int tprof_ready;
+/* 1 while this process is the one that registered (preload.h: tprof_alive); before the first
+ * registration, and where the kernel cannot wipe a page at fork, it points at this constant */
+static const volatile uint32_t alive_always = 1;
+const volatile uint32_t *tprof_alive = &alive_always;
+static volatile uint32_t *alive_page; /* MADV_WIPEONFORK: a fork child reads 0 there */
 _Atomic int tprof_recording;
 _Atomic int tprof_sandboxed;
 _Atomic int tprof_lock_future;
@@ -829,6 +834,26 @@ static void before_fork(void)
 
 static int parent_left; /* a fork child still has its parent's shared memory and thread records */
 
+/* A process that registered arms a page the kernel gives a fork child zeroed (MADV_WIPEONFORK):
+ * whatever made the child (fork, which runs after_fork_child, or _Fork, a raw fork or clone system
+ * call, which run nothing of ours), its first hook reads 0 (tprof_alive_lost). */
+static void alive_arm(void)
+{
+	if (!alive_page && !atomic_load(&tprof_sandboxed)) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+			munmap(p, 4096);
+			p = MAP_FAILED; /* before Linux 4.14: only fork, through after_fork_child */
+		}
+		if (p != MAP_FAILED)
+			alive_page = p;
+	}
+	if (alive_page) {
+		*alive_page = 1;
+		tprof_alive = alive_page;
+	}
+}
+
 /* What a fork child that registers clears of its parent's first: not at the fork, for a child that
  * makes no recorded call (exits, or execs, at once) would pay for it too, about 20 us on a VM (the
  * unmapping, the copy of the page of thread records, the code of both faulted in). */
@@ -873,6 +898,19 @@ static void after_fork_child(void)
 	}
 }
 
+void tprof_alive_lost(void)
+{
+	/* a fork child: after_fork_child ran in it, unless the C library did not make the fork; its
+	 * parent's registration, shared memory and thread records are then still taken for its own */
+	if (atomic_load(&reg_state) == 2 || tprof_tls.thread) {
+		int saved = errno;
+		after_fork_child();
+		errno = saved;
+	}
+	if (alive_page) /* the page, zeroed for this process: it is the one that registers next */
+		*alive_page = 1;
+}
+
 /* A process image registers with a recorder at its first recorded call (a heap call, a kernel
  * call), which may come from another library's constructor before ours runs: valgrind counts those
  * calls too. An image that makes none (a shell's fork child that only execs, /bin/true) costs no
@@ -908,6 +946,8 @@ int tprof_start_recording(void)
 			tprof_ucache_cold = 1;
 		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
 		atomic_store_explicit(&reg_state, ok ? 2 : 3, memory_order_release);
+		if (ok)
+			alive_arm();
 		tprof_tls.guard--;
 		release_signals(held);
 		return ok;

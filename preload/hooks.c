@@ -26,11 +26,15 @@
 
 extern char **environ;
 
-/* Until tprof_init has resolved the real functions, allocations come from the bootstrap pool. */
+/* Until tprof_init has resolved the real functions, allocations come from the bootstrap pool. A fork
+ * child's first hook makes it forget its parent's registration (tprof_alive). */
 static inline int ready(void)
 {
-	if (likely(atomic_load_explicit(&tprof_ready, memory_order_acquire)))
+	if (likely(atomic_load_explicit(&tprof_ready, memory_order_acquire))) {
+		if (unlikely(!*tprof_alive))
+			tprof_alive_lost();
 		return 1;
+	}
 	tprof_init();
 	return atomic_load_explicit(&tprof_ready, memory_order_acquire);
 }

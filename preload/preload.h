@@ -130,6 +130,12 @@ struct tprof_config {
 	int trust_seccomp;     /* TPROF_SECCOMP=1: trace under any seccomp filter (tprof_sandboxed) */
 };
 
+/* Reads 1 in the process that registered, 0 in a fork child until its first hook has made it
+ * forget its parent's registration (tprof_alive_lost): a child the C library did not make (_Fork,
+ * a raw fork or clone system call) runs no fork handler of ours. */
+extern const volatile uint32_t *tprof_alive;
+void tprof_alive_lost(void);
+
 extern struct tprof_real tprof_real;
 extern struct tprof_config tprof_cfg;
 extern _Atomic int tprof_ready;     /* real functions resolved */
@@ -478,6 +484,8 @@ void tprof_omp_forget(void);
 static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1,
 								     const int64_t *s, unsigned ns)
 {
+	if (unlikely(!*tprof_alive)) /* a fork child's first call */
+		tprof_alive_lost();
 	if (unlikely(tprof_tls.crit)) { /* a handler's call, inside a ring write it interrupted: no room */
 		tprof_lost_no_ring();
 		return;

@@ -966,6 +966,30 @@ child 2 exited with 12"
 	[ "$i" = 3 ]
 }
 
+@test "fork: children of _Fork, the fork and clone system calls and clone3 (no fork handler runs) are traced, each on its own" {
+	pair "$P/inv_rawfork"
+	expect rc 0
+	expect out "child _Fork ok
+_Fork status 3
+child fork ok
+fork status 3
+child clone ok
+clone status 3
+child clone3 ok
+clone3 status 3"
+	same
+	reports
+	local t n=0
+	for t in $(traces_where program inv_rawfork end _exit); do
+		is "$(known "$t" 4001) $(known "$t" 4010) $(known "$t" 4777)" "1 1 1 1 1 0"
+		[ "$(rj "$t" complete)" = true ]
+		n=$((n + 1))
+	done
+	is "$n" 4
+	p=$(the_trace program inv_rawfork end exit)
+	is "$(known "$p" 4777)" "0 0"
+}
+
 @test "vfork: the child's failed execve and _exit(9) leave the parent's trace complete and exact" {
 	pair "$P/inv_fork" vfork
 	expect rc 0
