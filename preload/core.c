@@ -961,6 +961,7 @@ int tprof_start_recording(void)
 __attribute__((constructor)) static void tprof_constructor(void)
 {
 	tprof_init();
+	tprof_region_note_stderr();
 	pthread_atfork(before_fork, NULL, after_fork_child);
 	if (tprof_cfg.verify_stacks) {
 		tprof_tls.guard++;

@@ -228,6 +228,8 @@ void tprof_recorder_ensure(void);
 void tprof_region_forget(int inherited);
 /* core.c: sets up what a registration needs beside the memory (stacks, modules) for s. */
 void tprof_region_prepare(struct tprof_shm *s);
+/* Notes which file descriptor 2 is as the image starts (region.c): the recorder's lines go there. */
+void tprof_region_note_stderr(void);
 /* Reads this process's executable and arguments once, for the headers of its fork children. */
 void tprof_region_learn_self(void);
 /* The recorder is known and the executable and arguments read: a fork has nothing to prepare. */

@@ -394,6 +394,39 @@ static int recorder_path(char *out, size_t cap)
 
 static int spawn_err; /* why the last recorder could not be started (clone's errno), else 0 */
 
+/* The file on descriptor 2 as the image started (tprof_region_note_stderr): the recorder started
+ * later writes its lines there, and only there. A program that closed 2 and opened a file of its
+ * own, which got 2, before its first heap call would find them in that file. */
+static struct {
+	int seen; /* 1: known; -1: 2 was closed */
+	dev_t dev;
+	ino_t ino;
+} start_stderr;
+
+void tprof_region_note_stderr(void)
+{
+	struct stat st;
+	if (start_stderr.seen)
+		return;
+	int saved = errno;
+	if (fstat(2, &st) == 0)
+		start_stderr.dev = st.st_dev, start_stderr.ino = st.st_ino, start_stderr.seen = 1;
+	else
+		start_stderr.seen = -1;
+	errno = saved;
+}
+
+int tprof_stderr_is_start(void)
+{
+	struct stat st;
+	int saved = errno;
+	tprof_region_note_stderr(); /* a library's constructor registered before ours ran */
+	int same = start_stderr.seen == 1 && fstat(2, &st) == 0 && st.st_dev == start_stderr.dev &&
+		   st.st_ino == start_stderr.ino;
+	errno = saved;
+	return same;
+}
+
 /* Starts a recorder listening at name, detached from this process (a grandchild made with raw clone
  * calls, so that the program's wait calls never see it and no fork handler runs), and returns a
  * socket connected to it, or -1. */
@@ -419,6 +452,7 @@ static int spawn_recorder(const char *name, size_t len)
 		close(lfd);
 		return e == EADDRINUSE ? try_connect(name, len) : -1; /* a sibling started one first */
 	}
+	int err_ok = tprof_stderr_is_start(); /* else the recorder's lines go nowhere */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	/* the recorder's environment: the program's, less the preload (it must not trace itself) */
 	size_t n = 0;
@@ -455,7 +489,8 @@ static int spawn_recorder(const char *name, size_t len)
 		long g = syscall(SYS_clone, (long)SIGCHLD, NULL, NULL, NULL, NULL);
 		if (g == 0) {
 			setsid();
-			/* 3: the listening socket, 0 and 1: /dev/null, 2 kept. Everything else goes
+			/* 3: the listening socket, 0 and 1: /dev/null, 2 kept (/dev/null too when it is
+			 * not the file it was as the image started). Everything else goes
 			 * first, so that this works under a descriptor limit of 5 too; either may sit on
 			 * 0, 1 or 3 (a program that closed them), and dup2 onto itself would keep
 			 * close-on-exec */
@@ -479,7 +514,7 @@ static int spawn_recorder(const char *name, size_t len)
 			if (devnull >= 0) {
 				if (l == 0 || l == 1)
 					l = fcntl(l, F_DUPFD, 3); /* below the limit: few are open */
-				for (int t = 0; t < 2; t++)
+				for (int t = 0; t < (err_ok ? 2 : 3); t++)
 					if (devnull == t)
 						fcntl(t, F_SETFD, 0);
 					else

@@ -147,8 +147,14 @@ static inline void tprof_sb_hex(struct tprof_sbuf *s, uint64_t v)
 }
 
 /* Writes the message to stderr, retrying short writes; errno is preserved. */
+/* libtprof.so (region.c): descriptor 2 is still the file it was as the image started; a program's
+ * own file there must get none of tprof's lines. The recorder, which has its own, defines none. */
+int tprof_stderr_is_start(void) __attribute__((weak));
+
 static inline void tprof_sb_emit(struct tprof_sbuf *s)
 {
+	if (tprof_stderr_is_start && !tprof_stderr_is_start())
+		return;
 	int saved = errno;
 	unsigned off = 0;
 	while (off < s->n) {

@@ -333,6 +333,19 @@ hi"
 	[ "$(cat traced.out)" = "$(cat bare.out)" ]
 }
 
+@test "fds: a file the program opened on descriptor 2 before its first heap call gets none of tprof's lines" {
+	unset TPROF_QUIET
+	pair "$P/inv_fds" stderr_first mine.txt
+	expect out "mine.txt opened as 2"
+	is "$(cat traced/mine.txt)" mine
+	same_file mine.txt
+	[ "$(cat traced.rc)" = 0 ]
+	[ "$(cat traced.out)" = "$(cat bare.out)" ]
+	reports
+	t=$(the_trace program inv_fds)
+	[ "$(rj "$t" complete)" = true ]
+}
+
 # ---- signals ----
 
 @test "limits: a file size limit set before the first heap call: the program runs as bare; traced, or it says why not" {

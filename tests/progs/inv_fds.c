@@ -6,6 +6,7 @@
  *   inv_fds dup2           dup2s two files of its own onto 3 and 4, writes through them, reads back
  *   inv_fds nofile         opens /dev/null until that fails: how many it got, and why it stopped
  *   inv_fds stderr FILE    closes 2, opens FILE (it gets 2), writes "mine\n" there and returns
+ *   inv_fds stderr_first FILE  the same before its first heap call (the recorder starts after)
  *
  * Every mode allocates and frees between its steps, so that a recorder has had every reason to act.
  * Output goes through write(2) from a stack buffer. */
@@ -133,9 +134,10 @@ int main(int argc, char **argv)
 		churn(20000);
 		return 0;
 	}
-	if (!strcmp(mode, "stderr")) {
+	if (!strcmp(mode, "stderr") || !strcmp(mode, "stderr_first")) {
 		const char *name = argc > 2 ? argv[2] : "mine.txt";
-		churn(1000);
+		if (!strcmp(mode, "stderr"))
+			churn(1000);
 		close(2);
 		int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		say("%s opened as %d\n", name, fd);
