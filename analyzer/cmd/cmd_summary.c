@@ -87,8 +87,10 @@ static void site_take(struct summary *m, struct site *st, const struct tprof_eve
 static void step(struct summary *m, struct temporaries *tp, const struct tprof_event *e)
 {
 	struct heap_change c;
-	uint64_t peak = m->hs.peak_bytes;
+	uint64_t peak = m->hs.peak_bytes, failed = m->hs.failed;
 	heap_step(&m->hs, e, &c);
+	if (m->hs.failed != failed) /* a call that failed is its site's call too, as in the totals */
+		site_of(m, e->stack)->calls++;
 	if (c.freed_ptr) {
 		struct site *st = site_of(m, c.freed_stack);
 		st->live_bytes -= c.freed_size;
@@ -230,14 +232,14 @@ static int by_key(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The sites with a nonzero first figure in table k, the first top of them (0: all) sorted; *n
- * receives the count. */
+/* The sites with a nonzero first figure in table k (or blocks at the peak or in use: blocks of 0
+ * bytes count), the first top of them (0: all) sorted; *n receives the count. */
 static uint32_t *sorted(const struct summary *m, enum table k, size_t *n, size_t top)
 {
 	uint32_t *ids = xmalloc(((size_t)m->nsite + 1) * sizeof(uint32_t));
 	*n = 0;
 	for (uint32_t i = 0; i < m->nsite; i++)
-		if (key1(&m->site[i], k))
+		if (key1(&m->site[i], k) || ((k == PEAK || k == IN_USE) && key2(&m->site[i], k)))
 			ids[(*n)++] = i;
 	sort_sites = m->site;
 	sort_table = k;

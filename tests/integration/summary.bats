@@ -35,6 +35,14 @@ compare() {
 	[ "$(jget peak.json peak_bytes)" -gt 0 ]
 }
 
+@test "summary equals them with blocks of 0 bytes and failed calls: every block and every call is a site's" {
+	traced "$B/progs/zero_failed"
+	compare
+	[ "$(jget report.json failed_allocations)" = 4 ]
+	[ "$(jget summary.json in_use_blocks)" = 2 ]
+	[ "$(jget summary.json calls)" = 8 ]
+}
+
 @test "summary equals them on a two-thread storm with temporary allocations" {
 	traced "$B/progs/storm" 2 30000 >/dev/null
 	compare

@@ -26,9 +26,16 @@ for kind in ("definitely_lost", "indirectly_lost", "possibly_lost", "still_reach
     for u in ("bytes", "blocks"):
         same(f"{kind}_{u}", S[f"{kind}_{u}"], R[f"{kind}_{u}"])
 same("temporary", S["temporary"], A["temporary"])
-same("sites", S["sites"], A["sites"])
-same("by calls", sorted((s["calls"], s["bytes"], s["temporary"], key(s["stack"])) for s in S["by_calls"]),
-     sorted((s["allocations"], s["bytes"], s["temporary"], key(s["stack"])) for s in A["by_allocations"]))
+# a site's calls include its failed ones, as the totals do; allocs counts the blocks obtained
+if R["failed_allocations"] == 0:
+    same("sites", S["sites"], A["sites"])
+    same("by calls", sorted((s["calls"], s["bytes"], s["temporary"], key(s["stack"])) for s in S["by_calls"]),
+         sorted((s["allocations"], s["bytes"], s["temporary"], key(s["stack"])) for s in A["by_allocations"]))
+same("calls of the sites", sum(s["calls"] for s in S["by_calls"]), R["allocations"] + R["failed_allocations"])
+same("bytes of the sites", sum(s["bytes"] for s in S["by_calls"]), R["bytes_allocated"])
+# blocks of 0 bytes are blocks too
+same("blocks at the peak", sum(s["blocks"] for s in S["peak_consumers"]), R["peak_blocks"])
+same("blocks in use", sum(s["blocks"] for s in S["in_use_at_exit"]), R["leaked_blocks"])
 same("peak", sorted((s["bytes"], s["blocks"], key(s["stack"])) for s in S["peak_consumers"]),
      sorted((s["bytes"], s["blocks"], key(s["stack"])) for s in P["live"]))
 use = collections.defaultdict(lambda: [0, 0])
