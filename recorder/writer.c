@@ -88,6 +88,7 @@ struct tprof_writer {
 	int flushing; /* final or exec flush, or a dead thread: write everything, hold nothing back */
 	int trace_fd;
 	uint64_t events_written, lost_written;
+	uint64_t reallocs_written; /* of the records: a realloc's is two events, as the reader counts */
 	size_t out_len;
 	int out_failed; /* a write failed: stop writing, keep draining so producers never block */
 	size_t stk_len;
@@ -945,6 +946,7 @@ static uint32_t encode_run(struct tprof_writer *w, struct wthread *t, uint32_t f
 			rec.seq2 = ev_seq(e2->seq_kind, ref);
 			rec.tick2 = e2->tick;
 			i++;
+			w->reallocs_written++;
 		}
 		if (rec.stack)
 			define_stack(w, rec.stack);
@@ -1266,7 +1268,8 @@ static void report_path(struct tprof_writer *w, int reason, int value)
 	if (!w->shm->quiet) {
 		int n = snprintf(line, sizeof(line), "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", w->prog_name,
 				 (int)w->label, end_words(reason, value, how, sizeof(how)),
-				 (unsigned long long)w->events_written, w->lost_written ? ", LOST " : "",
+				 (unsigned long long)(w->events_written + w->reallocs_written),
+				 w->lost_written ? ", LOST " : "",
 				 w->lost_written ? "some" : "", w->out_failed ? "trace incomplete:" : "trace written to",
 				 trace_name(w));
 		if (w->shm->debug && n > 0 && (size_t)n < sizeof(line))

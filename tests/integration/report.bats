@@ -35,6 +35,17 @@ load helpers
 	[ "$status" -eq 0 ]
 }
 
+@test "the recorder's line counts the events report counts (a realloc is two)" {
+	unset TPROF_QUIET
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" 2>err.txt >/dev/null
+	settled t.trace
+	n=$(sed -n 's/^tprof: heap_known (pid [0-9]*) exited with status 0: \([0-9]*\) events, trace written to t.trace$/\1/p' err.txt)
+	"$B/tprof" report --json t.trace >r.json
+	[ -n "$n" ]
+	[ "$n" = "$(jget r.json events)" ]
+	[ "$(jget r.json calls.realloc)" -gt 0 ]
+}
+
 @test "pingpong: blocks handed between threads, addresses taken again, equal valgrind's totals" {
 	# one thread's malloc and free at one address, with the other thread's free and malloc of it
 	# in between: a replay that took the two for one block would miss frees and see leaks
