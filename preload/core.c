@@ -896,6 +896,18 @@ static void after_fork_child(void)
 		forked = 1;
 		atomic_store(&reg_state, 0);
 	}
+	if (unlikely(tprof_tls.crit) && !tprof_tls.guard) {
+		/* A signal handler forked while its thread was inside a hook's stack walk or ring write:
+		 * the child's heap calls are its own, recorded from a registration of its own (not
+		 * deferred for a hook that will not go on), and its first walk trusts no rule the
+		 * interrupted one may have been writing. (Should the handler return in the child, the
+		 * interrupted hook finds its parent's memory gone, as before.) */
+		tprof_tls.crit = 0;
+		tprof_tls.deferring = 0;
+		tprof_tls.defer_tail = tprof_tls.defer_head;
+		tprof_tls.defer_mark = 0;
+		tprof_unwind_forget_code();
+	}
 }
 
 void tprof_alive_lost(void)

@@ -1003,6 +1003,21 @@ clone3 status 3"
 	is "$(known "$p" 4777)" "0 0"
 }
 
+@test "fork: children forked by a signal handler that interrupts heap calls are traced, each on its own" {
+	pair "$P/inv_sigfork"
+	expect rc 0
+	expect out "all children ended with 7"
+	same
+	reports
+	local t n=0
+	for t in $(traces_where program inv_sigfork end _exit); do
+		is "$(known "$t" 5051)" "1 1"
+		[ "$(rj "$t" complete)" = true ]
+		n=$((n + 1))
+	done
+	is "$n" "$(cat traced/children.txt)"
+}
+
 @test "vfork: the child's failed execve and _exit(9) leave the parent's trace complete and exact" {
 	pair "$P/inv_fork" vfork
 	expect rc 0

@@ -1,0 +1,50 @@
+/* fork() from a signal handler that interrupts the program's heap calls, for
+ * tests/integration/invisible.bats: a 2 ms interval timer's handler forks a child, which makes one
+ * malloc/free pair of 5051 bytes and ends with _exit(7), and waits for it; main makes malloc/free
+ * pairs until 40 children have ended, then says whether all ended with 7 and writes their number
+ * into children.txt. Most handlers interrupt a heap call: under tprof, often inside its stack walk
+ * or ring write. */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "inv.h"
+
+static volatile sig_atomic_t forks, sevens;
+
+static void handler(int sig)
+{
+	(void)sig;
+	pid_t p = fork();
+	if (p == 0) {
+		free(malloc(5051));
+		_exit(7);
+	}
+	int st;
+	if (p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 7)
+		sevens++;
+	forks++;
+}
+
+int main(void)
+{
+	struct sigaction sa = {.sa_handler = handler, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = {{0, 2000}, {0, 2000}};
+	setitimer(ITIMER_REAL, &it, NULL);
+	while (forks < 40) {
+		void *volatile p = malloc(24);
+		free(p);
+	}
+	struct itimerval off = {{0, 0}, {0, 0}};
+	setitimer(ITIMER_REAL, &off, NULL);
+	say(sevens == forks ? "all children ended with 7\n" : "some children did not end with 7\n");
+	int fd = open("children.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0)
+		out(fd, "%d\n", (int)forks);
+	return 0;
+}
