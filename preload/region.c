@@ -63,11 +63,21 @@ static size_t recorder_name_len;
 /* The first piece holds the header (about 1.1 MiB) and the first thread's ring (2 MiB by default),
  * and with stacks on the first chunks of the stack index (1 MiB) and frames (4 MiB): a process with
  * one thread maps once. Each later piece is a mremap and a munmap, about 15 us on a VM. */
+uint64_t tprof_as_limit(void)
+{
+	struct rlimit r;
+	int saved = errno;
+	int ok = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+	errno = saved;
+	return ok ? (uint64_t)r.rlim_cur : 0;
+}
+
 static uint64_t first_piece(void)
 {
 	/* under mlockall(MCL_FUTURE) a mapping counts against the locked memory limit whole, even
-	 * without access: the least that holds the header and a ring */
-	return tprof_cfg.depth && !TPROF_SYS_LOCK_FUTURE ? 12ull << 20 : 4ull << 20;
+	 * without access, and under an address space limit against that: the least that holds the
+	 * header and a ring (the stack table's chunks come as pieces of their own, as needed) */
+	return tprof_cfg.depth && !TPROF_SYS_LOCK_FUTURE && !tprof_as_limit() ? 12ull << 20 : 4ull << 20;
 }
 
 _Static_assert(TPROF_SHM_FILE_MIN >= (12ull << 20), "the smallest memory file holds the first piece");
@@ -117,7 +127,9 @@ void *tprof_shm_alloc(uint64_t len, uint64_t *off, int *busy)
 	void *p = NULL;
 	uint64_t at = atomic_load_explicit(&s->used, memory_order_relaxed);
 	if (at + len > piece_end) {
-		uint64_t want = piece_end; /* double what is mapped, at least what is asked */
+		/* double what is mapped, at least what is asked; under an address space limit, which
+		 * the mapping counts against, what is asked */
+		uint64_t want = tprof_as_limit() ? len : piece_end;
 		if (want < len)
 			want = len;
 		want = (want + (2u << 20) - 1) & ~((2ull << 20) - 1);

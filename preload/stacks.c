@@ -306,14 +306,27 @@ static void populate_first_level(void)
  * fork children (MADV_DONTFORK): a fork copied its page table entries and the parent then copied
  * each page it wrote after (a fault each, 5 to 7 us on a VM), for a table every child starts anew. */
 static pid_t table_pid; /* the process the table was mapped in: in another, it is not there */
+static size_t levels_bytes(uint32_t n)
+{
+	size_t bytes = 0;
+	for (uint32_t k = 0; k < n; k++)
+		bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
+	return bytes;
+}
+
 static int map_table(void)
 {
 	void *m;
 	size_t bytes;
-	for (nlevels = LEVELS;; nlevels--) {
-		bytes = 0;
-		for (uint32_t k = 0; k < nlevels; k++)
-			bytes += ((size_t)1 << level_bits[k]) * sizeof(struct slot);
+	/* Under an address space limit the reservation counts against it whole: the levels that fit
+	 * in a 32nd of it (2 at least), not all that could be had (62 MiB: most of a 64 MiB limit,
+	 * which the program would find gone). Stacks beyond them are counted in END. */
+	uint64_t limit = tprof_as_limit();
+	nlevels = LEVELS;
+	while (limit && nlevels > 2 && levels_bytes(nlevels) > limit / 32)
+		nlevels--;
+	for (;; nlevels--) {
+		bytes = levels_bytes(nlevels);
 		m = tprof_map_unlocked(bytes, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
 		if (m != MAP_FAILED)
 			break;

@@ -667,6 +667,22 @@ heap_known_after() {
 	[ "$(jget r.json bytes_allocated)" = 1003278 ]
 }
 
+@test "ulimit -v: tprof takes a small share of the limit, not all it can map: the program keeps most of it" {
+	if ldd "$B/tprof-recorder" | grep -q libasan; then
+		skip "an ASan-built recorder (SAN=1) reserves its shadow memory: it cannot run under ulimit -v"
+	fi
+	# 1 MiB blocks until one fails, bare and traced: under 200 MB, tprof's shared memory, stack
+	# table and library take less than 16 MiB (they took 74 when the table was all it could map)
+	bare=$(bash -c 'ulimit -v 204800; exec "$0/progs/as_fill"' "$B")
+	traced=$(bash -c 'ulimit -v 204800; exec env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/as_fill"' "$B")
+	echo "bare $bare traced $traced"
+	[ "$bare" -gt 150 ]
+	[ "$traced" -ge $((bare - 16)) ]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json allocations)" -ge "$traced" ]
+}
+
 @test "fork children list their modules as the loader has them, copied from the parent's or scanned" {
 	# a: forked before the parent loads the plugin, b: after, c: loads libm before its first heap
 	# call, d: after the parent unloaded the plugin. Each child prints the loader's list; its
