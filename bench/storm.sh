@@ -61,7 +61,7 @@ wall_bound() {
 		if (r == 999999999 || p == 999999999)
 			exit
 		a = p / t; s = (p + r) / c; m = a > r ? a : r; m = m > s ? m : s
-		printf "  %d thread(s), %s: %.1f ns per pair, set by %s\n", t, w, m * 1000 / n,
+		printf "  %d thread(s), %s: %.1f ns per pair, set by %s", t, w, m * 1000 / n,
 		       m == a ? "the program" : m == r ? "the recorder" : "both over " c " CPUs" }'
 }
 bounds=
@@ -91,7 +91,7 @@ for threads in 1 2; do
 		what=$([ "$depth" = 0 ] && echo "stacks off" || echo "stacks on")
 		line="$line $what: program +$(awk -v a="$prog" -v b="$bare" -v n="$PAIRS" 'BEGIN{printf "%.1f", (a-b)*1000/n}') ns,"
 		line="$line recorder $(awk -v a="$rec" -v n="$PAIRS" 'BEGIN{ if (a == 999999999) printf "n/a (no CPU line)"; else printf "%.1f ns", a*1000/n}');"
-		bounds="$bounds$(wall_bound "$prog" "$rec" "$threads" "$what")"
+		bounds="$bounds$(wall_bound "$prog" "$rec" "$threads" "$what")"$'\n'
 	done
 	echo "${line%;}"
 done
