@@ -323,9 +323,11 @@ hi"
 	same_file mine.txt
 }
 
-@test "fds: the program's own file on descriptor 2 holds only what it wrote, without TPROF_QUIET too" {
+# own_stderr MODE: inv_fds MODE mine.txt with tprof's lines on; the file the program opened on 2
+# holds only what the program wrote there, and the rest is as bare
+own_stderr() {
 	unset TPROF_QUIET
-	pair "$P/inv_fds" stderr mine.txt
+	pair "$P/inv_fds" "$1" mine.txt
 	expect out "mine.txt opened as 2"
 	is "$(cat traced/mine.txt)" mine
 	same_file mine.txt
@@ -333,14 +335,12 @@ hi"
 	[ "$(cat traced.out)" = "$(cat bare.out)" ]
 }
 
+@test "fds: the program's own file on descriptor 2 holds only what it wrote, without TPROF_QUIET too" {
+	own_stderr stderr
+}
+
 @test "fds: a file the program opened on descriptor 2 before its first heap call gets none of tprof's lines" {
-	unset TPROF_QUIET
-	pair "$P/inv_fds" stderr_first mine.txt
-	expect out "mine.txt opened as 2"
-	is "$(cat traced/mine.txt)" mine
-	same_file mine.txt
-	[ "$(cat traced.rc)" = 0 ]
-	[ "$(cat traced.out)" = "$(cat bare.out)" ]
+	own_stderr stderr_first
 	reports
 	t=$(the_trace program inv_fds)
 	[ "$(rj "$t" complete)" = true ]
