@@ -278,6 +278,8 @@ static _Atomic int exit_key_ok;
 static void on_thread_exit(void *arg)
 {
 	struct tprof_thread *t = arg;
+	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's (pthread_exit) */
+		tprof_alive_lost();
 	if (t != tprof_tls.thread || !t->slot)
 		return;
 	int saved = errno;
@@ -678,6 +680,8 @@ int tprof_end_threads = -1;
 
 void tprof_note_end(int reason, int value)
 {
+	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's (_exit) */
+		tprof_alive_lost();
 	tprof_end_threads = -1;
 	tprof_region_barrier(); /* the trace files of the children it made exist once it has ended */
 	struct tprof_shm *shm = tprof_shm;
@@ -698,6 +702,8 @@ void tprof_note_end(int reason, int value)
 
 void tprof_note_exec(int pending)
 {
+	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's */
+		tprof_alive_lost();
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return;
@@ -839,6 +845,7 @@ static int parent_left; /* a fork child still has its parent's shared memory and
  * call, which run nothing of ours), its first hook reads 0 (tprof_alive_lost). */
 static void alive_arm(void)
 {
+	int saved = errno;
 	if (!alive_page && !atomic_load(&tprof_sandboxed)) {
 		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) != 0) {
@@ -852,6 +859,7 @@ static void alive_arm(void)
 		*alive_page = 1;
 		tprof_alive = alive_page;
 	}
+	errno = saved;
 }
 
 /* What a fork child that registers clears of its parent's first: not at the fork, for a child that
@@ -870,7 +878,18 @@ static void forget_parent(void)
 	}
 }
 
+static void forget_registration(void);
+
 static void after_fork_child(void)
+{
+	/* signals held: a handler's heap call meanwhile would find the state half forgotten (the
+	 * alive page, which the kernel zeroed, makes it come here too) */
+	struct signals_held h = hold_signals();
+	forget_registration();
+	release_signals(h);
+}
+
+static void forget_registration(void)
 {
 	/* Only this thread survives, in memory that is still the parent's: the child forgets it and
 	 * registers on its first recorded call, with memory, slots and stacks of its own. Every page
@@ -895,6 +914,11 @@ static void after_fork_child(void)
 		parent_left = 1;
 		forked = 1;
 		atomic_store(&reg_state, 0);
+	} else if (unlikely(atomic_load(&reg_state) == 1)) {
+		/* another thread of the parent was registering: it is not in the child, which starts
+		 * as a process of its own (else each of its heap calls would wait for it) */
+		tprof_shm = NULL;
+		atomic_store(&reg_state, 0);
 	}
 	if (unlikely(tprof_tls.crit) && !tprof_tls.guard) {
 		/* A signal handler forked while its thread was inside a hook's stack walk or ring write:
@@ -912,15 +936,19 @@ static void after_fork_child(void)
 
 void tprof_alive_lost(void)
 {
-	/* a fork child: after_fork_child ran in it, unless the C library did not make the fork; its
-	 * parent's registration, shared memory and thread records are then still taken for its own */
-	if (atomic_load(&reg_state) == 2 || tprof_tls.thread) {
-		int saved = errno;
-		after_fork_child();
-		errno = saved;
+	/* A fork child: after_fork_child ran in it, unless the C library did not make the fork; its
+	 * parent's registration, shared memory and thread records are then still taken for its own.
+	 * Signals held, and looked at again: a handler's heap call may have done it meanwhile (and
+	 * registered the child, which must then stay). */
+	struct signals_held h = hold_signals();
+	if (!*tprof_alive) {
+		int st = atomic_load(&reg_state);
+		if (st == 1 || st == 2 || tprof_tls.thread)
+			forget_registration();
+		if (alive_page) /* the page, zeroed for this process: it is the one that registers next */
+			*alive_page = 1;
 	}
-	if (alive_page) /* the page, zeroed for this process: it is the one that registers next */
-		*alive_page = 1;
+	release_signals(h);
 }
 
 /* A process image registers with a recorder at its first recorded call (a heap call, a kernel
@@ -956,10 +984,10 @@ int tprof_start_recording(void)
 		}
 		if (ok && tprof_tls.ucache) /* made before the registration: perhaps its parent's pages */
 			tprof_ucache_cold = 1;
+		if (ok) /* before the registration shows: a child another thread makes from then on sees it */
+			alive_arm();
 		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
 		atomic_store_explicit(&reg_state, ok ? 2 : 3, memory_order_release);
-		if (ok)
-			alive_arm();
 		tprof_tls.guard--;
 		release_signals(held);
 		return ok;

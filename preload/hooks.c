@@ -519,6 +519,8 @@ TPROF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
  * returns, and forgets it again when the call failed. */
 static int sandbox_enter(void)
 {
+	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's */
+		tprof_alive_lost();
 	int was = atomic_load(&tprof_sandboxed);
 	struct tprof_shm *shm = tprof_shm;
 	if (tprof_cfg.trust_seccomp || (shm && shm->pid != (int32_t)syscall(SYS_getpid)))

@@ -65,11 +65,16 @@ static size_t recorder_name_len;
  * one thread maps once. Each later piece is a mremap and a munmap, about 15 us on a VM. */
 uint64_t tprof_as_limit(void)
 {
+	/* as last read when a filter may end the process at a call it does not expect (getrlimit) */
+	static uint64_t limit;
+	if (atomic_load(&tprof_sandboxed))
+		return limit;
 	struct rlimit r;
 	int saved = errno;
 	int ok = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
 	errno = saved;
-	return ok ? (uint64_t)r.rlim_cur : 0;
+	limit = ok ? (uint64_t)r.rlim_cur : 0;
+	return limit;
 }
 
 static uint64_t first_piece(void)
@@ -128,8 +133,11 @@ void *tprof_shm_alloc(uint64_t len, uint64_t *off, int *busy)
 	uint64_t at = atomic_load_explicit(&s->used, memory_order_relaxed);
 	if (at + len > piece_end) {
 		/* double what is mapped, at least what is asked; under an address space limit, which
-		 * the mapping counts against, what is asked */
-		uint64_t want = tprof_as_limit() ? len : piece_end;
+		 * the mapping counts against, at most a 64th of it (pieces are few all the same: at
+		 * most MAX_PIECES) */
+		uint64_t want = piece_end, limit = tprof_as_limit();
+		if (limit && want > limit / 64)
+			want = limit / 64;
 		if (want < len)
 			want = len;
 		want = (want + (2u << 20) - 1) & ~((2ull << 20) - 1);

@@ -9,8 +9,9 @@
  * library) whose handler, installed with raw system calls only now and kept until the process
  * ends, notes the handler's stack pointer (the kernel saved the thread's registers in the signal
  * frame above it, so the scan of its stack from there covers them), sleeps until the scan is done
- * and then waits for the process's end: sent back, it would find the system call the signal
- * interrupted failed with EINTR (poll, nanosleep) and run on. The asking thread's roots begin at its program's frame, with the callee-saved registers
+ * and then waits for the process's end, unless the exiting thread sleeps meanwhile (it may wait for
+ * this one): sent back, it would find the system call the signal interrupted failed with EINTR
+ * (poll, nanosleep) and run on. The asking thread's roots begin at its program's frame, with the callee-saved registers
  * that frame had. A thread that does not answer within 200 ms is counted; its stack is then
  * scanned whole, as any other writable mapping. */
 #include <dirent.h>
@@ -91,22 +92,37 @@ static void wait_scan_over(struct tprof_shm *shm)
 }
 
 #if defined(__x86_64__)
+static int32_t exiting_tid; /* the thread that scans, written before it stops the others */
+
+/* Whether the exiting thread sleeps (waits for a lock, a pipe, ...), as /proc says. */
+static int exiting_sleeps(void)
+{
+	char buf[512];
+	const char *t = exiting_tid ? tprof_stat_read(exiting_tid, buf, sizeof(buf)) : NULL;
+	return t && (t[0] == 'S' || t[0] == 'D');
+}
+
 /* A stopped thread after the scan: the process ends in a moment, and the thread waits for that here.
  * Gone back to the program, it would find the system call the signal interrupted failed (poll and
  * nanosleep end with EINTR, whatever SA_RESTART says) and run on while the process exits: print,
- * or end it with a status of its own. Should the end not come within a second (the exiting thread
- * writing its last output into a pipe that this thread reads), it goes back all the same. */
+ * or end it with a status of its own. It goes back all the same when the exiting thread is found
+ * asleep at two looks 5 ms apart (it may wait for this one: a lock this thread holds, a pipe it
+ * reads), or after a second. */
 static void linger(struct tprof_shm *shm)
 {
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int asleep = 0;
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		long ns = (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec);
 		if (ns >= 1000000000L)
 			return;
+		asleep = exiting_sleeps() ? asleep + 1 : 0;
+		if (asleep >= 2)
+			return;
 		uint32_t s = atomic_load(&shm->scan_state); /* over: it changes no more */
-		tprof_futex_wait(&shm->scan_state, s, 1000000000L - ns);
+		tprof_futex_wait(&shm->scan_state, s, 5000000L);
 	}
 }
 
@@ -168,6 +184,8 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
  * and the tables it uses are not to be entered again; the trace then says it was not scanned. */
 void tprof_scan_at_end(int reason)
 {
+	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's (quick_exit) */
+		tprof_alive_lost();
 	if (tprof_tls.guard || !scan_wanted()) {
 		if (tprof_shm && tprof_shm->pid == (int32_t)syscall(SYS_getpid))
 			tprof_stacks_verify_report();
@@ -211,6 +229,7 @@ void tprof_scan_at_end(int reason)
 	uint64_t sp = stack_pointer(), psp = tprof_stacks_program_sp(shm->scan_regs);
 	tprof_stacks_verify_report(); /* the exit walk just made included */
 	note_stopped(shm, psp > sp && psp - sp < (64u << 20) ? psp : sp);
+	exiting_tid = (int32_t)tprof_gettid();
 	static TPROF_LARGE int32_t tids[TPROF_SCAN_THREADS]; /* this thread alone gets here */
 	uint32_t n = other_tasks(tids, TPROF_SCAN_THREADS - 1);
 	int installed = 0;

@@ -989,7 +989,12 @@ fork status 3
 child clone ok
 clone status 3
 child clone3 ok
-clone3 status 3"
+clone3 status 3
+exit status 4
+_exit status 5
+quick_exit status 6
+pthread_exit status 0
+seccomp status 7"
 	same
 	reports
 	local t n=0
@@ -999,7 +1004,7 @@ clone3 status 3"
 		n=$((n + 1))
 	done
 	is "$n" 4
-	p=$(the_trace program inv_rawfork end exit)
+	p=$(the_trace pid "$(cat traced/pid.txt)")
 	is "$(known "$p" 4777)" "0 0"
 }
 

@@ -681,6 +681,13 @@ heap_known_after() {
 	report t.trace r.json
 	[ "$(jget r.json complete)" = true ]
 	[ "$(jget r.json allocations)" -ge "$traced" ]
+	# and under a large limit, 100 threads' rings all fit in the memory's pieces (a piece per
+	# ring ran out of pieces): nothing lost
+	rm -f t.trace
+	bash -c 'ulimit -v 8388608; exec env TPROF_DEPTH=0 TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/storm" 100 100' "$B" >/dev/null
+	report t.trace r.json
+	[ "$(jget r.json lost_events)" = 0 ]
+	[ "$(jget r.json reserve_failed)" = false ]
 }
 
 @test "fork children list their modules as the loader has them, copied from the parent's or scanned" {
