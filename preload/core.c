@@ -325,11 +325,14 @@ static struct signals_held hold_signals(void)
 	return h;
 }
 
+/* The mask put back exactly, by the system call: the C library's would leave out its own two signals
+ * (SIGCANCEL, the timer's, and SIGSETXID), unblocking them in a thread that had them blocked (the
+ * helper thread of a SIGEV_THREAD timer, which a second expiry would then kill). */
 static void release_signals(struct signals_held h)
 {
 	int saved = errno;
 	if (h.held)
-		pthread_sigmask(SIG_SETMASK, &h.old, NULL);
+		syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &h.old, NULL, 8L);
 	errno = saved;
 }
 

@@ -566,7 +566,7 @@ static int spawn_recorder(const char *name, size_t len)
 	}
 	if (reaper)
 		syscall(SYS_prctl, (long)PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &old, NULL, 8L); /* exactly (release_signals) */
 	close(lfd);
 	if (devnull >= 0)
 		close(devnull);

@@ -526,6 +526,16 @@ PY
 	same
 }
 
+@test "signals: a thread that blocked every signal keeps them blocked across its first heap call; SIGEV_THREAD timers run" {
+	pair "$P/inv_sigmask"
+	expect rc 0
+	expect out "main's mask fffffffffffbfeff
+thread's mask fffffffffffbfeff
+timer ok"
+	same
+	reports
+}
+
 @test "signals: python's signal.getsignal sees the default handlers" {
 	pair $PY -c 'import signal; print([signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGSEGV, signal.SIGUSR1)])'
 	expect out "[<Handlers.SIG_DFL: 0>, <built-in function default_int_handler>, <Handlers.SIG_DFL: 0>, <Handlers.SIG_DFL: 0>, <Handlers.SIG_DFL: 0>]"
