@@ -5,7 +5,8 @@
  * and ends the same way (the same exit status, or the same signal; 127 or 126, as env, when it
  * cannot be run at all). SIGINT, SIGTERM, SIGHUP and
  * SIGQUIT sent to tprof record itself are passed on to the program (a terminal's ^C reaches the
- * program directly, as the whole foreground group gets it). The library is looked up beside the
+ * program directly, as the whole foreground group gets it); when the program stops alone, tprof
+ * record stops too (follow_stop). The library is looked up beside the
  * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
  * there, so that it also sees programs whose allocator is itself preloaded. With --error-exitcode N
  * it then checks the program's trace for leaks (cmd_leaks.c, leaks_check) and ends with N when
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -64,6 +66,32 @@ static void forward(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
 		kill(child_pid, sig);
+}
+
+/* Wakes the wait for the recorder's note when the program stops (follow_stop). */
+static void child_changed(int sig)
+{
+	(void)sig;
+}
+
+/* When the program has stopped (it stopped itself, or was sent SIGSTOP or SIGTSTP alone), tprof
+ * record stops as it did, so that whoever waits for it (a shell's job control, a parent with
+ * WUNTRACED) sees the stop; once continued, it continues the program unless that was continued too
+ * (a shell's fg continues the whole group). The program is not reaped here: its recorder reads how
+ * it ended from the zombie. */
+static void follow_stop(pid_t pid)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG) != 0 || si.si_pid != pid || si.si_code != CLD_STOPPED)
+		return;
+	int sig = si.si_status;
+	fflush(stdout);
+	fflush(stderr);
+	raise(sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU ? sig : SIGSTOP);
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)pid, &si, WCONTINUED | WNOHANG) == 0 && si.si_pid == 0)
+		kill(pid, SIGCONT); /* still stopped */
 }
 
 static int listen_socket(char *name, size_t cap)
@@ -247,10 +275,21 @@ int cmd_record(int argc, char **argv)
 			exec_err = 0;
 		close(ex[0]);
 	}
-	/* the server writes the path of the program's trace, then closes the pipe */
+	/* the server writes the path of the program's trace, then closes the pipe; meanwhile a stop of
+	 * the program is followed (SIGCHLD wakes the poll) */
+	struct sigaction cs;
+	memset(&cs, 0, sizeof(cs));
+	cs.sa_handler = child_changed;
+	sigemptyset(&cs.sa_mask);
+	sigaction(SIGCHLD, &cs, NULL);
 	char trace[4096];
 	size_t got = 0;
 	for (;;) {
+		follow_stop(pid);
+		struct pollfd pf = {note[0], POLLIN, 0};
+		int n = poll(&pf, 1, 1000);
+		if (n <= 0)
+			continue; /* a signal (SIGCHLD), or a second gone: look at the program again */
 		ssize_t r = read(note[0], trace + got, sizeof(trace) - 1 - got);
 		if (r < 0 && errno == EINTR)
 			continue;

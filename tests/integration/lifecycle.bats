@@ -438,6 +438,33 @@ PY
 	[ "$(jget r.json signal)" = 15 ]
 }
 
+@test "tprof record stops when its program stops itself: a parent waiting with WUNTRACED sees the stop, continues it, gets its status" {
+	# the parent's view, bare and under tprof record: the same lines
+	cat >parent.py <<'PY'
+import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+while True:
+    p, st = os.waitpid(pid, os.WUNTRACED)
+    if os.WIFSTOPPED(st):
+        print("stopped", os.WSTOPSIG(st), flush=True)
+        os.kill(pid, signal.SIGCONT)
+        continue
+    print("status", os.waitstatus_to_exitcode(st), flush=True)
+    break
+PY
+	bare=$(timeout 20 $PY parent.py "$B/progs/self_stop")
+	traced=$(timeout 20 $PY parent.py "$B/tprof" record -o s.trace -- "$B/progs/self_stop")
+	[ "$bare" = "stopped 19
+done
+status 4" ]
+	[ "$traced" = "$bare" ]
+	report s.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json frees)" -ge 1 ]
+}
+
 @test "tprof record ends with its program; a process the program left running is traced to its end" {
 	t0=$(date +%s%N)
 	run "$B/tprof" record -o 'bg.%p.trace' -- sh -c '(sleep 3; exec "$0") >/dev/null 2>&1 & exit 4' "$B/progs/heap_known"
