@@ -218,10 +218,10 @@ int supp_load(struct suppressions *s, const char *path, char *err, size_t errlen
 			buf = xrealloc(buf, cap);
 		}
 	}
-	int bad = ferror(f);
+	int bad = ferror(f), e = errno;
 	fclose(f);
 	if (bad) {
-		set_err(err, errlen, "%s: read error", path);
+		set_err(err, errlen, "%s: %s", path, e ? strerror(e) : "read error");
 		free(buf);
 		return -1;
 	}

@@ -179,7 +179,7 @@ static int finish_output(FILE *f, const char *out)
 		bad = 1;
 	if (bad) {
 		tprof_err("export: %s: %s", out, errno ? strerror(errno) : "write error");
-		return 1;
+		return 2; /* a file that cannot be written (README: exit status) */
 	}
 	return 0;
 }
@@ -210,7 +210,7 @@ static int export_chrome(const char *file, const char *out, const struct chrome_
 		chrome_write(d, f);
 		rc = finish_output(f, out);
 	} else {
-		rc = 1;
+		rc = 2;
 	}
 	chrome_free(d);
 	tprof_trace_close(t);
@@ -262,7 +262,7 @@ int cmd_export(int argc, char **argv)
 		stack_table_set_live(&tab, &s);
 	f = open_output(out);
 	if (!f) {
-		rc = 1;
+		rc = 2;
 		goto out;
 	}
 	ss = stack_sym_new(t);

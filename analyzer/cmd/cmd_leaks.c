@@ -345,7 +345,7 @@ static int parse_leaks_opt(void *ctx, int argc, char **argv, int *i)
 		}
 		if (supp_load(&l->supp, argv[++*i], err, sizeof(err)) != 0) {
 			tprof_err("%s", err);
-			return 1;
+			return 2; /* a file that cannot be read, or is not suppressions: bad input */
 		}
 	} else if (strcmp(argv[*i], "--kinds") == 0) {
 		if (*i + 1 >= argc || (l->kinds = leak_kinds_parse(argv[++*i])) < 0) {

@@ -94,6 +94,18 @@ static void follow_stop(pid_t pid)
 		kill(pid, SIGCONT); /* still stopped */
 }
 
+/* tprof record's own descriptors go above 2: started with stdin, stdout or stderr closed, a socket
+ * or pipe would take that number, which its recorder then points at /dev/null (and which the
+ * program must find closed, as bare). */
+static int above_std(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return high;
+}
+
 static int listen_socket(char *name, size_t cap)
 {
 	struct timespec ts;
@@ -104,7 +116,7 @@ static int listen_socket(char *name, size_t cap)
 	a.sun_family = AF_UNIX;
 	size_t len = strlen(name);
 	memcpy(a.sun_path + 1, name, len); /* abstract */
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = above_std(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) != 0 ||
@@ -202,6 +214,8 @@ int cmd_record(int argc, char **argv)
 	int ex[2];
 	if (pipe2(ex, O_CLOEXEC) != 0)
 		ex[0] = ex[1] = -1;
+	ex[0] = above_std(ex[0]);
+	ex[1] = above_std(ex[1]);
 	pid_t pid = fork();
 	if (pid < 0) {
 		tprof_err("record: fork: %s", strerror(errno));
@@ -236,6 +250,8 @@ int cmd_record(int argc, char **argv)
 		tprof_err("record: pipe: %s", strerror(errno));
 		return 1;
 	}
+	note[0] = above_std(note[0]);
+	note[1] = above_std(note[1]);
 	pid_t rec = fork();
 	if (rec < 0) {
 		tprof_err("record: fork: %s", strerror(errno));
@@ -330,11 +346,9 @@ int cmd_record(int argc, char **argv)
 		return WEXITSTATUS(status);
 	if (error_exitcode) {
 		fflush(stdout);
-		if (!trace[0]) {
+		if (!trace[0]) /* no leaks known: the program's own status, as without the option */
 			tprof_err("record: the program's trace is not known: no leak check");
-			return error_exitcode;
-		}
-		int rc = leaks_check(trace, kinds, error_exitcode);
+		int rc = trace[0] ? leaks_check(trace, kinds, error_exitcode) : 0;
 		if (rc)
 			return rc;
 	}

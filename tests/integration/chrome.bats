@@ -221,18 +221,19 @@ PY
 	[[ "$output" == *"rand.trace"*"not a tprof trace"* ]]
 	[ ! -e out.json ]
 	traced "$B/progs/heap_known" >/dev/null
+	# a file that cannot be written: 2, as one that cannot be read (README: exit status)
 	run "$B/tprof" export t.trace --chrome /nonexistent/dir/out.json
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 2 ]
 	[[ "$output" == *"/nonexistent/dir/out.json: No such file or directory"* ]]
 	if [ "$(id -u)" -ne 0 ]; then
 		mkdir ro && chmod 555 ro
 		run "$B/tprof" export t.trace --chrome ro/out.json
-		[ "$status" -eq 1 ]
+		[ "$status" -eq 2 ]
 		[[ "$output" == *"ro/out.json: Permission denied"* ]]
 	fi
 	if [ -w /dev/full ]; then
 		run "$B/tprof" export t.trace --chrome /dev/full
-		[ "$status" -eq 1 ]
+		[ "$status" -eq 2 ]
 		[[ "$output" == *"/dev/full"* ]]
 	fi
 	run "$B/tprof" export t.trace --chrome

@@ -131,6 +131,14 @@ PY
 	[ "$status" -eq 0 ]
 	run "$B/tprof" leaks --error-exitcode 0 t.trace
 	[ "$status" -eq 1 ]
+	# a suppressions file that cannot be read is bad input (2), with the reason
+	run "$B/tprof" leaks --suppressions . t.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *": Is a directory"* ]]
+	# no trace, no leak check: the program's own status, not the option's
+	run env TPROF_OUTPUT=/nonexistent/dir/x "$B/tprof" record --error-exitcode 9 -- "$B/progs/leak_kinds"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"no leak check"* ]]
 	# tprof record: the program's own status unless leaks are left
 	run "$B/tprof" record -o r.trace --error-exitcode 7 "$B/progs/leak_kinds"
 	[ "$status" -eq 7 ]

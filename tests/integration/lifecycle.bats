@@ -427,6 +427,19 @@ PY
 	[ "$(cat err.txt)" = "tprof: record: cannot run ./no-such-program: No such file or directory" ]
 }
 
+@test "tprof record started with stdin, stdout or stderr closed: the program runs as bare, the trace is written, record ends" {
+	for how in '<&-' '>&-' '2>&-'; do
+		rm -f c.trace
+		st=0
+		eval "timeout -s KILL 20 \"\$B/tprof\" record -o c.trace -- \"\$B/progs/heap_known\" $how" || st=$?
+		echo "$how: status $st"
+		[ "$st" -eq 0 ]
+		report c.trace r.json
+		[ "$(jget r.json complete)" = true ]
+		[ "$(jget r.json allocations)" = 21 ]
+	done
+}
+
 @test "tprof record passes on SIGTERM sent to it, and ends as the program ended" {
 	"$B/tprof" record -o s.trace -- sleep 30 &
 	rec=$!
