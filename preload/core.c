@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -90,12 +91,56 @@ size_t tprof_boot_size(const void *p)
 
 /* ---- configuration: every TPROF_* variable, read once ---- */
 
+/* A value the README's table does not allow: said on stderr (each process image that reads it),
+ * and the default kept, never something else taken silently. */
+static void bad_value(const char *name, const char *v, const char *allowed)
+{
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, "tprof: ");
+	tprof_sb_str(&s, name);
+	tprof_sb_str(&s, "=");
+	tprof_sb_str(&s, v);
+	tprof_sb_str(&s, ": not ");
+	tprof_sb_str(&s, allowed);
+	tprof_sb_str(&s, "; the default is kept\n");
+	tprof_sb_emit(&s);
+}
+
+static int word_is(const char *v, const char *w)
+{
+	return strcasecmp(v, w) == 0;
+}
+
+/* 1, yes, true, on; 0, no, false, off (any case); unset or empty: the default. */
 static int env_flag(const char *name, int dflt)
 {
 	const char *v = getenv(name);
 	if (!v || !*v)
 		return dflt;
-	return !(v[0] == '0' || v[0] == 'n' || v[0] == 'N' || v[0] == 'f' || v[0] == 'F');
+	if (word_is(v, "1") || word_is(v, "yes") || word_is(v, "y") || word_is(v, "true") || word_is(v, "on"))
+		return 1;
+	if (word_is(v, "0") || word_is(v, "no") || word_is(v, "n") || word_is(v, "false") || word_is(v, "off"))
+		return 0;
+	bad_value(name, v, "1 or 0 (yes or no, true or false, on or off)");
+	return dflt;
+}
+
+/* A decimal number from lo to hi into *out: 1; unset or empty: 0; anything else is said, 0. */
+static int env_number(const char *name, unsigned long lo, unsigned long hi, const char *allowed, unsigned long *out)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return 0;
+	unsigned long n = 0;
+	const char *p = v;
+	for (; *p >= '0' && *p <= '9' && n <= hi; p++)
+		n = n * 10 + (unsigned long)(*p - '0');
+	if (*p || n < lo || n > hi) {
+		bad_value(name, v, allowed);
+		return 0;
+	}
+	*out = n;
+	return 1;
 }
 
 static void read_config(void)
@@ -111,24 +156,23 @@ static void read_config(void)
 	const char *ts = getenv("TPROF_TIMESTAMPS");
 	if (ts && strcmp(ts, "all") == 0)
 		tprof_cfg.stamp_every = 1;
+	else if (ts && *ts)
+		bad_value("TPROF_TIMESTAMPS", ts, "all");
 	const char *c = getenv("TPROF_CLOCK");
 	if (c && strcmp(c, "monotonic") == 0)
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
+	else if (c && *c && strcmp(c, "tsc") != 0)
+		bad_value("TPROF_CLOCK", c, "tsc or monotonic");
 	tprof_cfg.compress = env_flag("TPROF_COMPRESS", 1);
-	const char *d = getenv("TPROF_DEPTH");
-	if (d && *d) {
-		unsigned long n = strtoul(d, NULL, 10);
-		tprof_cfg.depth = n > TPROF_DEPTH_MAX ? TPROF_DEPTH_MAX : (unsigned)n;
-	}
-	const char *ri = getenv("TPROF_RSS_INTERVAL_MS");
-	if (ri && *ri >= '0' && *ri <= '9') {
-		unsigned long n = strtoul(ri, NULL, 10);
-		tprof_cfg.rss_interval_ms = n > 3600000 ? 3600000 : (uint32_t)n; /* at most an hour */
-	}
-	const char *r = getenv("TPROF_RING_ENTRIES");
-	if (r) {
-		unsigned long n = strtoul(r, NULL, 10);
-		if (n >= 64 && n <= (1ul << 24) && !(n & (n - 1)))
+	unsigned long n;
+	if (env_number("TPROF_DEPTH", 0, TPROF_DEPTH_MAX, "a number of frames from 0 to 256", &n))
+		tprof_cfg.depth = (unsigned)n;
+	if (env_number("TPROF_RSS_INTERVAL_MS", 0, 3600000, "a number of milliseconds from 0 to 3600000", &n))
+		tprof_cfg.rss_interval_ms = (uint32_t)n; /* at most an hour */
+	if (env_number("TPROF_RING_ENTRIES", 64, 1ul << 24, "a power of two from 64 to 16777216", &n)) {
+		if (n & (n - 1))
+			bad_value("TPROF_RING_ENTRIES", getenv("TPROF_RING_ENTRIES"), "a power of two from 64 to 16777216");
+		else
 			tprof_cfg.ring_entries = (uint32_t)n;
 	}
 }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -326,7 +327,10 @@ int cmd_record(int argc, char **argv)
 	}
 	child_pid = 0;
 	const char *quiet = getenv("TPROF_QUIET");
-	if (!trace[0] && !exec_err && !(quiet && *quiet && !strchr("0nNfF", quiet[0])))
+	/* TPROF_QUIET as libtprof.so reads it: 1, yes, true or on */
+	int is_quiet = quiet && (!strcasecmp(quiet, "1") || !strcasecmp(quiet, "yes") || !strcasecmp(quiet, "y") ||
+				 !strcasecmp(quiet, "true") || !strcasecmp(quiet, "on"));
+	if (!trace[0] && !exec_err && !is_quiet)
 		fprintf(stderr, "tprof: record: no trace of %s: it made no heap call, the preload did not reach it "
 				"(a statically linked or set-user-ID program), or it could not be traced (said above)\n",
 			argv[i]);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The commands' help and what they accept cannot drift apart: options_check.py tries every option
 # any help names or the analyzer's sources spell on every command, and compares with its help (the
-# man page and the completion are made from the same help, scripts/mkman.sh and the completion).
+# man page and the completion are made from the same help, scripts/mkman.sh and the completion); and
+# libtprof.so's TPROF_ variables take what the README's table allows, saying what they refuse.
 
 load helpers
 
@@ -24,4 +25,27 @@ SH
 	run $PY "$TPROF_ROOT/tests/integration/options_check.py" fake/tprof "$TPROF_ROOT/analyzer"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"plot: accepted but not in its help: ['--format']"* ]]
+}
+
+@test "a TPROF_ variable with a value the README does not allow is said, and its default kept; off is off" {
+	for v in TPROF_DEPTH=abc TPROF_DEPTH=300 TPROF_RING_ENTRIES=100 TPROF_CLOCK=realtime TPROF_RSS_INTERVAL_MS=5x \
+		TPROF_TIMESTAMPS=every TPROF_LOSSY=maybe; do
+		rm -f t.trace
+		run env "$v" TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known"
+		echo "$v: $output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"tprof: $v: not "*"; the default is kept"* ]]
+		[[ "$output" == *done* ]]
+		settled t.trace
+		"$B/tprof" report --json t.trace >r.json
+		[ "$(jget r.json allocations)" = 21 ]
+		[ "$(jget r.json lossy)" = false ]
+	done
+	# a switch turned off by a word: lossless, and no line at exit
+	rm -f t.trace
+	run env TPROF_LOSSY=off TPROF_QUIET=on TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known"
+	[ "$output" = done ]
+	settled t.trace
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json lossy)" = false ]
 }
