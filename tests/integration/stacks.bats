@@ -304,12 +304,13 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 	run "$B/tprof" leaks --kinds all --suppressions my.supp t.trace
 	[[ "$output" == *"suppressed: 4,077 bytes in 5 blocks"* ]]
 	[[ "$output" == *"4,000 bytes in 4 blocks: leak:^plant_chain$ (my.supp:4)"* ]]
+	# a suppressions file that is not one, or cannot be read, is bad input: 2 (README: exit status)
 	printf 'leak:ok\nlek:plant_malloc\n' >bad.supp
 	run "$B/tprof" leaks --suppressions bad.supp t.trace
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 2 ]
 	[[ "$output" == *"bad.supp:2: not a suppression"* ]]
 	run "$B/tprof" leaks --suppressions missing.supp t.trace
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 2 ]
 	[[ "$output" == *"missing.supp"* ]]
 }
 
