@@ -199,7 +199,18 @@ static int wait_for_recorder(int fd, const char *path)
 	if (flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)
 		return 0;
 	const char *env = getenv("TPROF_WAIT_MS");
-	long limit = env && *env ? strtol(env, NULL, 10) : 10000;
+	long limit = 10000;
+	if (env && *env) {
+		char *end = NULL;
+		errno = 0;
+		long n = strtol(env, &end, 10);
+		if (errno || *end || end == env || n < 0 || n > 86400000)
+			tprof_warn("TPROF_WAIT_MS=%s: not a number of milliseconds from 0 to 86400000; the default "
+				   "(10000) is kept",
+				   env);
+		else
+			limit = n;
+	}
 	for (long waited = 0; waited < limit; waited += 10) {
 		if (waited == 1000)
 			tprof_warn("waiting for the recorder to finish %s", path);

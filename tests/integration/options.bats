@@ -41,6 +41,13 @@ SH
 		[ "$(jget r.json allocations)" = 21 ]
 		[ "$(jget r.json lossy)" = false ]
 	done
+	# the analyzer's TPROF_WAIT_MS too, when a trace is still being written
+	TPROF_QUIET=1 TPROF_OUTPUT=w.trace LD_PRELOAD="$B/libtprof.so" /usr/bin/python3 -c 'import time; time.sleep(1.5)' &
+	sleep 0.7
+	run env TPROF_WAIT_MS=5x "$B/tprof" report w.trace
+	wait
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"TPROF_WAIT_MS=5x: not a number of milliseconds from 0 to 86400000; the default (10000) is kept"* ]]
 	# a switch turned off by a word: lossless, and no line at exit
 	rm -f t.trace
 	run env TPROF_LOSSY=off TPROF_QUIET=on TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known"
