@@ -51,8 +51,7 @@ uint32_t tprof_name_intern(const char *name)
 
 void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 {
-	if (unlikely(!*tprof_alive)) /* a fork child's first call (the OpenMP notes come here) */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call (the OpenMP notes come here) */
 	if (tprof_tls.crit) { /* a handler's, inside a ring write it interrupted: counted lost */
 		tprof_lost_no_ring();
 		return;
@@ -88,8 +87,7 @@ TPROF_EXPORT void tprof_annotate(int kind, const char *name, int64_t value)
 	if (kind < 1 || kind > TPROF_ANNOT_API_MAX || !atomic_load_explicit(&tprof_ready, memory_order_acquire) ||
 	    tprof_tls.guard)
 		return;
-	if (unlikely(!*tprof_alive)) /* a fork child's first call: its parent's names are not its own */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call: its parent's names are not its own */
 	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) && !tprof_start_recording())
 		return; /* an annotation registers the process like a heap call */
 	int saved = errno; /* no guard: interning allocates nothing, and a signal handler's heap call

@@ -322,8 +322,7 @@ static _Atomic int exit_key_ok;
 static void on_thread_exit(void *arg)
 {
 	struct tprof_thread *t = arg;
-	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's (pthread_exit) */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call of tprof's (pthread_exit) */
 	if (t != tprof_tls.thread || !t->slot)
 		return;
 	int saved = errno;
@@ -727,8 +726,7 @@ int tprof_end_threads = -1;
 
 void tprof_note_end(int reason, int value)
 {
-	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's (_exit) */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call of tprof's (_exit) */
 	tprof_end_threads = -1;
 	tprof_region_barrier(); /* the trace files of the children it made exist once it has ended */
 	struct tprof_shm *shm = tprof_shm;
@@ -749,8 +747,7 @@ void tprof_note_end(int reason, int value)
 
 void tprof_note_exec(int pending)
 {
-	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call of tprof's */
 	struct tprof_shm *shm = tprof_shm;
 	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
 		return;

@@ -31,8 +31,7 @@ extern char **environ;
 static inline int ready(void)
 {
 	if (likely(atomic_load_explicit(&tprof_ready, memory_order_acquire))) {
-		if (unlikely(!*tprof_alive))
-			tprof_alive_lost();
+		tprof_alive_check();
 		return 1;
 	}
 	tprof_init();
@@ -519,8 +518,7 @@ TPROF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
  * returns, and forgets it again when the call failed. */
 static int sandbox_enter(void)
 {
-	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call of tprof's */
 	int was = atomic_load(&tprof_sandboxed);
 	struct tprof_shm *shm = tprof_shm;
 	if (tprof_cfg.trust_seccomp || (shm && shm->pid != (int32_t)syscall(SYS_getpid)))

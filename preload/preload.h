@@ -135,6 +135,12 @@ struct tprof_config {
  * a raw fork or clone system call) runs no fork handler of ours. */
 extern const volatile uint32_t *tprof_alive;
 void tprof_alive_lost(void);
+/* At each way into tprof's state (a hook, an annotation, a kernel call, a way out): one load. */
+static inline void tprof_alive_check(void)
+{
+	if (__builtin_expect(!*tprof_alive, 0))
+		tprof_alive_lost();
+}
 
 extern struct tprof_real tprof_real;
 extern struct tprof_config tprof_cfg;
@@ -489,8 +495,7 @@ void tprof_omp_forget(void);
 static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned op, uint64_t t0, uint64_t t1,
 								     const int64_t *s, unsigned ns)
 {
-	if (unlikely(!*tprof_alive)) /* a fork child's first call */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call */
 	if (unlikely(tprof_tls.crit)) { /* a handler's call, inside a ring write it interrupted: no room */
 		tprof_lost_no_ring();
 		return;

@@ -184,8 +184,7 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
  * and the tables it uses are not to be entered again; the trace then says it was not scanned. */
 void tprof_scan_at_end(int reason)
 {
-	if (unlikely(!*tprof_alive)) /* a fork child's first call of tprof's (quick_exit) */
-		tprof_alive_lost();
+	tprof_alive_check(); /* a fork child's first call of tprof's (quick_exit) */
 	if (tprof_tls.guard || !scan_wanted()) {
 		if (tprof_shm && tprof_shm->pid == (int32_t)syscall(SYS_getpid))
 			tprof_stacks_verify_report();
