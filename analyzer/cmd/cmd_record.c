@@ -134,22 +134,41 @@ int cmd_record(int argc, char **argv)
 	int error_exitcode = 0, kinds = 1 << TPROF_LEAK_DEFINITE | 1 << TPROF_LEAK_INDIRECT | 1 << TPROF_LEAK_POSSIBLE;
 	int i = 1;
 	for (; i < argc; i++) {
-		if (strcmp(argv[i], "--") == 0) {
+		/* an option's value: the next word, or what follows '=' in --name=value */
+		char opt[32];
+		const char *a = argv[i], *eq = strchr(a, '='), *val = NULL;
+		if (a[0] == '-' && a[1] == '-' && eq && eq - a > 2 && (size_t)(eq - a) < sizeof(opt)) {
+			memcpy(opt, a, (size_t)(eq - a));
+			opt[eq - a] = 0;
+			a = opt;
+			val = eq + 1;
+		}
+		int takes = strcmp(a, "-o") == 0 || strcmp(a, "--error-exitcode") == 0 || strcmp(a, "--kinds") == 0;
+		if (takes && !val && i + 1 < argc)
+			val = argv[++i];
+		else if (!takes && val && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+			tprof_err("record: %s takes no value ('%s')", a, argv[i]);
+			return 1;
+		}
+		if (strcmp(a, "--") == 0) {
 			i++;
 			break;
-		} else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
-			output = argv[++i];
-		} else if (strcmp(argv[i], "--error-exitcode") == 0) {
+		} else if (strcmp(a, "-o") == 0) {
+			if (!val || !*val) {
+				tprof_err("record: -o needs a file name");
+				return 1;
+			}
+			output = val;
+		} else if (strcmp(a, "--error-exitcode") == 0) {
 			char *end = NULL;
-			long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
-			if (i + 1 >= argc || !end || *end || end == argv[i + 1] || n < 1 || n > 255) {
+			long n = val ? strtol(val, &end, 10) : -1;
+			if (!val || !end || *end || end == val || n < 1 || n > 255) {
 				tprof_err("record: --error-exitcode takes a status from 1 to 255");
 				return 1;
 			}
 			error_exitcode = (int)n;
-			i++;
-		} else if (strcmp(argv[i], "--kinds") == 0) {
-			if (i + 1 >= argc || (kinds = leak_kinds_parse(argv[++i])) < 0) {
+		} else if (strcmp(a, "--kinds") == 0) {
+			if (!val || (kinds = leak_kinds_parse(val)) < 0) {
 				tprof_err("record: --kinds takes a list of definite, indirect, possible, reachable "
 					  "(or all, or lost)");
 				return 1;

@@ -85,8 +85,46 @@ int cmd_parse_steps(const char *text, uint64_t *first, uint64_t *last)
 	return 0;
 }
 
+/* "--name=value", as GNU programs take it: the two words "--name" and "value", in a copy of argv
+ * that stays reachable until exit (*valued marks the values so split off). --csv=TABLE is an option
+ * of its own and stays whole. */
+static char **split_av;
+static unsigned char *split_valued;
+
+static int split_long(int argc, char **argv, char ***out, unsigned char **valued)
+{
+	int n = argc;
+	for (int i = 1; i < argc; i++)
+		n += argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2] && strchr(argv[i], '=') &&
+		     strncmp(argv[i], "--csv=", 6) != 0;
+	char **av = xmalloc(((size_t)n + 1) * sizeof(*av));
+	unsigned char *v = xcalloc((size_t)n + 1, 1);
+	int k = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *eq = i ? strchr(argv[i], '=') : NULL;
+		if (eq && argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2] && eq != argv[i] + 2 &&
+		    strncmp(argv[i], "--csv=", 6) != 0) {
+			av[k++] = xstrndup(argv[i], (size_t)(eq - argv[i]));
+			v[k] = 1;
+			av[k++] = (char *)(eq + 1);
+		} else {
+			av[k++] = argv[i];
+		}
+	}
+	av[k] = NULL;
+	free(split_av);
+	free(split_valued);
+	split_av = av;
+	split_valued = v;
+	*out = av;
+	*valued = v;
+	return k;
+}
+
 int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 {
+	unsigned char *valued;
+	argc = split_long(argc, argv, &argv, &valued);
 	o->json = 0;
 	o->csv = 0;
 	o->skip_steps = 0;
@@ -96,6 +134,10 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 	size_t max = files_max(o->takes);
 	for (int i = 1; i < argc; i++) {
 		int rc;
+		if (valued[i]) { /* the option before it took no value */
+			tprof_err("%s: %s takes no value ('%s=%s')", o->name, argv[i - 1], argv[i - 1], argv[i]);
+			return 1;
+		}
 		if ((o->accept & CMD_JSON) && strcmp(argv[i], "--json") == 0) {
 			o->json = 1;
 		} else if ((o->accept & CMD_CSV) && strncmp(argv[i], "--csv", 5) == 0 &&

@@ -56,3 +56,30 @@ SH
 	"$B/tprof" report --json t.trace >r.json
 	[ "$(jget r.json lossy)" = false ]
 }
+
+@test "--name=value works as --name value; a value given to an option that takes none, or missing, is said" {
+	"$B/progs/heap_known" >/dev/null
+	TPROF_QUIET=1 "$B/tprof" record -o t.trace -- "$B/progs/heap_known" >/dev/null
+	settled t.trace
+	"$B/tprof" summary --top 2 t.trace >a.txt
+	"$B/tprof" summary --top=2 t.trace >b.txt
+	cmp a.txt b.txt
+	"$B/tprof" leaks --error-exitcode=7 --kinds=all t.trace >/dev/null && rc=0 || rc=$?
+	"$B/tprof" leaks --error-exitcode 7 --kinds all t.trace >/dev/null && rc2=0 || rc2=$?
+	[ "$rc" -eq "$rc2" ]
+	run "$B/tprof" summary --json=1 t.trace
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--json takes no value ('--json=1')"* ]]
+	run "$B/tprof" summary --top= t.trace
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--top needs a number"* ]]
+	run "$B/tprof" record -o
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"record: -o needs a file name"* ]]
+	run env TPROF_QUIET=1 "$B/tprof" record --error-exitcode=9 --kinds=definite -o r.trace -- "$B/progs/heap_known"
+	echo "$output"
+	[ -s r.trace ]
+	run "$B/tprof" record --error-exitcode=0 -- true
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--error-exitcode takes a status from 1 to 255"* ]]
+}
