@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void tprof_oom(size_t n, const char *file, int line)
 {
@@ -45,6 +46,22 @@ void tprof_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	to_sink(0, fmt, ap);
 	va_end(ap);
+}
+
+int tprof_env_switch(const char *name, int dflt)
+{
+	static const char *const on[] = {"1", "y", "yes", "true", "on"}, *const off[] = {"0", "n", "no", "false", "off"};
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	for (size_t k = 0; k < sizeof(on) / sizeof(on[0]); k++) {
+		if (strcasecmp(v, on[k]) == 0)
+			return 1;
+		if (strcasecmp(v, off[k]) == 0)
+			return 0;
+	}
+	tprof_warn("%s=%s: not 1 or 0 (yes or no, true or false, on or off); the default is kept", name, v);
+	return dflt;
 }
 
 void tprof_note(const char *fmt, ...)

@@ -62,6 +62,10 @@ void tprof_set_warn(tprof_warn_fn fn);
 void tprof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A switch from the environment, worded as libtprof.so takes them: 1, y, yes, true, on or 0, n,
+ * no, false, off (any case); unset or empty: dflt. Another value is warned about, and dflt kept. */
+int tprof_env_switch(const char *name, int dflt);
+
 /* The code point of the UTF-8 sequence at s and its length in *len, or -1 (with *len 1) when the
  * bytes there are not the shortest encoding of a scalar value (overlong forms, surrogates and code
  * points above U+10FFFF are invalid). The one UTF-8 decoder of the analyzer. */

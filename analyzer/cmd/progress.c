@@ -9,13 +9,16 @@
 
 #include "cmd/cmdline.h"
 #include "trace/reader.h"
+#include "base/util.h"
 
 static int want(uint64_t size)
 {
-	const char *env = getenv("TPROF_PROGRESS");
-	if ((env && strcmp(env, "0") == 0) || !isatty(2))
+	static int sw = -2; /* -1: unset, by the size; read (and a bad value said) once */
+	if (sw == -2)
+		sw = tprof_env_switch("TPROF_PROGRESS", -1);
+	if (sw == 0 || !isatty(2))
 		return 0;
-	return (env && strcmp(env, "1") == 0) || size >= 100000000u;
+	return sw == 1 || size >= 100000000u;
 }
 
 static void show(const char *path, uint64_t at, uint64_t size, double secs)

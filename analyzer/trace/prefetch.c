@@ -207,8 +207,10 @@ void rd_release_job(struct tprof_reader_priv *p, struct job *z)
 void rd_start_decoder(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
-	const char *env = getenv("TPROF_DECODE_THREAD");
-	if (p->njobs < 2 || (env && strcmp(env, "0") == 0) || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	static int on = -1; /* read (and a bad value said) once, however many traces are opened */
+	if (on < 0)
+		on = tprof_env_switch("TPROF_DECODE_THREAD", 1);
+	if (p->njobs < 2 || !on || sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return;
 	for (size_t i = 0; i < p->ncur; i++)
 		if (p->cur[i].nblocks)

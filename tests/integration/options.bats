@@ -83,3 +83,19 @@ SH
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"--error-exitcode takes a status from 1 to 255"* ]]
 }
+
+@test "the analyzer's switches take libtprof.so's words; another value is said once and the default kept" {
+	TPROF_QUIET=1 "$B/tprof" record -o t.trace -- "$B/progs/heap_known" >/dev/null
+	settled t.trace
+	"$B/tprof" report t.trace >want.txt
+	for v in off no 0 FALSE on 1 yes; do
+		TPROF_DECODE_THREAD=$v "$B/tprof" report t.trace >got.txt 2>err.txt
+		cmp want.txt got.txt
+		[ ! -s err.txt ]
+	done
+	TPROF_DECODE_THREAD=banana TPROF_PROGRESS=7 "$B/tprof" diff t.trace t.trace >/dev/null 2>err.txt
+	cat err.txt
+	[ "$(grep -c 'TPROF_DECODE_THREAD=banana: not 1 or 0' err.txt)" -eq 1 ]
+	[ "$(grep -c 'TPROF_PROGRESS=7: not 1 or 0' err.txt)" -eq 1 ]
+	grep -q 'the default is kept' err.txt
+}
