@@ -212,14 +212,31 @@ static int scope_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* dlsym finds the first unversioned (or default-version) definition, dlvsym the first of that exact
- * version, which is all libc_malloc_debug defines; the program's reference takes whichever comes
- * first, in the order of the loaded objects. */
-static void *program_symbol(const char *name, void *next)
+/* The version a program's references to the C library's allocator carry: its first on this
+ * architecture (aligned_alloc's is later). NULL: not known here, dlsym alone. */
+#if defined(__x86_64__)
+#define GLIBC_BASE "GLIBC_2.2.5"
+#elif defined(__aarch64__) || defined(__powerpc64__)
+#define GLIBC_BASE "GLIBC_2.17"
+#elif defined(__i386__)
+#define GLIBC_BASE "GLIBC_2.0"
+#else
+#define GLIBC_BASE NULL
+#endif
+
+static const char *heap_version(const char *name)
 {
-	void *u = dlsym(RTLD_DEFAULT, name), *v = dlvsym(RTLD_DEFAULT, name, "GLIBC_2.2.5");
-	if (!u || !v || u == v || v == next) /* the usual: v is the C library's, after us */
-		return u ? u : v;
+#if defined(__x86_64__)
+	if (strcmp(name, "aligned_alloc") == 0)
+		return "GLIBC_2.16";
+#endif
+	return GLIBC_BASE;
+}
+
+/* Of two definitions of one name, the one the program's reference reaches: the first in the order
+ * of the loaded objects. */
+static void *earlier(void *u, void *v)
+{
 	Dl_info a, b;
 	if (!dladdr(u, &a) || !dladdr(v, &b))
 		return u;
@@ -228,6 +245,18 @@ static void *program_symbol(const char *name, void *next)
 	/* dli_fbase is an object's load address, dlpi_addr its bias: the same but for an executable
 	 * that is not position-independent (bias 0), which is unmatched and first anyway */
 	return (p.at[1] < 0 ? 0 : p.at[1]) < (p.at[0] < 0 ? 0 : p.at[0]) ? v : u;
+}
+
+/* dlsym finds the first unversioned (or default-version) definition, dlvsym the first of that exact
+ * version, which is all libc_malloc_debug defines; the program's reference takes whichever comes
+ * first, in the order of the loaded objects. */
+static void *program_symbol(const char *name, void *next)
+{
+	const char *ver = heap_version(name);
+	void *u = dlsym(RTLD_DEFAULT, name), *v = ver ? dlvsym(RTLD_DEFAULT, name, ver) : NULL;
+	if (!u || !v || u == v || v == next) /* the usual: v is the C library's, after us */
+		return u ? u : v;
+	return earlier(u, v);
 }
 
 void *tprof_foreign_symbol(const char *name, void *own, void *next)
@@ -258,21 +287,57 @@ static void *resolve(const char *name)
 
 #define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))resolve(name)
 
+int tprof_real_foreign;
+
+/* A heap function: the definition after this one that the program's reference would reach, the
+ * default version's or the versioned one's (libc_malloc_debug defines only malloc@GLIBC_2.2.5 and
+ * the like, which dlsym does not see), whichever comes first. */
+static void *resolve_heap(const char *name)
+{
+	void *d = resolve(name);
+	const char *ver = heap_version(name);
+	void *v = d && ver && !tprof_real_ahead ? dlvsym(RTLD_NEXT, name, ver) : NULL;
+	return v && v != d ? earlier(d, v) : d;
+}
+
+#define RESOLVE_HEAP(field, name) tprof_real.field = (__typeof__(tprof_real.field))resolve_heap(name)
+
+/* Whether the heap functions found are another allocator's than the C library's, which its
+ * __libc_ names belong to; those are then resolved for the allocator's calls of them. */
+static void note_foreign(void)
+{
+	Dl_info a, b;
+	void *lm = dlsym(RTLD_NEXT, "__libc_malloc");
+	if (!lm || !dladdr(lm, &a) || !dladdr((void *)tprof_real.malloc, &b) || a.dli_fbase == b.dli_fbase)
+		return;
+	RESOLVE(libc_malloc, "__libc_malloc");
+	RESOLVE(libc_free, "__libc_free");
+	RESOLVE(libc_calloc, "__libc_calloc");
+	RESOLVE(libc_realloc, "__libc_realloc");
+	RESOLVE(libc_memalign, "__libc_memalign");
+	RESOLVE(libc_valloc, "__libc_valloc");
+	RESOLVE(libc_pvalloc, "__libc_pvalloc");
+	tprof_real_foreign = tprof_real.libc_malloc && tprof_real.libc_free && tprof_real.libc_calloc &&
+			     tprof_real.libc_realloc && tprof_real.libc_memalign && tprof_real.libc_valloc &&
+			     tprof_real.libc_pvalloc;
+}
+
 void tprof_init(void)
 {
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&init_state, &expected, 1))
 		return; /* done, or another thread is resolving: callers use the pool meanwhile */
 	int saved = errno;
-	RESOLVE(malloc, "malloc");
-	RESOLVE(free, "free");
-	RESOLVE(calloc, "calloc");
-	RESOLVE(realloc, "realloc");
-	RESOLVE(posix_memalign, "posix_memalign");
-	RESOLVE(aligned_alloc, "aligned_alloc");
-	RESOLVE(memalign, "memalign");
-	RESOLVE(valloc, "valloc");
-	RESOLVE(pvalloc, "pvalloc");
+	RESOLVE_HEAP(malloc, "malloc");
+	RESOLVE_HEAP(free, "free");
+	RESOLVE_HEAP(calloc, "calloc");
+	RESOLVE_HEAP(realloc, "realloc");
+	RESOLVE_HEAP(posix_memalign, "posix_memalign");
+	RESOLVE_HEAP(aligned_alloc, "aligned_alloc");
+	RESOLVE_HEAP(memalign, "memalign");
+	RESOLVE_HEAP(valloc, "valloc");
+	RESOLVE_HEAP(pvalloc, "pvalloc");
+	note_foreign();
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
 	RESOLVE(quick_exit, "quick_exit");

@@ -101,12 +101,12 @@ TPROF_EXPORT void *malloc(size_t size)
 	if (unlikely(!ready()))
 		return tprof_boot_alloc(size, 16);
 	if (nested()) {
-		void *p = tprof_real.malloc(size);
+		void *p = TPROF_REAL(tprof_real.malloc(size));
 		defer_alloc(TPROF_EV_MALLOC, size, p);
 		return p;
 	}
 	ENTER();
-	void *p = tprof_real.malloc(size);
+	void *p = TPROF_REAL(tprof_real.malloc(size));
 	int e = errno;
 	tprof_record(TPROF_EV_MALLOC, size, p, 1);
 	LEAVE();
@@ -123,13 +123,13 @@ TPROF_EXPORT void free(void *ptr)
 	if (nested()) {
 		if (!tprof_tls.guard)
 			tprof_defer(TPROF_EV_FREE, 0, ptr, NULL, 0, 0); /* numbered before the real free */
-		tprof_real.free(ptr);
+		TPROF_REAL_VOID(tprof_real.free(ptr));
 		return;
 	}
 	ENTER();
 	tprof_record(TPROF_EV_FREE, 0, ptr, 0); /* before the real free: the address may be reused at once */
 	recorded(self_);
-	tprof_real.free(ptr);
+	TPROF_REAL_VOID(tprof_real.free(ptr));
 	LEAVE();
 }
 
@@ -140,12 +140,12 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 	if (unlikely(!ready()))
 		return overflow ? NULL : tprof_boot_alloc(bytes, 16);
 	if (nested()) {
-		void *p = tprof_real.calloc(nmemb, size);
+		void *p = TPROF_REAL(tprof_real.calloc(nmemb, size));
 		defer_alloc(TPROF_EV_CALLOC, overflow ? 0 : bytes, p);
 		return p;
 	}
 	ENTER();
-	void *p = tprof_real.calloc(nmemb, size);
+	void *p = TPROF_REAL(tprof_real.calloc(nmemb, size));
 	int e = errno;
 	tprof_record(TPROF_EV_CALLOC, overflow ? 0 : bytes, p, 1);
 	LEAVE();
@@ -162,7 +162,7 @@ static inline void *call_realloc(unsigned kind, void *ptr, size_t size, size_t n
 		errno = ENOMEM;
 		return NULL;
 	}
-	return tprof_real.realloc(ptr, size);
+	return TPROF_REAL(tprof_real.realloc(ptr, size));
 }
 
 /* Shared by realloc and reallocarray: the old block's release is ordered before the call, the new
@@ -265,12 +265,12 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 		return 0;
 	}
 	if (nested()) {
-		int rc = tprof_real.posix_memalign(memptr, alignment, size);
+		int rc = TPROF_REAL(tprof_real.posix_memalign(memptr, alignment, size));
 		defer_alloc(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL);
 		return rc;
 	}
 	ENTER();
-	int rc = tprof_real.posix_memalign(memptr, alignment, size);
+	int rc = TPROF_REAL(tprof_real.posix_memalign(memptr, alignment, size));
 	int e = errno;
 	tprof_record(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL, 1);
 	LEAVE();
@@ -297,10 +297,10 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 		return p;                                                                         \
 	}
 
-#define CALL_aligned_alloc tprof_real.aligned_alloc(alignment, size)
-#define CALL_memalign tprof_real.memalign(alignment, size)
-#define CALL_valloc tprof_real.valloc(size)
-#define CALL_pvalloc tprof_real.pvalloc(size)
+#define CALL_aligned_alloc TPROF_REAL(tprof_real.aligned_alloc(alignment, size))
+#define CALL_memalign TPROF_REAL(tprof_real.memalign(alignment, size))
+#define CALL_valloc TPROF_REAL(tprof_real.valloc(size))
+#define CALL_pvalloc TPROF_REAL(tprof_real.pvalloc(size))
 ALIGNED_HOOK(aligned_alloc, TPROF_EV_ALIGNED_ALLOC, alignment, size_t alignment, size_t size)
 ALIGNED_HOOK(memalign, TPROF_EV_MEMALIGN, alignment, size_t alignment, size_t size)
 ALIGNED_HOOK(valloc, TPROF_EV_VALLOC, 4096, size_t size)
@@ -313,15 +313,35 @@ ALIGNED_HOOK(pvalloc, TPROF_EV_PVALLOC, 4096, size_t size)
 #else
 #define COPY_ATTRS(target)
 #endif
-#define LIBC_ALIAS(name, target) \
-	extern __typeof(target) name COPY_ATTRS(target) __attribute__((alias(#target), visibility("default")))
-LIBC_ALIAS(__libc_malloc, malloc);
-LIBC_ALIAS(__libc_free, free);
-LIBC_ALIAS(__libc_calloc, calloc);
-LIBC_ALIAS(__libc_realloc, realloc);
-LIBC_ALIAS(__libc_memalign, memalign);
-LIBC_ALIAS(__libc_valloc, valloc);
-LIBC_ALIAS(__libc_pvalloc, pvalloc);
+/* The hooks under names of their own, called directly (a reference to malloc itself goes through the
+ * global scope) */
+#define OWN_ALIAS(name, target) \
+	extern __typeof(target) name COPY_ATTRS(target) __attribute__((alias(#target), visibility("hidden")))
+OWN_ALIAS(hook_malloc, malloc);
+OWN_ALIAS(hook_free, free);
+OWN_ALIAS(hook_calloc, calloc);
+OWN_ALIAS(hook_realloc, realloc);
+OWN_ALIAS(hook_memalign, memalign);
+OWN_ALIAS(hook_valloc, valloc);
+OWN_ALIAS(hook_pvalloc, pvalloc);
+
+/* While an allocator after this library (tprof_real_foreign) runs a real call, its calls of the
+ * __libc_ names are part of the call already recorded: they go straight to the C library's. */
+#define LIBC_NAME(ret, name, params, args)                                  \
+	TPROF_EXPORT ret __libc_##name params;                              \
+	TPROF_EXPORT ret __libc_##name params                               \
+	{                                                                   \
+		if (unlikely(tprof_tls.in_foreign))                         \
+			return tprof_real.libc_##name args;                 \
+		return hook_##name args;                                    \
+	}
+LIBC_NAME(void *, malloc, (size_t size), (size))
+LIBC_NAME(void, free, (void *ptr), (ptr))
+LIBC_NAME(void *, calloc, (size_t nmemb, size_t size), (nmemb, size))
+LIBC_NAME(void *, realloc, (void *ptr, size_t size), (ptr, size))
+LIBC_NAME(void *, memalign, (size_t alignment, size_t size), (alignment, size))
+LIBC_NAME(void *, valloc, (size_t size), (size))
+LIBC_NAME(void *, pvalloc, (size_t size), (size))
 
 /* This library's own malloc and realloc, by an address no other definition can take the place of
  * (a reference to malloc itself goes through the global scope) */

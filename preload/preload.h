@@ -46,6 +46,15 @@ struct tprof_real {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
+	/* the C library's own __libc_ names: what those names of ours pass on to while an allocator
+	 * after this library (tprof_real_foreign) calls them */
+	void *(*libc_malloc)(size_t);
+	void (*libc_free)(void *);
+	void *(*libc_calloc)(size_t, size_t);
+	void *(*libc_realloc)(void *, size_t);
+	void *(*libc_memalign)(size_t, size_t);
+	void *(*libc_valloc)(size_t);
+	void *(*libc_pvalloc)(size_t);
 	void (*exit_)(int) __attribute__((noreturn));  /* _exit */
 	void (*Exit_)(int) __attribute__((noreturn));  /* _Exit */
 	void (*quick_exit)(int) __attribute__((noreturn));
@@ -93,6 +102,9 @@ struct tprof_deferred {
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
 struct tprof_tls {
 	int guard;                   /* nonzero: tprof's own code runs (it may allocate): pass calls through */
+	/* nonzero: a real call into an allocator after this library that is not the C library's
+	 * (tprof_real_foreign) runs; the C library's __libc_ names it forwards to pass straight on */
+	int in_foreign;
 	/* volatile: a signal handler on this thread reads and writes them between any two instructions */
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
 	volatile int deferring;      /* a nested heap call fills defer[] */
@@ -143,6 +155,34 @@ static inline void tprof_alive_check(void)
 }
 
 extern struct tprof_real tprof_real;
+/* The heap functions after this library are another allocator's that forwards to the C library's
+ * __libc_ names (libc_malloc_debug preloaded after libtprof.so, as tprof record puts it first): its
+ * real calls run with tprof_tls.in_foreign set (TPROF_REAL). */
+extern int tprof_real_foreign;
+#define TPROF_REAL(call)                                                                       \
+	({                                                                                    \
+		__typeof__(call) r_;                                                           \
+		if (__builtin_expect(!tprof_real_foreign, 1)) {                               \
+			r_ = (call);                                                           \
+		} else {                                                                       \
+			int f_ = tprof_tls.in_foreign;                                         \
+			tprof_tls.in_foreign = 1;                                              \
+			r_ = (call);                                                           \
+			tprof_tls.in_foreign = f_;                                             \
+		}                                                                              \
+		r_;                                                                            \
+	})
+#define TPROF_REAL_VOID(call)                                                                  \
+	do {                                                                                  \
+		if (__builtin_expect(!tprof_real_foreign, 1)) {                               \
+			call;                                                                  \
+		} else {                                                                       \
+			int f_ = tprof_tls.in_foreign;                                         \
+			tprof_tls.in_foreign = 1;                                              \
+			call;                                                                  \
+			tprof_tls.in_foreign = f_;                                             \
+		}                                                                              \
+	} while (0)
 extern struct tprof_config tprof_cfg;
 extern _Atomic int tprof_ready;     /* real functions resolved */
 extern _Atomic int tprof_recording; /* hooks record events (a recorder took this process) */

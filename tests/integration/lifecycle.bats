@@ -683,6 +683,43 @@ heap_known_after() {
 	[[ "$output" == *"no heap call was intercepted"*"libc_malloc_debug"* ]]
 }
 
+@test "glibc's libc_malloc_debug preloaded after libtprof.so (tprof record's order): its checks and answers as bare, totals exact" {
+	dbg=$(ls /lib/*/libc_malloc_debug.so.0 /usr/lib/*/libc_malloc_debug.so.0 2>/dev/null | head -1)
+	[ -n "$dbg" ] || skip "no libc_malloc_debug.so.0"
+	# its malloc@GLIBC_2.2.5 (not a default version, which dlsym does not see) is the real one, and
+	# its calls of the C library's __libc_ names inside it are not calls of their own
+	run env MALLOC_CHECK_=3 LD_PRELOAD="$dbg" MALLOC_TRACE=bare.mt "$B/progs/mdebug"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "usable 10" ]
+	bare_out=$output
+	run env MALLOC_CHECK_=3 MALLOC_TRACE=traced.mt LD_PRELOAD="$dbg" TPROF_QUIET=1 "$B/tprof" record -o t.trace -- \
+		"$B/progs/mdebug"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$bare_out" ]
+	# mtrace's lines: two mallocs, a calloc, a realloc (two lines) and two frees
+	[ "$(grep -c '^@' bare.mt)" -eq 6 ]
+	[ "$(grep -c '^@' traced.mt)" -eq 6 ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json calls.calloc)" = 1 ]
+	[ "$(jget r.json calls.realloc)" = 1 ]
+	# an overflow its checks find aborts, as bare
+	run env MALLOC_CHECK_=3 LD_PRELOAD="$dbg" "$B/progs/mdebug" overflow
+	[ "$status" -eq 134 ]
+	[[ "$output" != *survived* ]]
+	run env MALLOC_CHECK_=3 LD_PRELOAD="$dbg" TPROF_QUIET=1 "$B/tprof" record -o o.trace -- "$B/progs/mdebug" overflow
+	[ "$status" -eq 134 ]
+	[[ "$output" != *survived* ]]
+	# heap_known's totals as valgrind counts them (report.bats), not a call more
+	run env TPROF_OUTPUT=k.trace LD_PRELOAD="$B/libtprof.so $dbg" "$B/progs/heap_known"
+	[ "$output" = done ]
+	settled k.trace
+	report k.trace r.json
+	[ "$(jget r.json bytes_allocated)" = 1003278 ]
+	[ "$(jget r.json leaked_bytes)" = 1200 ]
+	[ "$(jget r.json leaked_blocks)" = 2 ]
+}
+
 @test "the C library itself preloaded ahead: the program runs as bare (no abort), and its trace says why it is empty" {
 	# nothing after libtprof.so defines malloc then: the real functions are the first definitions
 	libc=$(ldd /bin/true | grep -o '/[^ ]*libc.so.6')
