@@ -274,8 +274,8 @@ void tprof_recorder_ensure(void);
 void tprof_region_forget(int inherited);
 /* core.c: sets up what a registration needs beside the memory (stacks, modules) for s. */
 void tprof_region_prepare(struct tprof_shm *s);
-/* The address space limit (RLIMIT_AS) in bytes, 0 when there is none (region.c): under one, tprof
- * reserves a small share of it only. */
+/* The address space limit (RLIMIT_AS) or the data limit (RLIMIT_DATA), the smaller, in bytes; 0
+ * when there is none (region.c): under one, tprof reserves a small share of it only. */
 uint64_t tprof_as_limit(void);
 /* Notes which file descriptor 2 is as the image starts (region.c): the recorder's lines go there. */
 void tprof_region_note_stderr(void);

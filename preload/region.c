@@ -69,11 +69,17 @@ uint64_t tprof_as_limit(void)
 	static uint64_t limit;
 	if (atomic_load(&tprof_sandboxed))
 		return limit;
+	/* the address space limit, or the data limit (ulimit -d), which private writable mappings
+	 * count against, reserved or not (the stack table, the walk caches): the smaller */
 	struct rlimit r;
 	int saved = errno;
-	int ok = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+	uint64_t l = 0;
+	if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+		l = (uint64_t)r.rlim_cur;
+	if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY && (!l || (uint64_t)r.rlim_cur < l))
+		l = (uint64_t)r.rlim_cur;
 	errno = saved;
-	limit = ok ? (uint64_t)r.rlim_cur : 0;
+	limit = l;
 	return limit;
 }
 

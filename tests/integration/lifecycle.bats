@@ -767,6 +767,21 @@ heap_known_after() {
 	[ "$(jget r.json reserve_failed)" = false ]
 }
 
+@test "ulimit -d: the data limit counts tprof's private mappings (the stack table): the program keeps most of it" {
+	if ldd "$B/tprof-recorder" | grep -q libasan; then
+		skip "an ASan-built recorder (SAN=1) maps its shadow memory: it cannot run under ulimit -d"
+	fi
+	# the stack table reserved 62 MiB whatever the data limit: a program under 200 MB got 1 MiB
+	bare=$(bash -c 'ulimit -d 204800; exec "$0/progs/as_fill"' "$B")
+	traced=$(bash -c 'ulimit -d 204800; exec env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/as_fill"' "$B")
+	echo "bare $bare traced $traced"
+	[ "$bare" -gt 150 ]
+	[ "$traced" -ge $((bare - 16)) ]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json allocations)" -ge "$traced" ]
+}
+
 @test "fork children list their modules as the loader has them, copied from the parent's or scanned" {
 	# a: forked before the parent loads the plugin, b: after, c: loads libm before its first heap
 	# call, d: after the parent unloaded the plugin. Each child prints the loader's list; its
