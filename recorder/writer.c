@@ -1750,12 +1750,27 @@ out:
 	tprof_recorder_wake();
 }
 
+/* How long a writer thread whose image has ended waits for the next (a fork storm's children come
+ * one after another): 5 s, but not at all under an unprivileged user's process limit, which the
+ * recorder's threads count against like the program's own processes. */
+static uint64_t linger_ns(void)
+{
+	static _Atomic int limited = -1;
+	int l = atomic_load(&limited);
+	if (l < 0) {
+		struct rlimit r;
+		l = getuid() != 0 && getrlimit(RLIMIT_NPROC, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+		atomic_store(&limited, l);
+	}
+	return l ? 0 : 5000000000ull;
+}
+
 static void *writer_thread(void *arg)
 {
 	struct tprof_writer *w = arg;
 	for (;;) {
 		write_trace(w);
-		uint64_t until = mono_ns() + 5000000000ull;
+		uint64_t until = mono_ns() + linger_ns();
 		while (!atomic_load(&w->go)) {
 			if (mono_ns() >= until) {
 				uint32_t idle = THREAD_IDLE;

@@ -486,6 +486,22 @@ nobody_kit() {
 	[ ! -e t.trace ]
 }
 
+@test "limits: under ulimit -u, writer threads whose process has ended do not wait for the next: the program keeps its forks" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	kit=$(nobody_kit nproc_fill)
+	# the recorder's threads count against the user's limit: each traced process alive needs one,
+	# and the 8 finished children's idle ones took 8 forks more for 5 s (29 of 39)
+	bare=$(setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c 'ulimit -u 40 && exec "$0/progs/nproc_fill"' "$kit")
+	traced=$(setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c \
+		'ulimit -u 40 && exec env TPROF_QUIET=1 TPROF_OUTPUT=t.%p.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/nproc_fill"' "$kit")
+	echo "bare $bare traced $traced"
+	[ "${bare#* }" = 11 ]
+	[ "${traced#* }" = 11 ]
+	# the recorder and the writer of the program itself
+	[ "${traced% *}" -ge $((${bare% *} - 2)) ]
+}
+
 @test "limits: mlockall(MCL_FUTURE): tprof's memory is not locked whole; under a locked memory limit the trace has stacks and says what was refused" {
 	bare=$("$B/progs/mlock_all")
 	run traced "$B/progs/mlock_all"
