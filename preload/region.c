@@ -340,11 +340,12 @@ static int proc_stat(pid_t pid, pid_t *ppid, uint64_t *start)
 	return 0;
 }
 
-static size_t socket_name(char *out, pid_t pid, uint64_t start)
+/* The name of the recorder process pid started, as a process of user uid: "\0tprof.UID.PID.START". */
+static size_t socket_name(char *out, uid_t uid, pid_t pid, uint64_t start)
 {
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, "#tprof.");
-	tprof_sb_u64(&s, (uint64_t)getuid());
+	tprof_sb_u64(&s, (uint64_t)uid);
 	tprof_sb_str(&s, ".");
 	tprof_sb_u64(&s, (uint64_t)pid);
 	tprof_sb_str(&s, ".");
@@ -382,6 +383,24 @@ static int try_connect(const char *name, size_t len)
 	return fd;
 }
 
+/* The user a recorder's name says it runs as (tprof.UID.…, as socket_name and tprof record make
+ * them), else this process's. The directory of its path is that user's: in a user namespace of its
+ * own, a process's getuid() is another number than the recorder's (0 under unshare -r, or the
+ * overflow id before the map is written). */
+static uint32_t name_uid(const char *name, size_t len)
+{
+	static const char pre[] = "tprof.";
+	uint64_t u = 0;
+	size_t i = 1 + sizeof(pre) - 1, d = 0;
+	if (len > i && memcmp(name + 1, pre, sizeof(pre) - 1) == 0) {
+		for (; i < len && name[i] >= '0' && name[i] <= '9' && d < 10; i++, d++)
+			u = u * 10 + (uint64_t)(name[i] - '0');
+		if (d && i < len && name[i] == '.' && u <= UINT32_MAX)
+			return (uint32_t)u;
+	}
+	return (uint32_t)getuid();
+}
+
 /* The recorder of an abstract name through its path (tprof_sock_path): from another network
  * namespace, the abstract name cannot be reached. */
 static int try_connect_path(const char *name, size_t len)
@@ -389,16 +408,16 @@ static int try_connect_path(const char *name, size_t len)
 	char path[108];
 	if (len < 2 || name[0] != 0)
 		return -1;
-	size_t n = tprof_sock_path(path, sizeof(path), name + 1, len - 1, (uint32_t)getuid(), 0);
+	size_t n = tprof_sock_path(path, sizeof(path), name + 1, len - 1, name_uid(name, len), 0);
 	return n ? try_connect(path, n + 1) : -1;
 }
 
-/* Whether any recorder of this user listens at a path: one look before trying the names of a walk
+/* Whether any recorder of user uid listens at a path: one look before trying the names of a walk
  * there, which a process that starts the first recorder would otherwise try one by one. */
-static int sock_dir_present(void)
+static int sock_dir_present(uid_t uid)
 {
 	char dir[108];
-	return tprof_sock_path(dir, sizeof(dir), "", 0, (uint32_t)getuid(), 1) && access(dir, X_OK) == 0;
+	return tprof_sock_path(dir, sizeof(dir), "", 0, (uint32_t)uid, 1) && access(dir, X_OK) == 0;
 }
 
 /* The path of tprof-recorder: beside libtprof.so. */
@@ -419,6 +438,7 @@ static int recorder_path(char *out, size_t cap)
 }
 
 static int spawn_err; /* why the last recorder could not be started (clone's errno), else 0 */
+static const char *spawn_why; /* or this, when it was not tried */
 
 /* The file on descriptor 2 as the image started (tprof_region_note_stderr): the recorder started
  * later writes its lines there, and only there. A program that closed 2 and opened a file of its
@@ -453,12 +473,66 @@ int tprof_stderr_is_start(void)
 	return same;
 }
 
+/* Whether /proc is this process's: after entering another mount namespace (nsenter -m) it may be
+ * that of another pid namespace, where this process is not, or is under another number. */
+static int proc_is_own(void)
+{
+	char buf[24];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	uint64_t v = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] < '0' || buf[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(buf[i] - '0');
+	}
+	return v == (uint64_t)getpid();
+}
+
+/* A process whose children go to another pid namespace (unshare -p, nsenter -p): a recorder cloned
+ * now would be in that namespace, a child of its init, which may never reap it; and when the
+ * namespace is new (unshare without a fork), its first process, whose end (the recorder's starter
+ * exits at once) ends the namespace: the program's fork then fails. The clone is made in the
+ * process's own pid namespace instead: set for it, and the children's set back after it (*kids, to
+ * close). 0 when nothing is to be done, 1 when it was set, -1 when it cannot be: no right to enter
+ * the process's own namespace, or a new namespace no process is in yet, which cannot be entered
+ * back (the kernel shows its link only once it has an init). */
+static int pidns_own_for_clone(int *kids)
+{
+	struct stat a, b;
+	*kids = -1;
+	if (stat("/proc/self/ns/pid", &a) != 0)
+		return 0;
+	if (stat("/proc/self/ns/pid_for_children", &b) != 0) /* a new namespace no process is in yet */
+		return errno == ENOENT ? -1 : 0;
+	if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return 0;
+	int own = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	*kids = open("/proc/self/ns/pid_for_children", O_RDONLY | O_CLOEXEC);
+	int ok = own >= 0 && *kids >= 0 && syscall(SYS_setns, own, (long)CLONE_NEWPID) == 0;
+	if (own >= 0)
+		close(own);
+	if (!ok && *kids >= 0) {
+		close(*kids);
+		*kids = -1;
+	}
+	return ok ? 1 : -1;
+}
+
 /* Starts a recorder listening at name, detached from this process (a grandchild made with raw clone
  * calls, so that the program's wait calls never see it and no fork handler runs), and returns a
- * socket connected to it, or -1. */
+ * socket connected to it, or -1. Never in another pid namespace than the process's: there it
+ * would be a child of that namespace's init, which may never reap it. */
 static int spawn_recorder(const char *name, size_t len)
 {
 	char path[4096];
+	if (getppid() == 0 && getpid() != 1) {
+		/* its parent is outside its pid namespace (nsenter -p): the recorder would be orphaned
+		 * to the namespace's init, which need not reap it */
+		spawn_why = "its parent is outside its pid namespace, whose init would get the recorder";
+		return -1;
+	}
 	if (recorder_path(path, sizeof(path)) != 0 || access(path, X_OK) != 0) {
 		say("cannot find the recorder ", path, "; not tracing");
 		return -1;
@@ -508,9 +582,16 @@ static int spawn_recorder(const char *name, size_t len)
 		reaper = 0;
 	if (reaper)
 		syscall(SYS_prctl, (long)PR_SET_CHILD_SUBREAPER, 0L, 0L, 0L, 0L);
-	long c = syscall(SYS_clone, 0L /* no exit signal: invisible to the program's wait calls */, NULL, NULL,
-			 NULL, NULL);
-	spawn_err = c < 0 ? errno : 0;
+	int kids = -1, ns = pidns_own_for_clone(&kids);
+	long c = -1;
+	if (ns >= 0)
+		c = syscall(SYS_clone, 0L /* no exit signal: invisible to the program's wait calls */, NULL, NULL,
+			    NULL, NULL);
+	spawn_err = ns < 0 ? 0 : c < 0 ? errno : 0;
+	if (ns > 0 && c != 0) {
+		syscall(SYS_setns, kids, (long)CLONE_NEWPID); /* the program's next fork: as it asked */
+		close(kids);
+	}
 	if (c == 0) {
 		long g = syscall(SYS_clone, (long)SIGCHLD, NULL, NULL, NULL, NULL);
 		if (g == 0) {
@@ -576,6 +657,9 @@ static int spawn_recorder(const char *name, size_t len)
 	close(lfd);
 	if (devnull >= 0)
 		close(devnull);
+	if (ns < 0)
+		spawn_why = "its children's pid namespace is not its own, and it may not enter its own (unshare -p "
+			    "before its first heap call?)";
 	if (c < 0)
 		return -1;
 	return try_connect(name, len);
@@ -606,8 +690,12 @@ static int find_recorder(void)
 			return fd;
 	}
 	/* The nearest ancestor that started a recorder; the walk stops at the first process that
-	 * cannot be read (another user's, or gone) or after 32 steps. Then the same names at their
-	 * paths: a process in a network namespace of its own reaches its ancestors' recorder so. */
+	 * cannot be read (another user's, or gone) or after 32 steps. A recorder is named after the
+	 * user that started it: this process's, or root's, which takes every user's processes (a
+	 * program that dropped its privileges and exec'd). Then the same names at their paths: a
+	 * process in a network namespace of its own reaches its ancestors' recorder so. */
+	uid_t uids[2] = {getuid(), 0};
+	int nuids = uids[0] != 0 ? 2 : 1;
 	pid_t pid = getppid(), walked[32];
 	uint64_t starts[32];
 	int nwalked = 0;
@@ -616,17 +704,19 @@ static int find_recorder(void)
 		uint64_t start;
 		if (proc_stat(pid, &pp, &start) != 0)
 			break;
-		recorder_name_len = socket_name(recorder_name, pid, start);
-		int fd = try_connect(recorder_name, recorder_name_len);
-		if (fd >= 0)
-			return fd;
+		for (int u = 0; u < nuids; u++) {
+			recorder_name_len = socket_name(recorder_name, uids[u], pid, start);
+			int fd = try_connect(recorder_name, recorder_name_len);
+			if (fd >= 0)
+				return fd;
+		}
 		walked[nwalked] = pid;
 		starts[nwalked++] = start;
 		pid = pp;
 	}
-	int paths = sock_dir_present();
+	int paths = sock_dir_present(uids[0]); /* another user's directory is closed to this one */
 	for (int i = 0; i < nwalked && paths; i++) {
-		recorder_name_len = socket_name(recorder_name, walked[i], starts[i]);
+		recorder_name_len = socket_name(recorder_name, uids[0], walked[i], starts[i]);
 		int fd = try_connect_path(recorder_name, recorder_name_len);
 		if (fd >= 0)
 			return fd;
@@ -635,7 +725,13 @@ static int find_recorder(void)
 	uint64_t start;
 	if (proc_stat(getpid(), &pp, &start) != 0)
 		return -1;
-	recorder_name_len = socket_name(recorder_name, getpid(), start);
+	if (nuids > 1) { /* an earlier image of this process, before it dropped its privileges */
+		recorder_name_len = socket_name(recorder_name, 0, getpid(), start);
+		int fd = try_connect(recorder_name, recorder_name_len);
+		if (fd >= 0)
+			return fd;
+	}
+	recorder_name_len = socket_name(recorder_name, uids[0], getpid(), start);
 	/* the recorder an earlier image of this process started, before it entered a network
 	 * namespace of its own (unshare -n then exec); in the same namespace, spawn_recorder finds it */
 	int fd = paths ? try_connect_path(recorder_name, recorder_name_len) : -1;
@@ -728,7 +824,8 @@ static int await_answer(int sock)
 /* An exec by a process whose parent is outside its pid namespace (the first process of a namespace:
  * unshare -p -f, bwrap, nsenter -p): the new image could not find the recorder through its parent
  * chain (its parent is pid 0 to it) and would start one inside the namespace, which the kernel
- * kills as soon as the namespace's first process ends, before it has written the traces. The new
+ * kills as soon as the namespace's first process ends, before it has written the traces. Nor could
+ * an image whose /proc is another pid namespace's (nsenter -m into a container's mounts). The new
  * image is told the recorder's name in its environment instead (TPROF_RECORDER, as tprof record
  * does), which the namespace's other processes inherit. Only an environment that keeps LD_PRELOAD
  * and does not name a recorder gets it. Writes "TPROF_RECORDER=name" into out and returns the
@@ -736,7 +833,7 @@ static int await_answer(int sock)
 size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max)
 {
 	static const char key[] = TPROF_RECORDER_ENV "=";
-	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || getppid() != 0 ||
+	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || (getppid() != 0 && proc_is_own()) ||
 	    sizeof(key) - 1 + recorder_name_len > cap)
 		return 0;
 	size_t n = 0;
@@ -998,9 +1095,12 @@ static int register_once(int child, pid_t pid, int own)
 	else if ((tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0)
 		goto out;
 	spawn_err = 0;
+	spawn_why = NULL;
 	sock = find_recorder();
 	if (sock < 0) {
-		if (spawn_err)
+		if (spawn_why)
+			say("cannot start the recorder: ", spawn_why, "; not tracing");
+		else if (spawn_err)
 			say("cannot start the recorder: ", errtext(spawn_err),
 			    spawn_err == EAGAIN ? " (the process limit, ulimit -u?); not tracing" : "; not tracing");
 		else if (!child && !emfile_seen)

@@ -247,8 +247,7 @@ static int finishing_writers(void)
 }
 
 /* The second listening socket, at a path (tprof_sock_path): processes in another network namespace
- * register there. -1 until it is made (after the first answer: the first process does not wait for
- * it), or when it could not be. */
+ * register there. -1 until it is made (before the first answer), or when it could not be. */
 static int path_fd = -1;
 static char path_name[108];
 
@@ -315,7 +314,7 @@ static void path_listen(int listen_fd)
 
 static int listen_abstract = -1;
 
-/* The path socket, made once: after the first answer, or when the recorder first waits. */
+/* The path socket, made once: before the first answer, or when the recorder first waits. */
 static void path_ensure(void)
 {
 	static int tried;
@@ -778,9 +777,11 @@ static void accept_one(int lfd)
 		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	}
 	if (conn >= 0) {
+		/* before the answer: the process may enter a network namespace at once and fork a child
+		 * that looks for the path (nsenter -a) */
+		path_ensure();
 		take(conn);
 		close(conn);
-		path_ensure(); /* before the next file: a process may enter a network namespace at once */
 		if (!spared)
 			ahead_make(last_dir); /* answered: the next one's file, meanwhile */
 	}
@@ -817,8 +818,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 			idle_since = mono_ms();
 		else if (mono_ms() - idle_since >= (uint64_t)(o->linger_ms > 0 ? o->linger_ms : 0))
 			break;
-		if (!pending(o->listen_fd)) /* the first process's answer first */
-			path_ensure();
+		path_ensure();
 		int n = 0;
 		pf[n++] = (struct pollfd){o->listen_fd, POLLIN, 0};
 		pf[n++] = (struct pollfd){wake_fd, POLLIN, 0};

@@ -111,7 +111,8 @@ static int listen_socket(char *name, size_t cap)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, cap, "tprof.record.%d.%ld", (int)getpid(), (long)ts.tv_nsec);
+	/* tprof.UID.…: the user is read from the name for the directory of its path (preload/region.c) */
+	snprintf(name, cap, "tprof.%u.record.%d.%ld", (unsigned)getuid(), (int)getpid(), (long)ts.tv_nsec);
 	struct sockaddr_un a;
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;

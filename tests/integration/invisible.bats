@@ -502,6 +502,31 @@ nobody_kit() {
 	[ "${traced% *}" -ge $((${bare% *} - 2)) ]
 }
 
+@test "a privilege drop, then exec: the new image registers with root's recorder and starts none as its user (ulimit -u)" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	kit=$(nobody_kit)
+	chmod 777 tr
+	# sh, run as nobody, looked for a recorder named after nobody, started one, and under the
+	# process limit the recorder's threads took the forks sh needed: "Cannot fork"
+	local n cmd='ls / >/dev/null; echo $?; sort /etc/passwd | head -1; echo end'
+	n=$(ps -u nobody --no-headers | wc -l)
+	bare=$(prlimit --nproc=$((n + 3)) setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "$cmd" 2>&1)
+	traced=$(env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$kit/libtprof.so" prlimit --nproc=$((n + 3)) \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "$cmd" 2>&1)
+	echo "bare: $bare"
+	echo "traced: $traced"
+	[ "$bare" = "$traced" ]
+	[[ "$bare" == *end ]]
+	run env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$kit/libtprof.so" \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c 'ps -u nobody -o comm='
+	echo "$output"
+	[[ "$output" != *tprof-recorder* ]]
+	settle
+	[ "$(ls tr | wc -l)" -ge 4 ]
+	for t in tr/*; do "$B/tprof" report "$t" >/dev/null; done
+}
+
 @test "limits: mlockall(MCL_FUTURE): tprof's memory is not locked whole; under a locked memory limit the trace has stacks and says what was refused" {
 	bare=$("$B/progs/mlock_all")
 	run traced "$B/progs/mlock_all"
@@ -1284,6 +1309,67 @@ select sum(a), group_concat(b) from t; select count(*) from t where a > 1;"
 	[ "$(rj "$t" allocations)" -ge 10 ]
 	t=$(the_trace program sh)
 	[ "$(rj "$t" pid)" = 1 ]
+}
+
+@test "pid namespace: unshare(CLONE_NEWPID) before the first heap call, then fork: the fork works as bare" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	unshare -pf true 2>/dev/null || skip "no pid namespaces here"
+	# a recorder started then became the new namespace's first process and, ending at once, ended
+	# the namespace: fork failed with ENOMEM
+	for i in 1 2 3; do
+		settle
+		pair "$P/inv_pidns_fork"
+		expect out "child pid 1
+child exit 7"
+		same
+	done
+	reports
+}
+
+@test "user, network and pid namespaces: the processes inside find the recorder outside through its path; ps sees no recorder" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	unshare -r -n -p -f --mount-proc true 2>/dev/null || skip "no user namespaces here"
+	# the path's directory was named by the uid inside (0, or the overflow id before the map)
+	for i in 1 2; do
+		settle
+		pair unshare -r -n -p -f --mount-proc sh -c 'ps -e -o pid=,comm='
+		expect out "      1 sh
+      2 ps"
+		same
+	done
+	reports
+	[ "$(traces_where program ps complete true | wc -l)" -eq 2 ]
+	run "$B/tprof" record -o "$WORK/tr/r%p.trace" -- unshare -r -n -p -f --mount-proc sh -c 'ps -e -o pid=,comm='
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(cat bare.out)" ]
+}
+
+@test "nsenter into a namespace's pids, mounts and network: no recorder inside it, the processes traced outside" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v nsenter >/dev/null || skip "no nsenter"
+	unshare -p -f --mount-proc -n -m true 2>/dev/null || skip "no namespaces here"
+	# -F: the exec'd sh sees the namespace's /proc and could not walk to the recorder (a zombie
+	# recorder was left under the namespace's init); -a: the child looked for the recorder's path
+	# before the recorder had made it
+	local opts up sp
+	for opts in "-p -m -F" "-a" "-a" "-a"; do
+		unshare -p -f --mount-proc -n -m sleep 60 &
+		up=$!
+		sp=
+		for i in $(seq 50); do sp=$(pgrep -P $up -x sleep) && break; sleep 0.1; done
+		[ -n "$sp" ]
+		# shellcheck disable=SC2086 # opts are words
+		TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so" nsenter -t "$sp" $opts sh -c 'ps -e -o comm=' >ps.out
+		sleep 0.3
+		nsenter -t "$sp" -p -m ps -e -o stat=,comm= >after.out
+		kill $up
+		wait $up || true
+		cat ps.out after.out
+		! grep -q tprof ps.out
+		! grep -q tprof after.out
+	done
+	reports
+	[ "$(traces_where program ps complete true | wc -l)" -eq 4 ]
 }
 
 @test "the line about an image that exec'd waits for the next image's: it never lands inside a line of the program's" {
