@@ -99,15 +99,32 @@ static int exiting_sleeps(void)
 {
 	char buf[512];
 	const char *t = exiting_tid ? tprof_stat_read(exiting_tid, buf, sizeof(buf)) : NULL;
-	return t && (t[0] == 'S' || t[0] == 'D');
+	if (!t || (t[0] != 'S' && t[0] != 'D'))
+		return 0;
+	/* asleep waiting for a lock (futex), which a stopped thread may hold; not in another call
+	 * (writing its last output into a pipe a slow reader empties), unless that cannot be read */
+	struct tprof_sbuf p = {.n = 0};
+	tprof_sb_str(&p, "/proc/self/task/");
+	tprof_sb_u64(&p, (uint64_t)exiting_tid);
+	tprof_sb_str(&p, "/syscall");
+	p.b[p.n] = 0;
+	ssize_t n = tprof_proc_read(p.b, buf, sizeof(buf) - 1);
+	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+		return 1;
+	long nr = strtol(buf, NULL, 10);
+#ifdef SYS_futex_waitv
+	if (nr == SYS_futex_waitv)
+		return 1;
+#endif
+	return nr == SYS_futex;
 }
 
 /* A stopped thread after the scan: the process ends in a moment, and the thread waits for that here.
  * Gone back to the program, it would find the system call the signal interrupted failed (poll and
  * nanosleep end with EINTR, whatever SA_RESTART says) and run on while the process exits: print,
  * or end it with a status of its own. It goes back all the same when the exiting thread is found
- * asleep at two looks 5 ms apart (it may wait for this one: a lock this thread holds, a pipe it
- * reads), or after a second. */
+ * asleep on a lock at two looks 5 ms apart (it may wait for this one: a lock this thread holds), or
+ * after a second (a pipe this thread would read). */
 static void linger(struct tprof_shm *shm)
 {
 	struct timespec t0, t;

@@ -929,6 +929,39 @@ MAIN_TOTALS="allocations 100 frees 60 bytes 300100"
 	[ "$(rj "$t" leaked_blocks)" -ge 2 ]
 }
 
+@test "ends: a thread stopped by the leak scan stays stopped while exit writes the last output into a slow pipe: no EINTR" {
+	# the exiting thread asleep in write (not on a lock a stopped thread may hold) kept the others
+	# stopped only 10 ms: the sleeping thread's nanosleep failed with EINTR and it ended the
+	# process with 42 before the output was out
+	cat >slow.py <<'PY'
+import os, sys, time
+n = 0
+while True:
+    b = os.read(0, 8192)
+    if not b:
+        break
+    n += b.count(b"\n")
+    time.sleep(0.002)
+print(n)
+PY
+	for how in bare traced; do
+		for i in 1 2; do
+			settle
+			if [ $how = bare ]; then
+				("$P/inv_exitflush"; echo "rc $?" >&2) 2>$how.$i.err | $PY slow.py >$how.$i.out
+			else
+				(env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so" "$P/inv_exitflush"
+					echo "rc $?" >&2) 2>$how.$i.err | $PY slow.py >$how.$i.out
+			fi
+			cat $how.$i.out $how.$i.err
+			[ "$(cat $how.$i.out)" = 200000 ]
+			[ "$(cat $how.$i.err)" = "rc 0" ]
+		done
+	done
+	reports
+	[ "$(traces_where program inv_exitflush complete true | wc -l)" -eq 2 ]
+}
+
 @test "ends: exec of /bin/true: the first image's trace ends by exec; true, which makes no heap call, leaves none" {
 	pair "$P/inv_ends" exec
 	expect rc 0
