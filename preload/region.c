@@ -107,6 +107,7 @@ static int grow(uint64_t len)
 		return -1;
 	munmap(m, last->len);
 	madvise(m + last->len, len, MADV_DONTFORK); /* as the first piece (map_header) */
+	madvise(m + last->len, len, MADV_DONTDUMP);
 	pieces[n] = (struct piece){piece_end, len, m + last->len};
 	piece_end += len;
 	atomic_store_explicit(&npieces, n + 1, memory_order_release);
@@ -1005,6 +1006,8 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	/* Not passed on to fork children, which map memory of their own: a fork then duplicates no
 	 * mapping of it, and a child that makes no recorded call has none to unmap */
 	madvise(m, first, MADV_DONTFORK);
+	/* nor in the program's core dumps: they are the program's, as bare */
+	madvise(m, first, MADV_DONTDUMP);
 	pieces[0] = (struct piece){0, first, m};
 	piece_end = first;
 	atomic_store(&npieces, 1);

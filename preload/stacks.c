@@ -337,6 +337,7 @@ static int map_table(void)
 		}
 	}
 	madvise(m, bytes, MADV_DONTFORK);
+	madvise(m, bytes, MADV_DONTDUMP); /* not in the program's core dumps */
 	table = m;
 	table_bytes = bytes;
 	table_pid = (pid_t)syscall(SYS_getpid);

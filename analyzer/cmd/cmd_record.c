@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -60,13 +61,37 @@ static int find_library(char *out, size_t cap)
 
 static volatile sig_atomic_t child_pid;
 
-/* Passes on a signal someone sent to tprof record (kill, a service manager); one that the terminal
- * sent to the whole foreground group has reached the program already. */
+/* Passes on a signal someone sent to tprof record (kill, a service manager, timeout); one that the
+ * terminal sent to the whole foreground group (^C, ^Z, ^\) has reached the program already, and a
+ * stop the terminal asked for is the program's to take (its SIGTSTP handler may restore the
+ * terminal first): tprof record stops when the program has stopped (follow_stop). A signal the
+ * program sent to its parent goes on to tprof record's (a readiness notice). */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
-		kill(child_pid, sig);
+	int e = errno;
+	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE)) {
+		if (si->si_pid == child_pid)
+			kill(getppid(), sig);
+		else
+			kill(child_pid, sig);
+	}
+	errno = e;
+}
+
+/* The signals tprof record passes on: those that would end or stop it, but the ones the kernel
+ * sends a process for what it did itself (SIGSEGV, SIGXCPU, ...), and the real-time ones the C
+ * library leaves to programs. */
+static int forwarded(int sig)
+{
+	switch (sig) {
+	case SIGINT: case SIGTERM: case SIGHUP: case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGALRM:
+	case SIGPIPE: case SIGVTALRM: case SIGPROF: case SIGIO: case SIGPWR: case SIGTSTP: case SIGTTIN:
+	case SIGTTOU:
+		return 1;
+	default:
+		return sig >= SIGRTMIN && sig <= SIGRTMAX;
+	}
 }
 
 /* Wakes the wait for the recorder's note when the program stops (follow_stop). */
@@ -86,13 +111,33 @@ static void follow_stop(pid_t pid)
 	memset(&si, 0, sizeof(si));
 	if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG) != 0 || si.si_pid != pid || si.si_code != CLD_STOPPED)
 		return;
-	int sig = si.si_status;
-	fflush(stdout);
-	fflush(stderr);
-	raise(sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU ? sig : SIGSTOP);
-	memset(&si, 0, sizeof(si));
-	if (waitid(P_PID, (id_t)pid, &si, WCONTINUED | WNOHANG) == 0 && si.si_pid == 0)
-		kill(pid, SIGCONT); /* still stopped */
+	for (;;) {
+		int sig = si.si_status;
+		fflush(stdout);
+		fflush(stderr);
+		if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+			/* the same stop, for the shell's words ("Stopped (tty input)"): with the default
+			 * action for the moment, not the handler that passes it on */
+			struct sigaction dfl, was;
+			memset(&dfl, 0, sizeof(dfl));
+			dfl.sa_handler = SIG_DFL;
+			sigemptyset(&dfl.sa_mask);
+			sigaction(sig, &dfl, &was);
+			raise(sig);
+			sigaction(sig, &was, NULL);
+		} else {
+			raise(SIGSTOP);
+		}
+		/* continued: the program may have been continued too, and even stopped again since (a
+		 * second raise(SIGSTOP) of its own): that stop is followed as the first */
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG) == 0 && si.si_pid == pid && si.si_code == CLD_STOPPED)
+			continue;
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)pid, &si, WCONTINUED | WNOHANG) == 0 && si.si_pid == 0)
+			kill(pid, SIGCONT); /* still stopped: only tprof record was continued */
+		return;
+	}
 }
 
 /* tprof record's own descriptors go above 2: started with stdin, stdout or stderr closed, a socket
@@ -220,15 +265,28 @@ int cmd_record(int argc, char **argv)
 	char *preload = xmalloc(len);
 	snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
 
-	/* Signals are set up before the fork so that none is missed; the child puts them back. */
-	struct sigaction sa, old_sa[4];
-	static const int fwd[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	/* Signals are set up before the fork so that none is missed; the child puts back the
+	 * dispositions and the mask it was started with (SIGCHLD ignored, SIGTERM blocked, ...), which
+	 * tprof record does not keep for itself: it must see its child end, and pass signals on. */
+	static struct sigaction sa, old_sa[NSIG];
+	sigset_t old_mask, unblock;
+	sigemptyset(&unblock);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = forward;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	for (int k = 0; k < 4; k++)
-		sigaction(fwd[k], &sa, &old_sa[k]);
+	for (int k = 1; k < NSIG; k++)
+		if (forwarded(k)) {
+			sigaction(k, &sa, &old_sa[k]);
+			sigaddset(&unblock, k);
+		}
+	struct sigaction cs;
+	memset(&cs, 0, sizeof(cs));
+	cs.sa_handler = child_changed; /* SIG_IGN would reap the program before its recorder reads it */
+	sigemptyset(&cs.sa_mask);
+	sigaction(SIGCHLD, &cs, &old_sa[SIGCHLD]);
+	sigaddset(&unblock, SIGCHLD);
+	sigprocmask(SIG_UNBLOCK, &unblock, &old_mask);
 	fflush(stdout);
 	fflush(stderr);
 	/* the child's errno when exec fails, through a pipe that a successful exec closes */
@@ -243,8 +301,10 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	if (pid == 0) {
-		for (int k = 0; k < 4; k++)
-			sigaction(fwd[k], &old_sa[k], NULL);
+		for (int k = 1; k < NSIG; k++)
+			if (forwarded(k) || k == SIGCHLD)
+				sigaction(k, &old_sa[k], NULL);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		setenv("LD_PRELOAD", preload, 1);
 		setenv(TPROF_RECORDER_ENV, name, 1);
 		if (output)
@@ -260,7 +320,6 @@ int cmd_record(int argc, char **argv)
 		close(ex[1]);
 	child_pid = pid;
 	free(preload);
-	signal(SIGPIPE, SIG_IGN);
 	/* The recorder runs in a process of its own, in a session of its own (a terminal's ^C is the
 	 * program's business): it may go on writing the traces of processes the program left behind
 	 * after tprof record has ended. It closes the notification pipe once the program is gone and
@@ -282,8 +341,10 @@ int cmd_record(int argc, char **argv)
 		close(note[0]);
 		if (ex[0] >= 0)
 			close(ex[0]);
-		for (int k = 0; k < 4; k++)
-			signal(fwd[k], SIG_DFL);
+		for (int k = 1; k < NSIG; k++)
+			if (forwarded(k) || k == SIGCHLD)
+				signal(k, SIG_DFL);
+		signal(SIGPIPE, SIG_IGN); /* its lines on a stderr whose reader has gone: not its end */
 		signal(SIGBUS, SIG_DFL); /* tprof's own handler speaks of reading traces */
 		setsid();
 		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -314,11 +375,6 @@ int cmd_record(int argc, char **argv)
 	}
 	/* the server writes the path of the program's trace, then closes the pipe; meanwhile a stop of
 	 * the program is followed (SIGCHLD wakes the poll) */
-	struct sigaction cs;
-	memset(&cs, 0, sizeof(cs));
-	cs.sa_handler = child_changed;
-	sigemptyset(&cs.sa_mask);
-	sigaction(SIGCHLD, &cs, NULL);
 	char trace[4096];
 	size_t got = 0;
 	for (;;) {
@@ -358,6 +414,13 @@ int cmd_record(int argc, char **argv)
 		int sig = WTERMSIG(status);
 		fflush(stdout);
 		fflush(stderr);
+		/* no core of its own: the program's, if any, is the one to keep (a core file in the same
+		 * directory would be overwritten, a crash handler would report tprof) */
+		struct rlimit nocore = {0, 0};
+		if (getrlimit(RLIMIT_CORE, &nocore) == 0) {
+			nocore.rlim_cur = 0;
+			setrlimit(RLIMIT_CORE, &nocore);
+		}
 		signal(sig, SIG_DFL);
 		sigset_t set;
 		sigemptyset(&set);

@@ -451,6 +451,85 @@ PY
 	[ "$(jget r.json signal)" = 15 ]
 }
 
+@test "tprof record as a shell's job: a program stopping itself twice is followed twice; signals sent to tprof record reach it" {
+	# a shell's fg continues the whole group; the program may stop again before tprof record
+	# looks, which took it for still stopped and continued it
+	cat >job.py <<'PY'
+import os, signal, sys, time
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.execvp(sys.argv[1], sys.argv[1:])
+try:
+    os.setpgid(pid, pid)
+except OSError:
+    pass
+while True:
+    p, st = os.waitpid(pid, os.WUNTRACED)
+    if os.WIFSTOPPED(st):
+        print("stopped", os.WSTOPSIG(st), flush=True)
+        time.sleep(0.1)
+        os.killpg(pid, signal.SIGCONT)
+        continue
+    print("status", os.waitstatus_to_exitcode(st), flush=True)
+    break
+PY
+	for sig in 19 20; do
+		bare=$(timeout 20 $PY job.py "$B/progs/self_stop" 2 $sig)
+		traced=$(TPROF_QUIET=1 timeout 20 $PY job.py "$B/tprof" record -o s$sig.trace -- "$B/progs/self_stop" 2 $sig)
+		echo "$bare"
+		echo "$traced"
+		[ "$(echo "$bare" | grep -c stopped)" -eq 2 ]
+		[ "$traced" = "$bare" ]
+	done
+	# SIGUSR1 sent to tprof record goes to the program (it ended tprof record, the program ran on)
+	cat >usr1.py <<'PY'
+import os, signal, subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:])
+time.sleep(0.5)
+p.send_signal(signal.SIGUSR1)
+print("status", p.wait(), flush=True)
+time.sleep(0.3)
+PY
+	run env TPROF_QUIET=1 $PY usr1.py "$B/tprof" record -o u.trace -- sh -c 'sleep 2; echo still here'
+	echo "$output"
+	[ "$output" = "status -10" ]
+	# started with SIGCHLD ignored (auto-reaped: the program's status was lost) and SIGTERM
+	# blocked (a TERM to tprof record stayed pending): as bare, the program gets both as they were
+	cat >inherit.py <<'PY'
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+time.sleep(0.5)
+os.kill(pid, signal.SIGTERM)
+print("status", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+PY
+	bare=$($PY inherit.py sh -c 'trap - TERM; sleep 2; exit 3')
+	traced=$(TPROF_QUIET=1 $PY inherit.py "$B/tprof" record -o i.trace -- sh -c 'trap - TERM; sleep 2; exit 3')
+	echo "bare $bare traced $traced"
+	[ "$traced" = "$bare" ]
+}
+
+@test "a crash's core dump is the program's: tprof record dumps none, and tprof's memory is not in it" {
+	[ "$(cat /proc/sys/kernel/core_pattern)" = core ] || skip "core_pattern is not 'core'"
+	mkdir b t
+	(cd b && ulimit -c unlimited && "$B/progs/dtor_crash" >/dev/null 2>&1) || true
+	[ -s b/core ] || skip "no core dump here"
+	(cd t && ulimit -c unlimited && TPROF_QUIET=1 "$B/tprof" record -o ../c.trace -- "$B/progs/dtor_crash" >/dev/null 2>&1) || true
+	run file t/core
+	echo "$output"
+	[[ "$output" == *"from '$B/progs/dtor_crash"* ]]
+	bare=$(stat -c %s b/core)
+	traced=$(stat -c %s t/core)
+	echo "bare $bare traced $traced"
+	# the shared memory (a ring of 2 MiB and more) is left out
+	[ "$traced" -lt $((bare + 4 * 1048576)) ]
+}
+
 @test "tprof record stops when its program stops itself: a parent waiting with WUNTRACED sees the stop, continues it, gets its status" {
 	# the parent's view, bare and under tprof record: the same lines
 	cat >parent.py <<'PY'
