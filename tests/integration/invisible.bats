@@ -510,6 +510,8 @@ nobody_kit() {
 	# sh, run as nobody, looked for a recorder named after nobody, started one, and under the
 	# process limit the recorder's threads took the forks sh needed: "Cannot fork"
 	local n cmd='ls / >/dev/null; echo $?; sort /etc/passwd | head -1; echo end'
+	# the recorders of earlier tests' processes run as nobody end first
+	for i in $(seq 100); do pgrep -u nobody -x tprof-recorder >/dev/null || break; sleep 0.1; done
 	n=$(ps -u nobody --no-headers | wc -l)
 	bare=$(prlimit --nproc=$((n + 3)) setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "$cmd" 2>&1)
 	traced=$(env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$kit/libtprof.so" prlimit --nproc=$((n + 3)) \
@@ -1386,7 +1388,7 @@ child exit 7"
 	# before the recorder had made it
 	local opts up sp
 	for opts in "-p -m -F" "-a" "-a" "-a"; do
-		unshare -p -f --mount-proc -n -m sleep 60 &
+		unshare -p -f --mount-proc -n -m --kill-child sleep 60 </dev/null >/dev/null 2>&1 3>&- &
 		up=$!
 		sp=
 		for i in $(seq 50); do sp=$(pgrep -P $up -x sleep) && break; sleep 0.1; done
@@ -1395,7 +1397,7 @@ child exit 7"
 		TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so" nsenter -t "$sp" $opts sh -c 'ps -e -o comm=' >ps.out
 		sleep 0.3
 		nsenter -t "$sp" -p -m ps -e -o stat=,comm= >after.out
-		kill $up
+		kill -KILL "$sp" # the namespace's init: only SIGKILL reaches it from outside
 		wait $up || true
 		cat ps.out after.out
 		! grep -q tprof ps.out
