@@ -100,6 +100,37 @@ static void child_changed(int sig)
 	(void)sig;
 }
 
+/* While tprof record is stopped with its program, a process of its own looks at the program every
+ * 20 ms, and continues tprof record when the program runs again or has ended without it (someone
+ * continued or killed the program alone), which would otherwise leave it stopped for good. */
+static pid_t stop_watcher(pid_t pid)
+{
+	pid_t w = fork();
+	if (w != 0)
+		return w;
+	child_pid = 0; /* it passes on no signal */
+	pid_t rec = getppid();
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (;;) {
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+		if (getppid() != rec)
+			_exit(0);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		const char *paren = strrchr(buf, ')');
+		char state = paren && paren[1] == ' ' ? paren[2] : 0;
+		if (state != 'T' && state != 't') {
+			kill(rec, SIGCONT);
+			_exit(0);
+		}
+	}
+}
+
 /* When the program has stopped (it stopped itself, or was sent SIGSTOP or SIGTSTP alone), tprof
  * record stops as it did, so that whoever waits for it (a shell's job control, a parent with
  * WUNTRACED) sees the stop; once continued, it continues the program unless that was continued too
@@ -115,6 +146,7 @@ static void follow_stop(pid_t pid)
 		int sig = si.si_status;
 		fflush(stdout);
 		fflush(stderr);
+		pid_t watcher = stop_watcher(pid);
 		if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 			/* the same stop, for the shell's words ("Stopped (tty input)"): with the default
 			 * action for the moment, not the handler that passes it on */
@@ -127,6 +159,11 @@ static void follow_stop(pid_t pid)
 			sigaction(sig, &was, NULL);
 		} else {
 			raise(SIGSTOP);
+		}
+		if (watcher > 0) {
+			kill(watcher, SIGKILL);
+			while (waitpid(watcher, NULL, 0) < 0 && errno == EINTR)
+				;
 		}
 		/* continued: the program may have been continued too, and even stopped again since (a
 		 * second raise(SIGSTOP) of its own): that stop is followed as the first */

@@ -482,6 +482,12 @@ PY
 		[ "$(echo "$bare" | grep -c stopped)" -eq 2 ]
 		[ "$traced" = "$bare" ]
 	done
+	# the program stopped and continued by someone else while tprof record stopped with it: tprof
+	# record goes on too (it stayed stopped for good, its parent waiting)
+	run timeout 20 sh -c 'TPROF_QUIET=1 "$0/tprof" record -o sc.trace -- sleep 1 & p=$!; sleep .3
+		c=$(pgrep -P $p -x sleep); kill -STOP $c; sleep .3; kill -CONT $c; wait $p; echo rc=$?' "$B"
+	[ "$status" -eq 0 ]
+	[ "$output" = rc=0 ]
 	# SIGUSR1 sent to tprof record goes to the program (it ended tprof record, the program ran on)
 	cat >usr1.py <<'PY'
 import os, signal, subprocess, sys, time
