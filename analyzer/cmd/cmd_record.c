@@ -80,14 +80,14 @@ static void forward(int sig, siginfo_t *si, void *uc)
 }
 
 /* The signals tprof record passes on: those that would end or stop it, but the ones the kernel
- * sends a process for what it did itself (SIGSEGV, SIGXCPU, ...), and the real-time ones the C
- * library leaves to programs. */
+ * sends a process for what it did itself (SIGSEGV, SIGXCPU, ...; SIGTTIN and SIGTTOU, which a
+ * background process's own terminal read or write raises: caught, its write would raise it again
+ * and again), and the real-time ones the C library leaves to programs. */
 static int forwarded(int sig)
 {
 	switch (sig) {
 	case SIGINT: case SIGTERM: case SIGHUP: case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGALRM:
-	case SIGPIPE: case SIGVTALRM: case SIGPROF: case SIGIO: case SIGPWR: case SIGTSTP: case SIGTTIN:
-	case SIGTTOU:
+	case SIGPIPE: case SIGVTALRM: case SIGPROF: case SIGIO: case SIGPWR: case SIGTSTP:
 		return 1;
 	default:
 		return sig >= SIGRTMIN && sig <= SIGRTMAX;
