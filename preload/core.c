@@ -287,8 +287,6 @@ static void *resolve(const char *name)
 
 #define RESOLVE(field, name) tprof_real.field = (__typeof__(tprof_real.field))resolve(name)
 
-int tprof_real_foreign;
-
 /* A heap function: the definition after this one that the program's reference would reach, the
  * default version's or the versioned one's (libc_malloc_debug defines only malloc@GLIBC_2.2.5 and
  * the like, which dlsym does not see), whichever comes first. */
@@ -302,8 +300,50 @@ static void *resolve_heap(const char *name)
 
 #define RESOLVE_HEAP(field, name) tprof_real.field = (__typeof__(tprof_real.field))resolve_heap(name)
 
+/* An allocator after this library that is not the C library's (libc_malloc_debug preloaded after
+ * libtprof.so, as tprof record puts it first) forwards to the C library's __libc_ names, which are
+ * this library's hooks too: its functions are called through these, which mark the thread
+ * (in_foreign) so that those names pass straight on. The usual case pays nothing for it. */
+static struct {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+} foreign;
+
+#define FOREIGN(ret, name, params, args)                  \
+	static ret foreign_##name params                  \
+	{                                                 \
+		int f = tprof_tls.in_foreign;             \
+		tprof_tls.in_foreign = 1;                 \
+		ret r = foreign.name args;                \
+		tprof_tls.in_foreign = f;                 \
+		return r;                                 \
+	}
+FOREIGN(void *, malloc, (size_t n), (n))
+FOREIGN(void *, calloc, (size_t k, size_t n), (k, n))
+FOREIGN(void *, realloc, (void *p, size_t n), (p, n))
+FOREIGN(int, posix_memalign, (void **p, size_t a, size_t n), (p, a, n))
+FOREIGN(void *, aligned_alloc, (size_t a, size_t n), (a, n))
+FOREIGN(void *, memalign, (size_t a, size_t n), (a, n))
+FOREIGN(void *, valloc, (size_t n), (n))
+FOREIGN(void *, pvalloc, (size_t n), (n))
+
+static void foreign_free(void *p)
+{
+	int f = tprof_tls.in_foreign;
+	tprof_tls.in_foreign = 1;
+	foreign.free(p);
+	tprof_tls.in_foreign = f;
+}
+
 /* Whether the heap functions found are another allocator's than the C library's, which its
- * __libc_ names belong to; those are then resolved for the allocator's calls of them. */
+ * __libc_ names belong to: then those are resolved, and the allocator is called through the above. */
 static void note_foreign(void)
 {
 	Dl_info a, b;
@@ -317,9 +357,24 @@ static void note_foreign(void)
 	RESOLVE(libc_memalign, "__libc_memalign");
 	RESOLVE(libc_valloc, "__libc_valloc");
 	RESOLVE(libc_pvalloc, "__libc_pvalloc");
-	tprof_real_foreign = tprof_real.libc_malloc && tprof_real.libc_free && tprof_real.libc_calloc &&
-			     tprof_real.libc_realloc && tprof_real.libc_memalign && tprof_real.libc_valloc &&
-			     tprof_real.libc_pvalloc;
+	if (!tprof_real.libc_malloc || !tprof_real.libc_free || !tprof_real.libc_calloc || !tprof_real.libc_realloc ||
+	    !tprof_real.libc_memalign || !tprof_real.libc_valloc || !tprof_real.libc_pvalloc)
+		return;
+#define THROUGH(name)                                   \
+	if (tprof_real.name) {                          \
+		foreign.name = tprof_real.name;         \
+		tprof_real.name = foreign_##name;       \
+	}
+	THROUGH(malloc)
+	THROUGH(free)
+	THROUGH(calloc)
+	THROUGH(realloc)
+	THROUGH(posix_memalign)
+	THROUGH(aligned_alloc)
+	THROUGH(memalign)
+	THROUGH(valloc)
+	THROUGH(pvalloc)
+#undef THROUGH
 }
 
 void tprof_init(void)
@@ -337,7 +392,6 @@ void tprof_init(void)
 	RESOLVE_HEAP(memalign, "memalign");
 	RESOLVE_HEAP(valloc, "valloc");
 	RESOLVE_HEAP(pvalloc, "pvalloc");
-	note_foreign();
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
 	RESOLVE(quick_exit, "quick_exit");
@@ -359,6 +413,7 @@ void tprof_init(void)
 	RESOLVE(dlclose, "dlclose");
 	tprof_real.realloc_foreign = (__typeof__(tprof_real.realloc_foreign))tprof_foreign_symbol(
 		"realloc", (void *)tprof_own_realloc, (void *)tprof_real.realloc);
+	note_foreign();
 	if (!tprof_real.malloc || !tprof_real.free || !tprof_real.calloc || !tprof_real.realloc) {
 		static const char msg[] = "tprof: cannot find the C library's allocator; aborting\n";
 		ssize_t w = write(2, msg, sizeof(msg) - 1);

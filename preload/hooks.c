@@ -101,12 +101,12 @@ TPROF_EXPORT void *malloc(size_t size)
 	if (unlikely(!ready()))
 		return tprof_boot_alloc(size, 16);
 	if (nested()) {
-		void *p = TPROF_REAL(tprof_real.malloc(size));
+		void *p = tprof_real.malloc(size);
 		defer_alloc(TPROF_EV_MALLOC, size, p);
 		return p;
 	}
 	ENTER();
-	void *p = TPROF_REAL(tprof_real.malloc(size));
+	void *p = tprof_real.malloc(size);
 	int e = errno;
 	tprof_record(TPROF_EV_MALLOC, size, p, 1);
 	LEAVE();
@@ -123,13 +123,13 @@ TPROF_EXPORT void free(void *ptr)
 	if (nested()) {
 		if (!tprof_tls.guard)
 			tprof_defer(TPROF_EV_FREE, 0, ptr, NULL, 0, 0); /* numbered before the real free */
-		TPROF_REAL_VOID(tprof_real.free(ptr));
+		tprof_real.free(ptr);
 		return;
 	}
 	ENTER();
 	tprof_record(TPROF_EV_FREE, 0, ptr, 0); /* before the real free: the address may be reused at once */
 	recorded(self_);
-	TPROF_REAL_VOID(tprof_real.free(ptr));
+	tprof_real.free(ptr);
 	LEAVE();
 }
 
@@ -140,12 +140,12 @@ TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 	if (unlikely(!ready()))
 		return overflow ? NULL : tprof_boot_alloc(bytes, 16);
 	if (nested()) {
-		void *p = TPROF_REAL(tprof_real.calloc(nmemb, size));
+		void *p = tprof_real.calloc(nmemb, size);
 		defer_alloc(TPROF_EV_CALLOC, overflow ? 0 : bytes, p);
 		return p;
 	}
 	ENTER();
-	void *p = TPROF_REAL(tprof_real.calloc(nmemb, size));
+	void *p = tprof_real.calloc(nmemb, size);
 	int e = errno;
 	tprof_record(TPROF_EV_CALLOC, overflow ? 0 : bytes, p, 1);
 	LEAVE();
@@ -162,7 +162,7 @@ static inline void *call_realloc(unsigned kind, void *ptr, size_t size, size_t n
 		errno = ENOMEM;
 		return NULL;
 	}
-	return TPROF_REAL(tprof_real.realloc(ptr, size));
+	return tprof_real.realloc(ptr, size);
 }
 
 /* Shared by realloc and reallocarray: the old block's release is ordered before the call, the new
@@ -265,12 +265,12 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 		return 0;
 	}
 	if (nested()) {
-		int rc = TPROF_REAL(tprof_real.posix_memalign(memptr, alignment, size));
+		int rc = tprof_real.posix_memalign(memptr, alignment, size);
 		defer_alloc(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL);
 		return rc;
 	}
 	ENTER();
-	int rc = TPROF_REAL(tprof_real.posix_memalign(memptr, alignment, size));
+	int rc = tprof_real.posix_memalign(memptr, alignment, size);
 	int e = errno;
 	tprof_record(TPROF_EV_POSIX_MEMALIGN, size, rc == 0 ? *memptr : NULL, 1);
 	LEAVE();
@@ -297,10 +297,10 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 		return p;                                                                         \
 	}
 
-#define CALL_aligned_alloc TPROF_REAL(tprof_real.aligned_alloc(alignment, size))
-#define CALL_memalign TPROF_REAL(tprof_real.memalign(alignment, size))
-#define CALL_valloc TPROF_REAL(tprof_real.valloc(size))
-#define CALL_pvalloc TPROF_REAL(tprof_real.pvalloc(size))
+#define CALL_aligned_alloc tprof_real.aligned_alloc(alignment, size)
+#define CALL_memalign tprof_real.memalign(alignment, size)
+#define CALL_valloc tprof_real.valloc(size)
+#define CALL_pvalloc tprof_real.pvalloc(size)
 ALIGNED_HOOK(aligned_alloc, TPROF_EV_ALIGNED_ALLOC, alignment, size_t alignment, size_t size)
 ALIGNED_HOOK(memalign, TPROF_EV_MEMALIGN, alignment, size_t alignment, size_t size)
 ALIGNED_HOOK(valloc, TPROF_EV_VALLOC, 4096, size_t size)
@@ -325,7 +325,7 @@ OWN_ALIAS(hook_memalign, memalign);
 OWN_ALIAS(hook_valloc, valloc);
 OWN_ALIAS(hook_pvalloc, pvalloc);
 
-/* While an allocator after this library (tprof_real_foreign) runs a real call, its calls of the
+/* While an allocator after this library (core.c, note_foreign) runs a real call, its calls of the
  * __libc_ names are part of the call already recorded: they go straight to the C library's. */
 #define LIBC_NAME(ret, name, params, args)                                  \
 	TPROF_EXPORT ret __libc_##name params;                              \

@@ -47,7 +47,7 @@ struct tprof_real {
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
 	/* the C library's own __libc_ names: what those names of ours pass on to while an allocator
-	 * after this library (tprof_real_foreign) calls them */
+	 * after this library calls them (core.c, note_foreign) */
 	void *(*libc_malloc)(size_t);
 	void (*libc_free)(void *);
 	void *(*libc_calloc)(size_t, size_t);
@@ -103,7 +103,7 @@ struct tprof_deferred {
 struct tprof_tls {
 	int guard;                   /* nonzero: tprof's own code runs (it may allocate): pass calls through */
 	/* nonzero: a real call into an allocator after this library that is not the C library's
-	 * (tprof_real_foreign) runs; the C library's __libc_ names it forwards to pass straight on */
+	 * (core.c, note_foreign) runs; the C library's __libc_ names it forwards to pass straight on */
 	int in_foreign;
 	/* volatile: a signal handler on this thread reads and writes them between any two instructions */
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
@@ -155,34 +155,6 @@ static inline void tprof_alive_check(void)
 }
 
 extern struct tprof_real tprof_real;
-/* The heap functions after this library are another allocator's that forwards to the C library's
- * __libc_ names (libc_malloc_debug preloaded after libtprof.so, as tprof record puts it first): its
- * real calls run with tprof_tls.in_foreign set (TPROF_REAL). */
-extern int tprof_real_foreign;
-#define TPROF_REAL(call)                                                                       \
-	({                                                                                    \
-		__typeof__(call) r_;                                                           \
-		if (__builtin_expect(!tprof_real_foreign, 1)) {                               \
-			r_ = (call);                                                           \
-		} else {                                                                       \
-			int f_ = tprof_tls.in_foreign;                                         \
-			tprof_tls.in_foreign = 1;                                              \
-			r_ = (call);                                                           \
-			tprof_tls.in_foreign = f_;                                             \
-		}                                                                              \
-		r_;                                                                            \
-	})
-#define TPROF_REAL_VOID(call)                                                                  \
-	do {                                                                                  \
-		if (__builtin_expect(!tprof_real_foreign, 1)) {                               \
-			call;                                                                  \
-		} else {                                                                       \
-			int f_ = tprof_tls.in_foreign;                                         \
-			tprof_tls.in_foreign = 1;                                              \
-			call;                                                                  \
-			tprof_tls.in_foreign = f_;                                             \
-		}                                                                              \
-	} while (0)
 extern struct tprof_config tprof_cfg;
 extern _Atomic int tprof_ready;     /* real functions resolved */
 extern _Atomic int tprof_recording; /* hooks record events (a recorder took this process) */
