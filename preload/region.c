@@ -666,6 +666,19 @@ static int spawn_recorder(const char *name, size_t len)
 	return try_connect(name, len);
 }
 
+/* A socket connected to the recorder process pid (started at start) started as one of the users,
+ * by its abstract name (left in recorder_name), or -1. */
+static int connect_named(const uid_t *uids, int nuids, pid_t pid, uint64_t start)
+{
+	for (int u = 0; u < nuids; u++) {
+		recorder_name_len = socket_name(recorder_name, uids[u], pid, start);
+		int fd = try_connect(recorder_name, recorder_name_len);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
 /* A socket connected to this process's recorder, or -1: the one it found or started before (a fork
  * child's parent's, in memory: no walk through /proc), TPROF_RECORDER's, the nearest traced
  * ancestor's, or one started now. */
@@ -705,12 +718,9 @@ static int find_recorder(void)
 		uint64_t start;
 		if (proc_stat(pid, &pp, &start) != 0)
 			break;
-		for (int u = 0; u < nuids; u++) {
-			recorder_name_len = socket_name(recorder_name, uids[u], pid, start);
-			int fd = try_connect(recorder_name, recorder_name_len);
-			if (fd >= 0)
-				return fd;
-		}
+		int fd = connect_named(uids, nuids, pid, start);
+		if (fd >= 0)
+			return fd;
 		walked[nwalked] = pid;
 		starts[nwalked++] = start;
 		pid = pp;
@@ -727,8 +737,7 @@ static int find_recorder(void)
 	if (proc_stat(getpid(), &pp, &start) != 0)
 		return -1;
 	if (nuids > 1) { /* an earlier image of this process, before it dropped its privileges */
-		recorder_name_len = socket_name(recorder_name, 0, getpid(), start);
-		int fd = try_connect(recorder_name, recorder_name_len);
+		int fd = connect_named(uids + 1, 1, getpid(), start);
 		if (fd >= 0)
 			return fd;
 	}

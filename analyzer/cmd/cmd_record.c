@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd/cmdline.h"
 #include "cmd/cmds.h"
 #include "analysis/leakclass.h"
 #include "recorder.h"
@@ -219,8 +220,8 @@ int cmd_record(int argc, char **argv)
 	for (; i < argc; i++) {
 		/* an option's value: the next word, or what follows '=' in --name=value */
 		char opt[32];
-		const char *a = argv[i], *eq = strchr(a, '='), *val = NULL;
-		if (a[0] == '-' && a[1] == '-' && eq && eq - a > 2 && (size_t)(eq - a) < sizeof(opt)) {
+		const char *a = argv[i], *eq = cmd_long_eq(a), *val = NULL;
+		if (eq && (size_t)(eq - a) < sizeof(opt)) {
 			memcpy(opt, a, (size_t)(eq - a));
 			opt[eq - a] = 0;
 			a = opt;

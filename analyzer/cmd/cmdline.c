@@ -85,9 +85,14 @@ int cmd_parse_steps(const char *text, uint64_t *first, uint64_t *last)
 	return 0;
 }
 
+const char *cmd_long_eq(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	return arg[0] == '-' && arg[1] == '-' && eq && eq > arg + 2 && strncmp(arg, "--csv=", 6) != 0 ? eq : NULL;
+}
+
 /* "--name=value", as GNU programs take it: the two words "--name" and "value", in a copy of argv
- * that stays reachable until exit (*valued marks the values so split off). --csv=TABLE is an option
- * of its own and stays whole. */
+ * that stays reachable until exit (*valued marks the values so split off). */
 static char **split_av;
 static unsigned char *split_valued;
 
@@ -95,15 +100,13 @@ static int split_long(int argc, char **argv, char ***out, unsigned char **valued
 {
 	int n = argc;
 	for (int i = 1; i < argc; i++)
-		n += argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2] && strchr(argv[i], '=') &&
-		     strncmp(argv[i], "--csv=", 6) != 0;
+		n += cmd_long_eq(argv[i]) != NULL;
 	char **av = xmalloc(((size_t)n + 1) * sizeof(*av));
 	unsigned char *v = xcalloc((size_t)n + 1, 1);
 	int k = 0;
 	for (int i = 0; i < argc; i++) {
-		const char *eq = i ? strchr(argv[i], '=') : NULL;
-		if (eq && argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2] && eq != argv[i] + 2 &&
-		    strncmp(argv[i], "--csv=", 6) != 0) {
+		const char *eq = i ? cmd_long_eq(argv[i]) : NULL;
+		if (eq) {
 			av[k++] = xstrndup(argv[i], (size_t)(eq - argv[i]));
 			v[k] = 1;
 			av[k++] = (char *)(eq + 1);

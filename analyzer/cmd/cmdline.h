@@ -68,6 +68,9 @@ int cmd_parse_count(const char *arg, size_t *n);
  * Returns 0, or -1 when text is none of these. */
 int cmd_parse_steps(const char *text, uint64_t *first, uint64_t *last);
 
+/* For "--name=value" (GNU style; not --csv=TABLE, an option of its own): its '='; else NULL. */
+const char *cmd_long_eq(const char *arg);
+
 /* Parses argv[1..argc-1] into o. Returns CMD_RUN when the command should go on (o->files then
  * holds as many as o->takes asks), or the exit status to return at once: 0 after --help, 1 after a
  * usage error (reported). */
