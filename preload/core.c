@@ -304,17 +304,7 @@ static void *resolve_heap(const char *name)
  * libtprof.so, as tprof record puts it first) forwards to the C library's __libc_ names, which are
  * this library's hooks too: its functions are called through these, which mark the thread
  * (in_foreign) so that those names pass straight on. The usual case pays nothing for it. */
-static struct {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-} foreign;
+static struct tprof_real foreign; /* its heap functions only */
 
 #define FOREIGN(ret, name, params, args)                  \
 	static ret foreign_##name params                  \
