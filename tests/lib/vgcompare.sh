@@ -2,7 +2,8 @@
 # Runs one command twice, under valgrind memcheck and under libtprof.so, and compares the heap
 # totals: allocations, frees, bytes allocated, bytes and blocks in use at exit. Prints both and
 # exits 0 when they are equal. Also checks the program's stdout and exit status are unchanged.
-# usage: vgcompare.sh BUILD_DIR WORKDIR -- COMMAND ARGS...
+# usage: [VG_OPTS='--opt ...'] vgcompare.sh BUILD_DIR WORKDIR -- COMMAND ARGS...
+# (VG_OPTS: more options for valgrind, as for a difference it causes that has one: docs/FORMAT.md)
 set -u
 build=$(cd "$1" && pwd) work=$2 lib=$(cd "$(dirname "$0")" && pwd)
 shift 3
@@ -12,7 +13,7 @@ TRACE=t.trace
 . "$lib/vgenv.sh"
 # glib's slice allocator takes plain malloc under valgrind (it asks whether it runs there): both
 # runs get G_SLICE=always-malloc, which says the same outside.
-"${vg_env[@]}" G_SLICE=always-malloc valgrind --leak-check=full --log-file=vg.log "$@" >vg.out 2>/dev/null
+"${vg_env[@]}" G_SLICE=always-malloc valgrind --leak-check=full ${VG_OPTS:-} --log-file=vg.log "$@" >vg.out 2>/dev/null
 vg_rc=$?
 "${tp_env[@]}" G_SLICE=always-malloc "$@" >tp.out 2>/dev/null
 tp_rc=$?
