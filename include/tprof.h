@@ -11,7 +11,9 @@
  *   tprof_mark("checkpoint");        an instant
  *   tprof_param("params", n);        a named number, e.g. the parameter count (tprof compare)
  *
- * Names are copied (at most 63 bytes kept); a call costs about one clock read when tracing. */
+ * Names are copied (at most 63 bytes kept, cut before a UTF-8 character the limit falls inside); an
+ * empty name is no name, as NULL. A process keeps 4,095 distinct names; calls with a name beyond those
+ * are recorded without one (shown as "?"). A call costs about one clock read when tracing. */
 #ifndef TPROF_H
 #define TPROF_H
 

@@ -21,9 +21,14 @@ static uint32_t hash_name(const char *s, size_t n)
 
 uint32_t tprof_name_intern(const char *name)
 {
-	if (!name || !tprof_shm)
-		return 0;
+	if (!name || !name[0] || !tprof_shm)
+		return 0; /* "" is no name, as NULL: a trace's names are never empty */
 	size_t n = strnlen(name, TPROF_NAME_MAX);
+	if (n == TPROF_NAME_MAX) /* cut before the character the limit falls inside, not in it */
+		while (n > 0 && ((uint8_t)name[n] & 0xc0) == 0x80)
+			n--;
+	if (n == 0)
+		return 0;
 	uint32_t h = hash_name(name, n);
 	for (uint32_t k = 0; k < TPROF_NAME_IDS; k++) {
 		uint32_t i = (h + k) & (TPROF_NAME_IDS - 1);

@@ -760,13 +760,20 @@ static void emit_events(struct tprof_writer *w, uint32_t tid, size_t len, const 
 /* Kernel calls and annotations met in a run go to a KERNELS block of their own (the heap records'
  * codec never sees them); names met on the way are defined first, in a NAMES block. */
 
-static void define_name(struct tprof_writer *w, uint32_t id)
+/* Returns the id the record is to carry: id once defined, or 0 (no name) for a name that cannot
+ * be (not in the table, or empty: the program's memory is not ours to trust). */
+static uint32_t define_name(struct tprof_writer *w, uint32_t id)
 {
-	if (id == 0 || id >= TPROF_NAME_IDS || w->name_written[id] ||
-	    atomic_load_explicit(&w->shm->names[id].state, memory_order_acquire) != 2)
-		return;
+	if (id == 0 || id >= TPROF_NAME_IDS)
+		return 0;
+	if (w->name_written[id])
+		return id;
+	if (atomic_load_explicit(&w->shm->names[id].state, memory_order_acquire) != 2)
+		return 0;
 	const char *name = w->shm->names[id].name;
 	size_t n = w->shm->names[id].len <= TPROF_NAME_MAX ? w->shm->names[id].len : TPROF_NAME_MAX;
+	if (n == 0)
+		return 0;
 	uint8_t *p = block_begin(w);
 	p = tprof_put_varint(p, 1);
 	p = tprof_put_varint(p, TPROF_NAMES_ANNOT);
@@ -775,6 +782,7 @@ static void define_name(struct tprof_writer *w, uint32_t id)
 	p = put_string(p, "", 0);
 	block_end(w, TPROF_BLK_NAMES, p);
 	w->name_written[id] = 1;
+	return id;
 }
 
 /* Op op's entry of the op table, in a NAMES block of its own, unless this trace has it already:
@@ -802,8 +810,7 @@ static uint32_t encode_kernel(struct tprof_writer *w, struct tprof_ring *r, uint
 	unsigned kind = (unsigned)(e->seq_kind & 0xf);
 	uint8_t *p = w->kbuf + KHDR + w->klen;
 	if (kind == TPROF_RING_ANNOT) {
-		uint32_t id = (uint32_t)(e->seq_kind >> 4) & (TPROF_STACK_IDS - 1);
-		define_name(w, id);
+		uint32_t id = define_name(w, (uint32_t)(e->seq_kind >> 4) & (TPROF_STACK_IDS - 1));
 		*p++ = TPROF_KREC_ANNOT;
 		p = tprof_put_varint(p, e->size);
 		p = tprof_put_varint(p, ev_seq(e->seq_kind, ref));

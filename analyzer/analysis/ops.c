@@ -218,7 +218,19 @@ static void range_push(struct state *s, const struct tprof_annot *a)
 		h->folded++; /* deeper ranges are folded into the 64th */
 		return;
 	}
-	snprintf(h->ro->path + len, sizeof(h->ro->path) - len, "%s%s", len ? "/" : "", name);
+	/* a '/' of a name is written "\/" (and a '\' "\\"): a range "a/b" is not "b" inside "a" */
+	char *p = h->ro->path + len, *end = h->ro->path + sizeof(h->ro->path) - 1;
+	if (len && p < end)
+		*p++ = '/';
+	for (const char *c = name; *c && p < end; c++) {
+		if (*c == '/' || *c == '\\') {
+			if (p + 1 >= end)
+				break; /* the path is full: cut before the pair, never in it */
+			*p++ = '\\';
+		}
+		*p++ = *c;
+	}
+	*p = 0;
 	struct ops_result *r = s->r;
 	size_t row = row_for(r, h->ro->path, 0, 32);
 	if (s->nranges == s->cap_ranges) {

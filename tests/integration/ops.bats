@@ -431,6 +431,30 @@ assert rows[deep]["calls"] == 1, sorted(rows)
 PY
 }
 
+@test "annotation names: empty is no name, a long one is cut between characters, a '/' in one is not nesting" {
+	traced /usr/bin/python3 -c '
+import ctypes
+f = ctypes.CDLL(None).tprof_annotate
+f.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int64]
+f(5, b"", 7)                       # a param without a name
+f(4, b"", 0)                       # a mark without a name
+f(1, b"", 0); f(2, None, 0)        # an unnamed range
+f(1, b"a/b", 0); f(2, None, 0)     # one range named a/b ...
+f(1, b"a", 0); f(1, b"b", 0); f(2, None, 0); f(2, None, 0) # ... and b inside a
+f(1, ("x" * 61 + "\u20ac").encode(), 0); f(2, None, 0) # the euro sign would end at byte 64
+'
+	run "$B/tprof" report t.trace
+	[ "$status" -eq 0 ]
+	"$B/tprof" ops --by range --json t.trace >r.json
+	$PY - r.json <<'PY'
+import json, sys
+rows = {r["name"]: r for r in json.load(open(sys.argv[1]))["ops"]}
+assert rows["a\\/b"]["calls"] == 1 and rows["a/b"]["calls"] == 1 and rows["a"]["calls"] == 1, sorted(rows)
+assert rows["?"]["calls"] == 1, sorted(rows)
+assert "x" * 61 in rows and not any(k.startswith("x" * 61) and k != "x" * 61 for k in rows), sorted(rows)
+PY
+}
+
 @test "text tables fit 120 columns on the bundled benches; --wide shows every column" {
 	no_asan_tnn
 	TPROF_OUTPUT=gpt.trace LD_PRELOAD="$B/libtprof.so" "$B/transformer_bench" $GPT_SMALL >/dev/null
