@@ -270,8 +270,11 @@ static const char *make_path(pid_t pid)
 		}
 	} else {
 		tprof_sb_str(&s, "tprof.");
-		for (const char *c = program_invocation_short_name; c && *c; c++) {
-			char ch[2] = {(*c == '/' || *c < 32) ? '_' : *c, 0};
+		/* at most 200 bytes of the name, so that the file's name, its pid, ".trace" and a ".999"
+		 * fit a directory entry's 255 (bytes outside printable ASCII are '_' anyway) */
+		const char *nm = program_invocation_short_name ? program_invocation_short_name : "";
+		for (size_t i = 0; i < 200 && nm[i]; i++) {
+			char ch[2] = {(nm[i] == '/' || (signed char)nm[i] < 32) ? '_' : nm[i], 0};
 			tprof_sb_str(&s, ch);
 		}
 		tprof_sb_str(&s, ".");

@@ -29,6 +29,18 @@ load helpers
 	[ "$(jget r.json program)" = heap_known ]
 }
 
+@test "a program with a 250-byte name: its default trace name keeps 200 bytes of it" {
+	long=$(printf 'n%.0s' $(seq 250))
+	cp "$B/progs/heap_known" "./$long"
+	unset TPROF_OUTPUT
+	LD_PRELOAD="$B/libtprof.so" "./$long" >/dev/null
+	f=$(ls tprof.n*.trace)
+	settled "$f"
+	[[ "$f" =~ ^tprof\.n{200}\.[0-9]+\.trace$ ]]
+	"$B/tprof" report --json "$f" >r.json
+	[ "$(jget r.json allocations)" = 21 ]
+}
+
 @test "heap_known: equals valgrind memcheck" {
 	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/heap_known"
 	echo "$output"
