@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 void tprof_oom(size_t n, const char *file, int line)
 {
@@ -46,6 +47,12 @@ void tprof_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	to_sink(0, fmt, ap);
 	va_end(ap);
+}
+
+int tprof_same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 int tprof_env_switch(const char *name, int dflt)

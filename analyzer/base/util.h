@@ -62,6 +62,10 @@ void tprof_set_warn(tprof_warn_fn fn);
 void tprof_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* 1 when paths a and b name one existing file (an output about to be written over the trace being
+ * read), else 0. */
+int tprof_same_file(const char *a, const char *b);
+
 /* A switch from the environment, worded as libtprof.so takes them: 1, y, yes, true, on or 0, n,
  * no, false, off (any case); unset or empty: dflt. Another value is warned about, and dflt kept. */
 int tprof_env_switch(const char *name, int dflt);

@@ -184,8 +184,12 @@ static int finish_output(FILE *f, const char *out)
 	return 0;
 }
 
-static FILE *open_output(const char *out)
+static FILE *open_output(const char *out, const char *file)
 {
+	if (strcmp(out, "-") != 0 && tprof_same_file(out, file)) {
+		tprof_err("export: %s is the trace being read: not written over", out);
+		return NULL;
+	}
 	FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
 	if (!f)
 		tprof_err("export: %s: %s", out, strerror(errno));
@@ -204,7 +208,7 @@ static int export_chrome(const char *file, const char *out, const struct chrome_
 		tprof_trace_close(t);
 		return rc == -1 ? 1 : 2;
 	}
-	FILE *f = open_output(out);
+	FILE *f = open_output(out, file);
 	if (f) {
 		errno = 0;
 		chrome_write(d, f);
@@ -260,7 +264,7 @@ int cmd_export(int argc, char **argv)
 	}
 	if (m == M_LEAKED)
 		stack_table_set_live(&tab, &s);
-	f = open_output(out);
+	f = open_output(out, file);
 	if (!f) {
 		rc = 2;
 		goto out;

@@ -59,6 +59,10 @@ static int run_gnuplot(const struct plot_ctx *c, const char *gnuplot, const char
 	char script[64], pic[PATH_MAX];
 	snprintf(script, sizeof(script), "%s.gp", name);
 	snprintf(pic, sizeof(pic), "%s/%s.%s", c->dir, name, c->ext);
+	if (tprof_same_file(pic, c->file)) {
+		tprof_err("plot: %s is the trace being read: not written over", pic);
+		return PLOT_TOOL;
+	}
 	FILE *msgs = tmpfile();
 	if (!msgs) {
 		tprof_err("plot: cannot create a temporary file: %s", strerror(errno));

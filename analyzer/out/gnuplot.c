@@ -71,6 +71,10 @@ void plot_fail(struct plot_ctx *c, const char *fmt, ...)
 FILE *plot_out_open(struct plot_ctx *c, const char *name, const char *ext, char *path)
 {
 	snprintf(path, PATH_MAX, "%s/%s.%s", c->dir, name, ext);
+	if (tprof_same_file(path, c->file)) {
+		plot_fail(c, "plot: %s is the trace being read: not written over", path);
+		return NULL;
+	}
 	FILE *f = fopen(path, "w");
 	if (!f)
 		plot_fail(c, "plot: cannot write %s: %s", path, strerror(errno));

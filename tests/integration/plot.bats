@@ -285,3 +285,19 @@ PY
 	[ -s out/memory.png ]
 	[ ! -e out/ops.png ] && [ ! -e out/timeline.png ] && [ ! -e out/roofline.png ]
 }
+
+@test "an output that is the trace being read is refused, the trace left whole (plot and export)" {
+	TPROF_OUTPUT=memory.dat LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	settled memory.dat
+	cp memory.dat keep.trace
+	run "$B/tprof" plot -o . memory.dat
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"memory.dat is the trace being read: not written over"* ]]
+	cmp memory.dat keep.trace
+	for how in --chrome --folded; do
+		run "$B/tprof" export keep.trace "$how" keep.trace
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"keep.trace is the trace being read"* ]]
+		cmp memory.dat keep.trace
+	done
+}
