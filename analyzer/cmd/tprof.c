@@ -82,6 +82,17 @@ static int version(void)
 	return 0;
 }
 
+/* A command's status, after the output it printed has reached its file: output that could not be
+ * written is bad output (exit 2), help and version's too. */
+static int written(const char *what, int rc)
+{
+	if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
+		tprof_err("%s: cannot write the output: %s", what, strerror(errno ? errno : EIO));
+		return TPROF_EXIT_INPUT;
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
@@ -94,19 +105,19 @@ int main(int argc, char **argv)
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    (strcmp(argv[1], "help") == 0 && argc == 2)) {
 		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 1 : 0;
+		return argc < 2 ? 1 : written("help", 0);
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
-		return version();
+		return written("version", version());
 	if (strcmp(argv[1], "help") == 0 && (strcmp(argv[2], "help") == 0 || strcmp(argv[2], "version") == 0)) {
 		usage(stdout);
-		return 0;
+		return written("help", 0);
 	}
 	if (strcmp(argv[1], "help") == 0) { /* help COMMAND: its --help */
 		char *sub[] = {argv[2], "--help", NULL};
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (strcmp(argv[2], commands[i].name) == 0)
-				return commands[i].fn(2, sub);
+				return written("help", commands[i].fn(2, sub));
 		fprintf(stderr, "tprof: unknown command '%s'\n", argv[2]);
 		usage(stderr);
 		return 1;
@@ -114,12 +125,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[1], commands[i].name) == 0) {
 			int rc = commands[i].fn(argc - 1, argv + 1);
-			/* output that could not be written is bad output (record ends as its program did) */
-			if (rc == 0 && commands[i].fn != cmd_record && (fflush(stdout) != 0 || ferror(stdout))) {
-				tprof_err("%s: cannot write the output: %s", argv[1], strerror(errno ? errno : EIO));
-				return TPROF_EXIT_INPUT;
-			}
-			return rc;
+			/* (record ends as its program did, whatever its own output met) */
+			return commands[i].fn == cmd_record ? rc : written(argv[1], rc);
 		}
 	fprintf(stderr, "tprof: unknown command '%s'\n", argv[1]);
 	usage(stderr);

@@ -99,3 +99,13 @@ SH
 	[ "$(grep -c 'TPROF_PROGRESS=7: not 1 or 0' err.txt)" -eq 1 ]
 	grep -q 'the default is kept' err.txt
 }
+
+@test "help and version: output that cannot be written is exit 2, as every command's" {
+	[ -w /dev/full ] || skip "no /dev/full"
+	for args in help --help version --version "help report" "help record"; do
+		run bash -c "'$B/tprof' $args >/dev/full"
+		echo "$args: $status $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"cannot write the output"* ]]
+	done
+}
