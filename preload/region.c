@@ -233,12 +233,12 @@ static void say(const char *a, const char *b, const char *c)
 {
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, "tprof: ");
-	tprof_sb_str(&s, program_invocation_short_name);
+	tprof_sb_text(&s, program_invocation_short_name);
 	tprof_sb_str(&s, " (pid ");
 	tprof_sb_u64(&s, (uint64_t)getpid());
 	tprof_sb_str(&s, "): ");
 	tprof_sb_str(&s, a);
-	tprof_sb_str(&s, b);
+	tprof_sb_text(&s, b); /* a path, the program's */
 	tprof_sb_str(&s, c);
 	tprof_sb_str(&s, "\n");
 	tprof_sb_emit(&s);

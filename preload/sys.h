@@ -93,6 +93,34 @@ static inline void tprof_sb_str(struct tprof_sbuf *s, const char *str)
 		s->b[s->n++] = *str++;
 }
 
+/* Appends str to b (cap bytes, *n used, room for a NUL kept) for a terminal: control bytes (C0, DEL)
+ * as \n, \t or \xHH, so that a program or file name holding an escape sequence or a line break
+ * cannot act on it or forge a line of ours. */
+static inline void tprof_text_append(char *b, size_t cap, unsigned *n, const char *str)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (; str && *str && *n + 5 < cap; str++) {
+		unsigned char c = (unsigned char)*str;
+		if (c >= 0x20 && c != 0x7f) {
+			b[(*n)++] = (char)c;
+			continue;
+		}
+		b[(*n)++] = '\\';
+		if (c == '\n' || c == '\t') {
+			b[(*n)++] = c == '\n' ? 'n' : 't';
+			continue;
+		}
+		b[(*n)++] = 'x';
+		b[(*n)++] = hex[c >> 4];
+		b[(*n)++] = hex[c & 15];
+	}
+}
+
+static inline void tprof_sb_text(struct tprof_sbuf *s, const char *str)
+{
+	tprof_text_append(s->b, sizeof(s->b), &s->n, str);
+}
+
 static inline void tprof_sb_u64(struct tprof_sbuf *s, uint64_t v)
 {
 	char tmp[24];

@@ -1270,15 +1270,21 @@ void tprof_writer_flush_held(pid_t pid)
 
 static void report_path(struct tprof_writer *w, int reason, int value)
 {
-	char line[4096 + 512], how[96];
+	char line[4096 + 1024 + 512], how[96];
 	line[0] = 0;
 	if (!w->shm->quiet) {
-		int n = snprintf(line, sizeof(line), "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", w->prog_name,
+		/* the program's name and the file's as a terminal may show them (sys.h) */
+		char name[1024], file[4096];
+		unsigned nn = 0, nf = 0;
+		tprof_text_append(name, sizeof(name), &nn, w->prog_name);
+		tprof_text_append(file, sizeof(file), &nf, trace_name(w));
+		name[nn] = file[nf] = 0;
+		int n = snprintf(line, sizeof(line), "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", name,
 				 (int)w->label, end_words(reason, value, how, sizeof(how)),
 				 (unsigned long long)(w->events_written + w->reallocs_written),
 				 w->lost_written ? ", LOST " : "",
 				 w->lost_written ? "some" : "", w->out_failed ? "trace incomplete:" : "trace written to",
-				 trace_name(w));
+				 file);
 		if (w->shm->debug && n > 0 && (size_t)n < sizeof(line))
 			snprintf(line + n, sizeof(line) - (size_t)n,
 				 "tprof: recorder CPU for pid %d: %llu us, of which the leak scan %llu us\n", (int)w->label,

@@ -120,14 +120,34 @@ char *tprof_xstrndup(const char *s, size_t n, const char *file, int line)
 	return d;
 }
 
+/* The message with what a terminal would act on escaped: C0 and C1 controls and DEL (a name from a
+ * trace, a path, may hold an escape sequence or a line break). */
 void tprof_err(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("tprof: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char small[1024], *msg = small;
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
+	if (n >= (int)sizeof(small) && (msg = malloc((size_t)n + 1)) != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(msg, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	if (!msg)
+		msg = small; /* cut */
+	fputs("tprof: ", stderr);
+	for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f)
+			fprintf(stderr, *c == '\n' ? "\\n" : *c == '\t' ? "\\t" : "\\x%02x", *c);
+		else if (c[0] == 0xc2 && c[1] >= 0x80 && c[1] < 0xa0)
+			fprintf(stderr, "\\x%02x\\x%02x", c[0], c[1]), c++;
+		else
+			fputc(*c, stderr);
+	}
+	fputc('\n', stderr);
+	if (msg != small)
+		free(msg);
 }
 
 long tprof_utf8_next(const unsigned char *s, int *len)

@@ -314,3 +314,21 @@ PY
 	TPROF_PROGRESS=1 "$B/tprof" report t.trace 2>err.txt >/dev/null
 	[ ! -s err.txt ]
 }
+
+@test "a program named with a terminal escape and a line break: tprof's lines show them escaped" {
+	n=$(printf 'm\033]0;OWNED\007\033[2J\nfake')
+	cp "$B/progs/heap_known" "./$n"
+	unset TPROF_QUIET TPROF_OUTPUT
+	LD_PRELOAD="$B/libtprof.so" "./$n" 2>err.txt >/dev/null
+	f=$(ls tprof.m*.trace)
+	settled "$f"
+	cat -v err.txt
+	[ "$(wc -l <err.txt)" -eq 1 ]
+	! grep -q "$(printf '\033')" err.txt
+	grep -qF 'tprof: m\x1b]0;OWNED\x07\x1b[2J\nfake (pid ' err.txt
+	rm "./$n" # the analyzer's warning names the module it cannot open
+	"$B/tprof" leaks "$f" 2>err2.txt >/dev/null
+	cat -v err2.txt
+	grep -qF 'm\x1b]0;OWNED\x07\x1b[2J\nfake cannot be opened' err2.txt
+	! grep -q "$(printf '\033')" err2.txt
+}
