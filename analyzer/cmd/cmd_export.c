@@ -45,7 +45,8 @@ static int cmp_line(const void *a, const void *b)
 }
 
 /* Appends frame name to out (length *len, capacity *cap) after a ';' unless it is the first; a ';'
- * inside the name, which would split the frame, becomes ':'. */
+ * inside the name, which would split the frame, becomes ':', and a control byte (a line break would
+ * split the line) '?'. */
 static char *append_frame(char *out, size_t *len, size_t *cap, const char *name)
 {
 	size_t k = strlen(name);
@@ -56,7 +57,7 @@ static char *append_frame(char *out, size_t *len, size_t *cap, const char *name)
 	if (*len)
 		out[(*len)++] = ';';
 	for (size_t i = 0; i < k; i++)
-		out[(*len)++] = name[i] == ';' ? ':' : name[i];
+		out[(*len)++] = name[i] == ';' ? ':' : (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
 	out[*len] = 0;
 	return out;
 }

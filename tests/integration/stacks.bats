@@ -400,3 +400,14 @@ check_walk() {
 	check_walk "$B/progs/unwind_check"
 	check_walk "$B/progs/unwind_check_O0"
 }
+
+@test "export --folded: a module named with a line break and a ';' stays one frame of one line" {
+	n=$(printf 'lib\nx;y.so')
+	cp "$B/progs/libstacks_plugin.so" "./$n"
+	strip --strip-all "./$n" # its frames are then module+offset
+	traced "$B/progs/stacks_dlopen" "$PWD/$n" keep
+	"$B/tprof" export t.trace --folded f.txt --metric leaked
+	cat -A f.txt
+	grep -q '^_start;.*;lib?x:y\.so+0x[0-9a-f]* [0-9]*$' f.txt
+	! grep -qv ' [0-9]*$' f.txt # every line ends in its count
+}
