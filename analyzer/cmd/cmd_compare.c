@@ -19,6 +19,7 @@ struct run {
 	const char *path;
 	char *program;
 	int64_t params;
+	int has_params; /* the run said tprof_param("params", n) */
 	struct ops_dist steps;
 	double flops_step, gflops, kernel_share;
 	uint64_t heap_peak;
@@ -62,12 +63,22 @@ static void put_runs(const struct cmd_opts *co, const struct run *runs, size_t n
 		out_row_begin(&w);
 		out_str(&w, u->path);
 		out_str(&w, u->program);
-		out_i64(&w, u->params);
+		if (u->has_params)
+			out_i64(&w, u->params);
+		else
+			out_null(&w);
 		out_u64(&w, u->steps.n);
-		out_f64(&w, u->steps.mean);
-		out_pair(&w, u->steps.ci_lo, u->steps.ci_hi);
-		out_f64(&w, u->flops_step);
-		out_f64(&w, u->gflops);
+		if (u->steps.n) {
+			out_f64(&w, u->steps.mean);
+			out_pair(&w, u->steps.ci_lo, u->steps.ci_hi);
+			out_f64(&w, u->flops_step);
+			out_f64(&w, u->gflops);
+		} else { /* no step: nothing per step to say */
+			out_null(&w);
+			out_null(&w);
+			out_null(&w);
+			out_null(&w);
+		}
 		out_f64(&w, u->kernel_share);
 		out_u64(&w, u->heap_peak);
 		out_row_end(&w);
@@ -110,10 +121,11 @@ int cmd_compare(int argc, char **argv)
 			goto out;
 		}
 		w->program = xstrndup(t->info.program, strlen(t->info.program));
-		w->params = -1;
 		for (size_t k = 0; k < r.nparams; k++)
-			if (!strcmp(r.param_name[k], "params"))
+			if (!strcmp(r.param_name[k], "params")) {
 				w->params = r.param_value[k];
+				w->has_params = 1;
+			}
 		ops_dist(r.step_ns, r.nsteps, &w->steps);
 		w->flops_step = r.nsteps ? (double)r.step_flops / (double)r.nsteps : 0;
 		w->gflops = r.steps_ns ? (double)r.step_flops / (double)r.steps_ns : 0;
@@ -150,13 +162,24 @@ int cmd_compare(int argc, char **argv)
 		if (rf.fp32_gflops_all > 0)
 			snprintf(pk, sizeof(pk), "%.1f%%", 100.0 * w->gflops / rf.fp32_gflops_all);
 		char params[32] = "-";
-		if (w->params >= 0)
+		if (w->has_params && w->params >= 0)
 			tprof_commas((uint64_t)w->params, params);
+		else if (w->has_params)
+			snprintf(params, sizeof(params), "%lld", (long long)w->params);
+		char fs[32] = "-", gf[32] = "-";
+		const char *mean = "-";
+		if (w->steps.n) {
+			snprintf(fs, sizeof(fs), "%.4g", w->flops_step);
+			snprintf(gf, sizeof(gf), "%.2f", w->gflops);
+			mean = tprof_fmt_in((uint64_t)w->steps.mean, ut, a);
+		} else { /* no step: nothing per step to say */
+			snprintf(ci, sizeof(ci), "-");
+			snprintf(pk, sizeof(pk), "-");
+		}
 		const char *base = strrchr(w->path, '/');
 		tprof_text_cut(stdout, base ? base + 1 : w->path, -20);
-		printf(" %11s %5zu %9s %19s %10.4g %8.2f %6s %5.1f%% %9s\n", params, w->steps.n,
-		       tprof_fmt_in((uint64_t)w->steps.mean, ut, a), ci, w->flops_step, w->gflops, pk, 100.0 * w->kernel_share,
-		       tprof_fmt_in(w->heap_peak, uh, d));
+		printf(" %11s %5zu %9s %19s %10s %8s %6s %5.1f%% %9s\n", params, w->steps.n, mean, ci, fs, gf, pk,
+		       100.0 * w->kernel_share, tprof_fmt_in(w->heap_peak, uh, d));
 	}
 	printf("\n%%peak: of the all-core FP32 FMA peak (%.1f GFLOP/s, %s); FLOPs/step: top-level kernel calls;\n"
 	       "krn%%: time in kernels, of the traced threads' wall time; step: mean time per step\n",

@@ -544,3 +544,17 @@ PY
 	# every op the table shows was defined (the reader refuses a call of an undefined op)
 	"$B/tprof" ops --json t.trace >/dev/null
 }
+
+@test "compare: a run without params or steps says null, not -1 or 0" {
+	traced "$B/progs/heap_known" >/dev/null
+	cp t.trace u.trace
+	"$B/tprof" compare --json t.trace u.trace >c.json
+	$PY - c.json <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    assert r["params"] is None and r["steps"] == 0, r
+    assert r["step_mean_ns"] is None and r["step_ci95_ns"] is None and r["gflops_per_s"] is None, r
+PY
+	"$B/tprof" compare --csv t.trace u.trace >c.csv
+	$PY -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert len({len(r) for r in rows}) == 1, rows' c.csv
+}
