@@ -623,7 +623,7 @@ static int spawn_recorder(const char *name, size_t len)
 			syscall(SYS_close_range, (unsigned)from, ~0u, 0u);
 			int l = lfd;
 			if (devnull >= 0) {
-				if (l == 0 || l == 1)
+				if (l < 3) /* 2 too: stderr closed, the socket took its number */
 					l = fcntl(l, F_DUPFD, 3); /* below the limit: few are open */
 				for (int t = 0; t < (err_ok ? 2 : 3); t++)
 					if (devnull == t)

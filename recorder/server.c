@@ -792,6 +792,13 @@ static void accept_one(int lfd)
 
 int tprof_server_run(const struct tprof_server_opts *o)
 {
+	int acc = 0;
+	socklen_t acc_len = sizeof(acc);
+	if (getsockopt(o->listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &acc_len) != 0 || !acc) {
+		/* not what it was started with: waiting for connections would never end */
+		fprintf(stderr, "tprof-recorder: descriptor %d is not a listening socket\n", o->listen_fd);
+		return 2;
+	}
 	root_pid = o->root;
 	root_fd = o->root_pidfd;
 	root_gone = root_fd < 0;

@@ -1428,3 +1428,22 @@ SH
 	[[ "${lines[2]}" == "tprof: sh (pid "*") exited with status 0"*": "*" events, trace written to t."*".trace.1" ]]
 	[ "${#lines[@]}" -eq 3 ]
 }
+
+@test "stderr closed with stdin or stdout: the recorder started keeps its socket, the trace is written" {
+	# the listening socket took fd 2, which the recorder's stderr (/dev/null) then overwrote: no
+	# trace, and a recorder polling a file that is no socket, at full CPU, for good
+	# (the redirections made here: a shell between would register first, with its descriptors open)
+	for closed in 0 1; do
+		rm -f t.trace
+		if [ $closed = 0 ]; then
+			TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" sort /etc/passwd -o sorted <&- 2>&- || true
+		else
+			TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" sort /etc/passwd -o sorted >&- 2>&- || true
+		fi
+		for i in $(seq 100); do [ -s t.trace ] && break; sleep 0.05; done
+		settled t.trace
+		"$B/tprof" report --json t.trace >r.json
+		[ "$(jget r.json complete)" = true ]
+		cmp sorted <(sort /etc/passwd)
+	done
+}
