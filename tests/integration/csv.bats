@@ -158,13 +158,14 @@ PY
 	"$B/tprof" ops --by range --csv t.trace >r.csv
 	"$B/tprof" ops --by range --json t.trace >r.json
 	$PY "$CHECK" r.csv r.json ops "$H_RANGES"
-	# every range name of the program, byte for byte, in the CSV
+	# every range name of the program, byte for byte, in the CSV (as a path: '/' and '\' escaped)
 	$PY - r.csv "$TPROF_ROOT/tests/kernels/hostile_names.c" <<'PY'
 import codecs, csv, io, re, sys
 src = open(sys.argv[2]).read()
 block = src[src.index("names[] = {"):src.index("};", src.index("names[] = {"))]
 names = [codecs.decode(m, "unicode_escape").encode("latin-1") for m in re.findall(r'^\s*"((?:[^"\\]|\\.)*)",$', block, re.M)]
 assert len(names) == 10, names
+names = [n.replace(b"\\", b"\\\\").replace(b"/", b"\\/") for n in names]
 rows = list(csv.reader(io.StringIO(open(sys.argv[1], "rb").read().decode("latin-1"), newline="")))
 got = sorted(r[0].encode("latin-1") for r in rows[1:])
 assert got == sorted(names), (got, sorted(names))
@@ -185,7 +186,8 @@ for path in sys.argv[1:]:
     assert not bad, (path, bad)
     data.decode("utf-8") # invalid UTF-8 was escaped too
 ops = open(sys.argv[1], "rb").read().decode()
-for esc in ('quote" back\\\\slash ', "line\\nbreak\\r\\ttab ", "\\x01\\x1f ctl \\x7f ", "bad utf8 \\xff\\xfe \\xc3 ",
+for esc in ('quote" back\\\\\\\\slash ', # the path's "\\" for the name's '\', each '\' then escaped
+            "line\\nbreak\\r\\ttab ", "\\x01\\x1f ctl \\x7f ", "bad utf8 \\xff\\xfe \\xc3 ",
             'comma,semi;"csv" '):
     lines = [l for l in ops.splitlines() if l.startswith(esc)]
     assert len(lines) == 1 and lines[0][len(esc):].split()[0] == "4", (esc, lines)
