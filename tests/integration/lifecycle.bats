@@ -1076,3 +1076,14 @@ EOF
 	[ "$(jget none.json unfinished_call)" = true ]
 }
 
+
+@test "the trace's file system can be unmounted as soon as tprof record is done" {
+	mkdir mnt
+	mount -t tmpfs -o size=64m none mnt 2>/dev/null || skip "cannot mount a tmpfs here"
+	run "$B/tprof" record -o "$PWD/mnt/x.trace" -- "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	# the recorder lingers for a moment, but keeps no file open there (its next file made ahead)
+	run umount mnt
+	echo "$output"
+	[ "$status" -eq 0 ] || { umount -l mnt; false; }
+}
