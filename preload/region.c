@@ -281,8 +281,19 @@ static const char *make_path(pid_t pid)
 		tprof_sb_u64(&s, (uint64_t)pid);
 		tprof_sb_str(&s, ".trace");
 	}
+	if (s.n >= sizeof(s.b) - 1)
+		return NULL; /* cut: another file's name */
 	s.b[s.n] = 0;
 	return s.b;
+}
+
+/* make_path, or NULL after saying that the name is too long. */
+static const char *trace_name_said(pid_t pid)
+{
+	const char *p = make_path(pid);
+	if (!p)
+		say("the trace's name (TPROF_OUTPUT) is longer than 1022 bytes", "", "; not tracing");
+	return p;
 }
 
 /* Creates the trace file exclusively: never through a symlink, never over an existing file. An
@@ -290,7 +301,9 @@ static const char *make_path(pid_t pid)
  * said. For a process whose recorder runs as another user, which does not create it (hello). */
 static int open_trace(char *path, size_t cap, pid_t pid)
 {
-	const char *base = make_path(pid);
+	const char *base = trace_name_said(pid);
+	if (!base)
+		return -1;
 	for (int k = 0; k < 1000; k++) {
 		struct tprof_sbuf s = {.n = 0};
 		tprof_sb_str(&s, base);
@@ -298,7 +311,11 @@ static int open_trace(char *path, size_t cap, pid_t pid)
 			tprof_sb_str(&s, ".");
 			tprof_sb_u64(&s, (uint64_t)k);
 		}
-		size_t n = s.n < cap - 1 ? s.n : cap - 1;
+		if (s.n >= sizeof(s.b) - 1 || s.n >= cap - 1) {
+			errno = ENAMETOOLONG; /* the suffix did not fit: never another file's name */
+			break;
+		}
+		size_t n = s.n;
 		memcpy(path, s.b, n);
 		path[n] = 0;
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -1105,10 +1122,12 @@ static int register_once(int child, pid_t pid, int own)
 	static TPROF_LARGE char own_path[4096]; /* one registration at a time (see make_path) */
 	const char *path = own_path;
 	int no_file = !own; /* the recorder is to create the file */
-	if (no_file)
-		path = make_path(pid);
-	else if ((tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0)
+	if (no_file) {
+		if (!(path = trace_name_said(pid)))
+			goto out;
+	} else if ((tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0) {
 		goto out;
+	}
 	spawn_err = 0;
 	spawn_why = NULL;
 	sock = find_recorder();

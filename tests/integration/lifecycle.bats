@@ -1087,3 +1087,16 @@ EOF
 	echo "$output"
 	[ "$status" -eq 0 ] || { umount -l mnt; false; }
 }
+
+@test "TPROF_OUTPUT longer than 1022 bytes: said, not traced, never cut into another file's name" {
+	d=$PWD/$(printf 'd%.0s' $(seq 200))
+	long=$d/$(printf 'e%.0s' $(seq 200))/$(printf 'f%.0s' $(seq 200))/$(printf 'g%.0s' $(seq 200))/$(printf 'h%.0s' $(seq 200))/trace.out
+	mkdir -p "$(dirname "$long")"
+	[ "${#long}" -gt 1022 ]
+	unset TPROF_QUIET
+	TPROF_OUTPUT=$long LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >out.txt 2>err.txt
+	cat err.txt
+	grep -q "the trace's name (TPROF_OUTPUT) is longer than 1022 bytes; not tracing" err.txt
+	[ "$(find "$d" -type f | wc -l)" -eq 0 ]
+	cmp out.txt <("$B/progs/heap_known")
+}
