@@ -253,7 +253,10 @@ static uint64_t real_ns(void)
  * started the program is), else absolute. */
 static const char *trace_name(const struct tprof_writer *w)
 {
-	if ((w->shm->written & TPROF_SHM_HAS_TRACE_PATH) && w->shm->trace_path[0])
+	/* a file the process created itself, by a name relative to its working directory: the name
+	 * the descriptor has here says where it is (unless it is not known) */
+	if ((w->shm->written & TPROF_SHM_HAS_TRACE_PATH) && w->shm->trace_path[0] &&
+	    (w->shm->trace_path[0] == '/' || w->trace_abs[0] != '/'))
 		return w->shm->trace_path;
 	const char *d = tprof_recorder_start_dir();
 	size_t n = strlen(d);
