@@ -365,6 +365,10 @@ static int parse_leaks_opt(void *ctx, int argc, char **argv, int *i)
 	} else if (strcmp(argv[*i], "--no-default-suppressions") == 0) {
 		l->defaults = 0;
 	} else if (strcmp(argv[*i], "--print-default-suppressions") == 0) {
+		if (argc > 2) { /* it takes nothing else: the rest would be left unread */
+			tprof_err("leaks: --print-default-suppressions takes no other argument");
+			return 1;
+		}
 		fputs(supp_default_text, stdout); /* a file to start from: --suppressions reads it back */
 		return 0;
 	} else {

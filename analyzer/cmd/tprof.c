@@ -107,6 +107,11 @@ int main(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 1 : written("help", 0);
 	}
+	if ((strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0 ||
+	     strcmp(argv[1], "help") == 0) && argc > (argv[1][0] == 'h' ? 3 : 2)) {
+		tprof_err("%s: surplus argument '%s'", argv[1], argv[argv[1][0] == 'h' ? 3 : 2]);
+		return 1;
+	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
 		return written("version", version());
 	if (strcmp(argv[1], "help") == 0 && (strcmp(argv[2], "help") == 0 || strcmp(argv[2], "version") == 0)) {

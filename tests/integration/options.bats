@@ -109,3 +109,11 @@ SH
 		[[ "$output" == *"cannot write the output"* ]]
 	done
 }
+
+@test "a surplus argument is a usage error (1): version, help COMMAND, leaks --print-default-suppressions" {
+	for args in "version x" "--version x" "help report x" "leaks --print-default-suppressions x"; do
+		run "$B/tprof" $args
+		echo "$args: $status $output"
+		[ "$status" -eq 1 ]
+	done
+}
