@@ -269,8 +269,12 @@ static void out_flush(struct tprof_writer *w)
 {
 	if (w->out_len && !w->out_failed && tprof_write_all(w->trace_fd, w->out_buf, w->out_len) != 0) {
 		w->out_failed = 1;
-		fprintf(stderr, "tprof: writing %s failed: %s; the trace ends here\n", trace_name(w),
-			strerror(errno));
+		int e = errno;
+		char name[4096];
+		unsigned n = 0;
+		tprof_text_append(name, sizeof(name), &n, trace_name(w)); /* as report_path does */
+		name[n] = 0;
+		fprintf(stderr, "tprof: writing %s failed: %s; the trace ends here\n", name, strerror(e));
 	}
 	w->out_len = 0;
 }
