@@ -644,7 +644,7 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 	struct tprof_shm *shm = tprof_shm;
 	int saved = errno;
 	uint32_t beat = atomic_load(&shm->heartbeat);
-	int still = 0;
+	uint64_t since = 0; /* when the heartbeat was last seen to move (0: not looked yet) */
 	while (!tprof_ring_reserve(r, n)) {
 		if (tprof_cfg.lossy || atomic_load_explicit(&shm->recorder_gone, memory_order_relaxed)) {
 			atomic_fetch_add_explicit(&r->lost, n, memory_order_relaxed);
@@ -655,11 +655,16 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 		tprof_writer_kick();
 		if (!tprof_ring_reserve(r, n))
 			tprof_futex_wait(&r->tail, tail, 10000000);
+		/* the recorder is gone when its heartbeat has not moved for 2 s (10 s before its first
+		 * beat), by the clock: a signal ends a wait early, so waits are no measure of time */
 		uint32_t b = atomic_load(&shm->heartbeat);
-		if (b != beat) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (b != beat || !since) {
 			beat = b;
-			still = 0;
-		} else if (++still >= (b ? 200 : 1000)) {
+			since = now;
+		} else if (now - since >= (b ? 2000000000u : 10000000000u)) {
 			atomic_store(&shm->recorder_gone, 1);
 		}
 	}
