@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/kcmp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -1115,6 +1116,20 @@ void tprof_alive_lost(void)
  * calls too. An image that makes none (a shell's fork child that only execs, /bin/true) costs no
  * registration and leaves no trace. 0: not yet, 1: under way, 2: recording, 3: gave up. */
 
+/* Whether this process shares its memory with its parent: a vfork child (or one cloned with
+ * CLONE_VM), running in its parent's memory until it execs or ends. One system call (kcmp), and
+ * only before the registration; no when it cannot be known. */
+static int in_parents_memory(void)
+{
+	if (atomic_load(&tprof_sandboxed))
+		return 0;
+	int saved = errno;
+	long pp = syscall(SYS_getppid);
+	int shared = pp > 0 && syscall(SYS_kcmp, syscall(SYS_getpid), pp, (long)KCMP_VM, 0L, 0L) == 0;
+	errno = saved;
+	return shared;
+}
+
 int tprof_start_recording(void)
 {
 	if (!atomic_load_explicit(&tprof_ready, memory_order_acquire)) {
@@ -1125,6 +1140,12 @@ int tprof_start_recording(void)
 	int st = atomic_load_explicit(&reg_state, memory_order_acquire);
 	if (st >= 2)
 		return st == 2;
+	/* a vfork child whose call is its process's first: a registration would be made in the
+	 * parent's memory, under the child's pid, and the parent's trace would end with the child.
+	 * Its calls are not recorded (as a vfork child's never are in its own trace); the parent
+	 * registers at its own next call. */
+	if (st == 0 && in_parents_memory())
+		return 0;
 	int expected = 0;
 	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
 		struct signals_held held = hold_signals();

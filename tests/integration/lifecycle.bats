@@ -1117,3 +1117,15 @@ EOF
 	cat err.txt
 	grep -qF "trace written to $WORK/$f" err.txt
 }
+
+@test "a vfork child's heap call that is its process's first: the parent's trace is the parent's, whole" {
+	run traced "$B/progs/vfork_first"
+	[ "$status" -eq 3 ]
+	[ "$output" = "child status 0" ]
+	"$B/tprof" report --json t.trace >r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json end)" = exit ]
+	[ "$(jget r.json exit_status)" = 3 ]
+	"$B/tprof" dump t.trace >d.txt
+	[ "$(grep -c ' 7001 ' d.txt)" -eq 20 ] # the parent's pairs, none of them lost
+}
