@@ -1447,3 +1447,21 @@ SH
 		cmp sorted <(sort /etc/passwd)
 	done
 }
+
+@test "a trace the process had to create itself is named where it is, not relative to the recorder" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	kit=$(nobody_kit heap_known)
+	mkdir ro nb
+	chmod 555 ro
+	chmod 777 nb
+	cd ro # the recorder starts here and cannot create the file: the process does, in nb
+	unset TPROF_QUIET TPROF_OUTPUT
+	setpriv --reuid=nobody --regid=nogroup --clear-groups env LD_PRELOAD="$kit/libtprof.so" \
+		sh -c "cd '$WORK/nb' && exec '$kit/progs/heap_known'" >/dev/null 2>../err.txt
+	cd ..
+	f=$(ls nb/tprof.heap_known.*.trace)
+	settled "$f"
+	cat err.txt
+	grep -qF "trace written to $WORK/$f" err.txt
+}

@@ -1101,23 +1101,6 @@ EOF
 	cmp out.txt <("$B/progs/heap_known")
 }
 
-@test "a trace the process had to create itself is named where it is, not relative to the recorder" {
-	id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null || skip "no nobody or setpriv"
-	mkdir ro nb
-	chmod 555 ro
-	chmod 777 nb
-	chmod 755 . # nobody must reach both
-	cd ro # the recorder starts here and cannot create the file: the process does, in nb
-	unset TPROF_QUIET TPROF_OUTPUT
-	setpriv --reuid=nobody --regid=nogroup --clear-groups env LD_PRELOAD="$B/libtprof.so" \
-		sh -c "cd '$WORK/nb' && exec '$B/progs/heap_known'" >/dev/null 2>../err.txt
-	cd ..
-	f=$(ls nb/tprof.heap_known.*.trace)
-	settled "$f"
-	cat err.txt
-	grep -qF "trace written to $WORK/$f" err.txt
-}
-
 @test "a vfork child's heap call that is its process's first: the parent's trace is the parent's, whole" {
 	run traced "$B/progs/vfork_first"
 	[ "$status" -eq 3 ]
