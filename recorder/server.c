@@ -814,9 +814,11 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	for (;;) {
 		reap_writers();
 		check_root(o->listen_fd);
-		if (!nentries && root_gone)
-			ahead_drop(); /* nothing traced now: no file kept open on the trace's file system, which
-				       * the user may unmount as soon as tprof record or the program is done */
+		/* nothing traced now: no file kept open on the trace's file system, which the user may
+		 * unmount as soon as tprof record is done (before it is told) or a moment after the
+		 * program (not between the processes of a storm, whose next one would then wait) */
+		if (!nentries && root_gone && (notify_fd >= 0 || mono_ms() - idle_since >= 100))
+			ahead_drop();
 		if (notify_fd >= 0 && root_gone && writers_of(root_pid) == 0 && finishing_writers() == 0 &&
 		    !pending(o->listen_fd)) {
 			if (root_trace[0] && write(notify_fd, root_trace, strlen(root_trace)) < 0)
