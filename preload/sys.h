@@ -116,6 +116,15 @@ static inline void tprof_text_append(char *b, size_t cap, unsigned *n, const cha
 	}
 }
 
+/* str as tprof_text_append writes it, into b alone (NUL-terminated); returns b. */
+static inline const char *tprof_text_copy(char *b, size_t cap, const char *str)
+{
+	unsigned n = 0;
+	tprof_text_append(b, cap, &n, str);
+	b[n] = 0;
+	return b;
+}
+
 static inline void tprof_sb_text(struct tprof_sbuf *s, const char *str)
 {
 	tprof_text_append(s->b, sizeof(s->b), &s->n, str);

@@ -271,10 +271,8 @@ static void out_flush(struct tprof_writer *w)
 		w->out_failed = 1;
 		int e = errno;
 		char name[4096];
-		unsigned n = 0;
-		tprof_text_append(name, sizeof(name), &n, trace_name(w)); /* as report_path does */
-		name[n] = 0;
-		fprintf(stderr, "tprof: writing %s failed: %s; the trace ends here\n", name, strerror(e));
+		fprintf(stderr, "tprof: writing %s failed: %s; the trace ends here\n",
+			tprof_text_copy(name, sizeof(name), trace_name(w)), strerror(e));
 	}
 	w->out_len = 0;
 }
@@ -1282,10 +1280,8 @@ static void report_path(struct tprof_writer *w, int reason, int value)
 	if (!w->shm->quiet) {
 		/* the program's name and the file's as a terminal may show them (sys.h) */
 		char name[1024], file[4096];
-		unsigned nn = 0, nf = 0;
-		tprof_text_append(name, sizeof(name), &nn, w->prog_name);
-		tprof_text_append(file, sizeof(file), &nf, trace_name(w));
-		name[nn] = file[nf] = 0;
+		tprof_text_copy(name, sizeof(name), w->prog_name);
+		tprof_text_copy(file, sizeof(file), trace_name(w));
 		int n = snprintf(line, sizeof(line), "tprof: %s (pid %d) %s: %llu events%s%s, %s %s\n", name,
 				 (int)w->label, end_words(reason, value, how, sizeof(how)),
 				 (unsigned long long)(w->events_written + w->reallocs_written),

@@ -120,8 +120,11 @@ char *tprof_xstrndup(const char *s, size_t n, const char *file, int line)
 	return d;
 }
 
-/* The message with what a terminal would act on escaped: C0 and C1 controls and DEL (a name from a
- * trace, a path, may hold an escape sequence or a line break). */
+static int text_escape(FILE *f, const unsigned char *s);
+
+/* The message with what a terminal would act on escaped, as in text tables: C0 and C1 controls,
+ * DEL, invalid UTF-8 and '\\' (a name from a trace, a path, may hold an escape sequence or a line
+ * break). */
 void tprof_err(const char *fmt, ...)
 {
 	va_list ap;
@@ -137,14 +140,7 @@ void tprof_err(const char *fmt, ...)
 	if (!msg)
 		msg = small; /* cut */
 	fputs("tprof: ", stderr);
-	for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
-		if (*c < 0x20 || *c == 0x7f)
-			fprintf(stderr, *c == '\n' ? "\\n" : *c == '\t' ? "\\t" : "\\x%02x", *c);
-		else if (c[0] == 0xc2 && c[1] >= 0x80 && c[1] < 0xa0)
-			fprintf(stderr, "\\x%02x\\x%02x", c[0], c[1]), c++;
-		else
-			fputc(*c, stderr);
-	}
+	text_escape(stderr, (const unsigned char *)msg); /* as text tables show names */
 	fputc('\n', stderr);
 	if (msg != small)
 		free(msg);
