@@ -341,14 +341,49 @@ static void path_unlisten(void)
 	}
 }
 
+/* Whether the root process, still alive, no longer has the recorder's stderr as its own (it closed
+ * it, or put another file there: a daemon's exec >/dev/null 2>&1): looked at every 20 ms through
+ * /proc/ROOT/fd/2. 0 when it still has it, or when that cannot be known (no /proc, a process that
+ * may not be inspected). */
+static int root_let_go(void)
+{
+	static uint64_t last;
+	uint64_t now = mono_ms();
+	if (now - last < 20)
+		return 0;
+	last = now;
+	char path[40];
+	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)root_pid);
+	struct stat mine, its;
+	if (fstat(2, &mine) != 0)
+		return 0;
+	int gone_fd = 0;
+	if (stat(path, &its) != 0) {
+		if (errno != ENOENT)
+			return 0;
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)root_pid);
+		gone_fd = access(path, F_OK) == 0; /* its fd 2 is closed, not /proc missing */
+		if (!gone_fd)
+			return 0;
+	}
+	/* the answer is root's only while root lives (its pid could be another's once it is reaped) */
+	if (poll(&(struct pollfd){root_fd, POLLIN, 0}, 1, 0) != 0)
+		return 0;
+	return gone_fd || its.st_dev != mine.st_dev || its.st_ino != mine.st_ino;
+}
+
 /* Lets stderr go once the root process is gone and its trace is written, and so are the traces of
  * every process that ended before it (each says where its trace went: a child's writer may finish
  * after its parent's): stderr may be a pipe that someone reads to its end (a shell's command
- * substitution), which must not wait for processes the root left behind. */
+ * substitution), which must not wait for processes the root left behind. Also as soon as the root,
+ * still running, lets that file go itself (a daemon that sends its output to /dev/null): the lines
+ * of processes that end after that are not written. */
 static void check_root(int listen_fd)
 {
-	if (atomic_load(&stderr_dropped) || !root_gone || !drop_stderr || writers_of(root_pid) != 0 ||
-	    finishing_writers() != 0 || pending(listen_fd))
+	if (atomic_load(&stderr_dropped) || !drop_stderr)
+		return;
+	if (!root_gone ? !root_let_go()
+		       : writers_of(root_pid) != 0 || finishing_writers() != 0 || pending(listen_fd))
 		return;
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (devnull >= 0) {

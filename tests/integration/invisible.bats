@@ -1448,6 +1448,22 @@ SH
 	done
 }
 
+@test "a command substitution ends when the program lets its stderr go, though a process it left runs on" {
+	# the recorder kept the stderr of the process that started it until that process ended: a
+	# shell whose job sent its output to /dev/null and slept made $(...) wait for the sleep
+	for quiet in 1 0; do
+		rm -f done
+		s=$(date +%s%N)
+		out=$(TPROF_QUIET=$quiet TPROF_OUTPUT=cs.trace LD_PRELOAD="$B/libtprof.so" \
+			sh -c 'echo hi; sh -c "exec >/dev/null 2>&1 </dev/null; sleep 3; echo >done" &' 2>&1)
+		ms=$((($(date +%s%N) - s) / 1000000))
+		echo "# quiet=$quiet: $ms ms"
+		[ "${out%%$'\n'*}" = hi ]
+		[ "$ms" -lt 2000 ]
+		for i in $(seq 100); do [ -e done ] && break; sleep 0.1; done
+	done
+}
+
 @test "a trace the process had to create itself is named where it is, not relative to the recorder" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	command -v setpriv >/dev/null || skip "no setpriv"
