@@ -113,7 +113,7 @@ int tprof_zombie_status_pidfd(pid_t pid, int pidfd, int *status)
 	uint64_t start;
 	int code;
 	if (zombie_read(pid, &start, &code) != 0)
-		return -1;
+		return tprof_pidfd_status(pidfd, status); /* reaped meanwhile (or not a zombie yet) */
 	/* still not reaped after the read (its pidfd has no exit status yet): the zombie read was its */
 	if (tprof_pidfd_status(pidfd, status) == 0)
 		return 0;
