@@ -376,6 +376,42 @@ static size_t socket_name(char *out, uid_t uid, pid_t pid, uint64_t start)
 	return s.n;
 }
 
+/* The inode of this process's user namespace when it is not the initial one, else 0 (also when
+ * /proc cannot tell). In a user namespace of its own a process's ids are other numbers: under
+ * unshare -r, uid 12345 is 0, and the name of a recorder it starts could be that of root's recorder,
+ * started by the same pid before (setpriv then unshare, each exec'ing the next), which this process
+ * may not use. Its recorder then takes the name with ".u" and this number after it, which the
+ * processes of the same namespace look for too. */
+static uint64_t userns_tag(void)
+{
+	static uint64_t tag = UINT64_MAX;
+	if (tag == UINT64_MAX) {
+		struct stat st;
+		tag = stat("/proc/self/ns/user", &st) == 0 && st.st_ino != 0xEFFFFFFDu /* PROC_USER_INIT_INO */
+			      ? (uint64_t)st.st_ino
+			      : 0;
+	}
+	return tag;
+}
+
+/* name (of len bytes, from socket_name) with the user namespace's tag after it; its new length, or
+ * 0 when there is none */
+static size_t tag_name(char *name, size_t len)
+{
+	uint64_t tag = userns_tag();
+	if (!tag)
+		return 0;
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, ".u");
+	tprof_sb_u64(&s, tag);
+	memcpy(name + len, s.b, s.n);
+	return len + s.n;
+}
+
+/* Set by try_connect when a recorder listens at the name but runs as a user this process may not
+ * hand its memory to (userns_tag). */
+static int name_taken;
+
 static int try_connect(const char *name, size_t len)
 {
 	struct sockaddr_un a;
@@ -398,6 +434,7 @@ static int try_connect(const char *name, size_t len)
 	socklen_t cl = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
 		close(fd);
+		name_taken = 1;
 		return -1;
 	}
 	recorder_uid = cred.uid;
@@ -571,7 +608,10 @@ static int spawn_recorder(const char *name, size_t len)
 	    listen(lfd, 64) != 0) {
 		int e = errno;
 		close(lfd);
-		return e == EADDRINUSE ? try_connect(name, len) : -1; /* a sibling started one first */
+		if (e != EADDRINUSE)
+			return -1;
+		name_taken = 0;
+		return try_connect(name, len); /* a sibling started one first */
 	}
 	int err_ok = tprof_stderr_is_start(); /* else the recorder's lines go nowhere */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -692,8 +732,12 @@ static int connect_named(const uid_t *uids, int nuids, pid_t pid, uint64_t start
 {
 	for (int u = 0; u < nuids; u++) {
 		recorder_name_len = socket_name(recorder_name, uids[u], pid, start);
+		name_taken = 0;
 		int fd = try_connect(recorder_name, recorder_name_len);
 		if (fd >= 0)
+			return fd;
+		if (name_taken && (recorder_name_len = tag_name(recorder_name, recorder_name_len)) &&
+		    (fd = try_connect(recorder_name, recorder_name_len)) >= 0)
 			return fd;
 	}
 	return -1;
@@ -767,7 +811,15 @@ static int find_recorder(void)
 	int fd = paths ? try_connect_path(recorder_name, recorder_name_len) : -1;
 	if (fd >= 0)
 		return fd;
-	return spawn_recorder(recorder_name, recorder_name_len);
+	name_taken = 0;
+	fd = spawn_recorder(recorder_name, recorder_name_len);
+	if (fd < 0 && name_taken && (recorder_name_len = tag_name(recorder_name, recorder_name_len))) {
+		/* the name is another user's recorder's (see userns_tag) */
+		fd = try_connect(recorder_name, recorder_name_len);
+		if (fd < 0)
+			fd = spawn_recorder(recorder_name, recorder_name_len);
+	}
+	return fd;
 }
 
 /* Whether the kernel names the process at the other end of a unix socket with a pidfd, which is

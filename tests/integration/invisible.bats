@@ -529,6 +529,37 @@ nobody_kit() {
 	for t in tr/*; do "$B/tprof" report "$t" >/dev/null; done
 }
 
+@test "a privilege drop, then a user namespace of its own (unshare -r): the process, uid 0 there, starts a recorder of its own" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups unshare -r true 2>/dev/null ||
+		skip "no user namespaces for unprivileged users here"
+	kit=$(nobody_kit)
+	chmod 777 tr
+	# root's recorder was started by the same pid (setpriv, which exec'd unshare, which exec'd sh):
+	# sh, uid 0 in its namespace, took that name for its own recorder's, found it taken by a
+	# recorder it may not use, and was not traced ("no recorder took")
+	local cmd='ls / >/dev/null; id -u'
+	bare=$(setpriv --reuid=nobody --regid=nogroup --clear-groups unshare -r sh -c "$cmd" 2>&1)
+	traced=$(env TPROF_QUIET=1 TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$kit/libtprof.so" \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups unshare -r sh -c "$cmd" 2>&1)
+	echo "bare: $bare"
+	echo "traced: $traced"
+	[ "$bare" = 0 ]
+	[ "$traced" = "$bare" ]
+	settle
+	ls tr
+	progs=
+	for t in tr/*; do
+		"$B/tprof" report --json "$t" >r.json
+		[ "$(jget r.json complete)" = true ]
+		progs="$progs $(jget r.json program)"
+	done
+	[[ "$progs" == *sh* ]]
+	[[ "$progs" == *ls* ]]
+	[[ "$progs" == *id* ]]
+}
+
 @test "limits: mlockall(MCL_FUTURE): tprof's memory is not locked whole; under a locked memory limit the trace has stacks and says what was refused" {
 	bare=$("$B/progs/mlock_all")
 	run traced "$B/progs/mlock_all"
