@@ -255,7 +255,8 @@ static const char *make_path(pid_t pid)
 				     * so that a fork child's first call writes no fresh stack page */
 	s.n = 0;
 	const char *o = tprof_cfg.output;
-	if (o && *o) {
+	size_t olen = o ? strlen(o) : 0;
+	if (olen) {
 		for (; *o; o++) {
 			if (o[0] == '%' && o[1] == 'p') {
 				tprof_sb_u64(&s, (uint64_t)pid);
@@ -268,7 +269,8 @@ static const char *make_path(pid_t pid)
 				tprof_sb_str(&s, c);
 			}
 		}
-	} else {
+	}
+	if (!olen || tprof_cfg.output[olen - 1] == '/') { /* no name, or a directory's: the default */
 		tprof_sb_str(&s, "tprof.");
 		/* at most 200 bytes of the name, so that the file's name, its pid, ".trace" and a ".999"
 		 * fit a directory entry's 255 (bytes outside printable ASCII are '_' anyway) */

@@ -257,6 +257,14 @@ PY
 	TPROF_OUTPUT=link.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
 	[ ! -e target ]
 	[ -f link.trace.1 ]
+	# a name ending in / is a directory's: the default names, in it
+	mkdir od
+	TPROF_OUTPUT="$WORK/od/" LD_PRELOAD="$B/libtprof.so" sh -c '"$0" >/dev/null' "$B/progs/heap_known"
+	"$B/tprof" record -o od/ -- "$B/progs/heap_known" >/dev/null
+	ls od
+	for t in od/*; do settled "$t"; done
+	[ "$(ls od/tprof.heap_known.*.trace | wc -l)" = 2 ]
+	for t in od/*; do report "$t" r.json; [ "$(jget r.json complete)" = true ]; done
 }
 
 @test "every trace goes to the recorder's directory, wherever its process runs: /proc, a removed directory, another user's" {
