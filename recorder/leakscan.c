@@ -291,13 +291,25 @@ struct zone {
 #define WIN_SLOTS 1024
 struct win {
 	uint64_t base; /* window-aligned address; 0: empty */
+	uint64_t lo, hi; /* the part of it read: one zone's */
 	uint8_t *data;
+};
+
+/* A cache of the pages the leak heuristics read words of (a block's first words, the word an
+ * interior pointer names): a program whose blocks point into each other's middles (perl) has
+ * hundreds of thousands of them, each of which would otherwise be a system call. */
+#define HPAGE_SLOTS 256
+struct hpage {
+	uint64_t base; /* page address + 1 when loaded (0: empty) */
+	int ok;        /* the page could be read */
+	uint8_t data[4096];
 };
 
 struct scan {
 	pid_t pid;
 	struct win *wins; /* NULL: blocks are read directly (a small heap) */
 	uint8_t *win_mem; /* their data, WIN_SLOTS windows */
+	struct hpage *hpages; /* HPAGE_SLOTS, allocated at the first heuristic's read */
 	struct zone *zones; /* the allocator's memory, sorted and merged: never roots */
 	size_t nzones, capzones;
 	_Atomic uint32_t *beat;
@@ -407,10 +419,30 @@ static const struct lmap *map_of(const struct scan *s, uint64_t a)
 	return lo < s->nmaps && s->maps[lo].start <= a ? &s->maps[lo] : NULL;
 }
 
+/* Reads len bytes at a (within one page) for the heuristics, through the page cache: the number of
+ * bytes read (len, or 0 when the page cannot be read). */
+static uint64_t heur_read(struct scan *s, uint64_t a, void *dst, uint64_t len)
+{
+	uint64_t page = a & ~4095ull;
+	if (((a + len - 1) & ~4095ull) != page)
+		return read_mem(s, a, dst, len) == len ? len : 0;
+	if (!s->hpages && !(s->hpages = calloc(HPAGE_SLOTS, sizeof(*s->hpages))))
+		return read_mem(s, a, dst, len) == len ? len : 0;
+	struct hpage *h = &s->hpages[(a >> 12) % HPAGE_SLOTS];
+	if (h->base != page + 1) {
+		struct iovec l = {h->data, 4096}, r = {(void *)page, 4096};
+		h->ok = process_vm_readv(s->pid, &l, 1, &r, 1, 0) == 4096;
+		h->base = page + 1;
+	}
+	if (!h->ok)
+		return 0;
+	memcpy(dst, h->data + (a - page), len);
+	return len;
+}
+
 static int read_word(struct scan *s, uint64_t a, uint64_t *v)
 {
-	struct iovec l = {v, 8}, r = {(void *)a, 8};
-	return process_vm_readv(s->pid, &l, 1, &r, 1, 0) == 8 ? 0 : -1;
+	return heur_read(s, a, v, 8) == 8 ? 0 : -1;
 }
 
 /* memcheck's test for a vtable: in a readable file mapping, and among its first 20 words two
@@ -444,12 +476,12 @@ static int heuristic(struct scan *s, const struct leak_block *b, uint64_t ptr)
 {
 	uint64_t w[3] = {0, 0, 0};
 	uint64_t off = ptr - b->addr;
-	if (off == 24 && b->size >= 24 && read_mem(s, b->addr, w, 16) == 16) { /* old std::string rep */
+	if (off == 24 && b->size >= 24 && heur_read(s, b->addr, w, 16) == 16) { /* old std::string rep */
 		uint64_t len = w[0], cap = w[1];
 		if (cap < UINT64_MAX - 25 && 24 + cap + 1 == b->size && len <= cap)
 			return TPROF_LEAK_HEUR_STDSTRING;
 	}
-	if (off == 8 && b->size >= 8 && read_mem(s, b->addr, w, 8) == 8) {
+	if (off == 8 && b->size >= 8 && heur_read(s, b->addr, w, 8) == 8) {
 		if (w[0] > 0 && w[0] == b->size - 8)
 			return TPROF_LEAK_HEUR_LENGTH64;
 		if (w[0] > 0 && (b->size - 8) % w[0] == 0)
@@ -547,7 +579,7 @@ static const uint64_t *cached(struct scan *s, uint64_t a, uint64_t end)
 	if (!s->wins || (end - 1) >> WIN_SHIFT != a >> WIN_SHIFT)
 		return NULL;
 	struct win *w = &s->wins[(a >> WIN_SHIFT) % WIN_SLOTS];
-	if (w->base != base || !w->data) {
+	if (w->base != base || !w->data || a < w->lo || end > w->hi) { /* (another zone's part) */
 		size_t z = zone_after(s, a);
 		if (z >= s->nzones || s->zones[z].start > a)
 			return NULL;
@@ -565,6 +597,8 @@ static const uint64_t *cached(struct scan *s, uint64_t a, uint64_t end)
 		s->block_bytes += hi - lo;
 		beat(s, hi - lo);
 		w->base = base;
+		w->lo = lo;
+		w->hi = hi;
 	}
 	return (const uint64_t *)(w->data + (a - base));
 }
@@ -996,6 +1030,7 @@ done:
 	free(s.buf);
 	big_free(s.win_mem, (size_t)WIN_SLOTS << WIN_SHIFT);
 	free(s.wins);
+	free(s.hpages);
 	free(s.maps);
 	free(s.zones);
 	free(s.stack);
