@@ -298,7 +298,7 @@ struct win {
 /* A cache of the pages the leak heuristics read words of (a block's first words, the word an
  * interior pointer names): a program whose blocks point into each other's middles (perl) has
  * hundreds of thousands of them, each of which would otherwise be a system call. */
-#define HPAGE_SLOTS 256
+#define HPAGE_SLOTS 2048
 struct hpage {
 	uint64_t base; /* page address + 1 when loaded (0: empty) */
 	int ok;        /* the page could be read */
