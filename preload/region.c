@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/auxv.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -1071,6 +1072,16 @@ void tprof_region_learn_self(void)
 	self_id.exe_len = en > 0 ? (uint32_t)en : 0;
 	ssize_t cn = tprof_proc_read("/proc/self/cmdline", self_id.cmdline, sizeof(self_id.cmdline));
 	self_id.cmdline_len = cn > 0 ? (uint32_t)cn : 0;
+	/* without /proc (a chroot): the name the program was exec'd by, and its argv[0] */
+	const char *fn = self_id.exe_len ? NULL : (const char *)getauxval(AT_EXECFN);
+	for (size_t i = 0; fn && fn[i] && i < sizeof(self_id.exe); i++)
+		self_id.exe[self_id.exe_len++] = fn[i];
+	const char *a0 = self_id.cmdline_len ? NULL : program_invocation_name;
+	for (size_t i = 0; a0 && i + 1 < sizeof(self_id.cmdline); i++) {
+		self_id.cmdline[self_id.cmdline_len++] = a0[i];
+		if (!a0[i])
+			break;
+	}
 	self_id.known = 1;
 }
 

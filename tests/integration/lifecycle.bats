@@ -151,6 +151,19 @@ signal_end() { # TRACE_JSON SIGNAL
 	[ "$n" = 20 ]
 }
 
+@test "an image with no /proc (a chroot, a mount over it) is named by its exec'd path and argv[0]" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	unshare -m true 2>/dev/null || skip "no mount namespaces here"
+	"$B/tprof" record -o np.trace -- unshare -m sh -c \
+		'mount -t tmpfs none /proc && exec "$0" a b' "$B/progs/heap_known" >/dev/null 2>err.txt
+	last=$(ls np.trace* | sort -V | tail -1)
+	report "$last" r.json
+	cat err.txt
+	[ "$(jget r.json program)" = heap_known ]
+	[ "$(jget r.json exe)" = "$B/progs/heap_known" ]
+	[ "$(jget r.json complete)" = true ]
+}
+
 @test "exec: both images are traced" {
 	TPROF_OUTPUT=e.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/lifecycle" exec "$B/progs/heap_known" >/dev/null
 	[ -f e.*.trace ] || ls e.*
