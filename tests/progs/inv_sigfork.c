@@ -1,9 +1,11 @@
 /* fork() from a signal handler that interrupts the program's heap calls, for
- * tests/integration/invisible.bats: a 2 ms interval timer's handler forks a child, which makes one
+ * tests/integration/invisible.bats: a 10 ms interval timer's handler forks a child, which makes one
  * malloc/free pair of 5051 bytes and ends with _exit(7), and waits for it; main makes malloc/free
  * pairs until 40 children have ended, then says whether all ended with 7 and writes their number
  * into children.txt. Most handlers interrupt a heap call: under tprof, often inside its stack walk
- * or ring write. */
+ * or ring write. The interval is longer than a handler takes under tprof (a fork child that
+ * registers costs about 3 ms on a 2-CPU VM): with a shorter one each handler's end found the next
+ * expiry pending, and main never ran again. */
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/time.h>
@@ -34,7 +36,7 @@ int main(void)
 	struct sigaction sa = {.sa_handler = handler, .sa_flags = SA_RESTART};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval it = {{0, 2000}, {0, 2000}};
+	struct itimerval it = {{0, 10000}, {0, 10000}};
 	setitimer(ITIMER_REAL, &it, NULL);
 	while (forks < 40) {
 		void *volatile p = malloc(24);
