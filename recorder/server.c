@@ -5,6 +5,7 @@
  * read) at once. A process that registers again under the same pid and start time has exec'd: its
  * previous writer finishes that trace. Peers are checked: only processes of the recorder's own user
  * (or any, for a root recorder) and only for their own pid. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -341,10 +342,12 @@ static void path_unlisten(void)
 	}
 }
 
-/* Whether the root process, still alive, no longer has the recorder's stderr as its own (it closed
- * it, or put another file there: a daemon's exec >/dev/null 2>&1): looked at every 20 ms through
- * /proc/ROOT/fd/2. 0 when it still has it, or when that cannot be known (no /proc, a process that
- * may not be inspected). */
+/* Whether the root process, still alive, no longer holds the recorder's stderr (it closed it, or
+ * put another file on its fd 2 for good: a daemon's exec >/dev/null 2>&1): looked at every 20 ms
+ * through /proc/ROOT/fd/2, and when that is another file, through every descriptor of root's: a
+ * shell that runs a builtin with 2>/dev/null keeps its stderr on a descriptor above 9 meanwhile.
+ * 0 when it still holds it, or when that cannot be known (no /proc, a process that may not be
+ * inspected, more than 1024 descriptors). */
 static int root_let_go(void)
 {
 	static uint64_t last;
@@ -352,24 +355,38 @@ static int root_let_go(void)
 	if (now - last < 20)
 		return 0;
 	last = now;
-	char path[40];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)root_pid);
 	struct stat mine, its;
 	if (fstat(2, &mine) != 0)
 		return 0;
-	int gone_fd = 0;
-	if (stat(path, &its) != 0) {
-		if (errno != ENOENT)
-			return 0;
-		snprintf(path, sizeof(path), "/proc/%d/fd", (int)root_pid);
-		gone_fd = access(path, F_OK) == 0; /* its fd 2 is closed, not /proc missing */
-		if (!gone_fd)
-			return 0;
-	}
-	/* the answer is root's only while root lives (its pid could be another's once it is reaped) */
-	if (poll(&(struct pollfd){root_fd, POLLIN, 0}, 1, 0) != 0)
+	if (stat(path, &its) == 0 && its.st_dev == mine.st_dev && its.st_ino == mine.st_ino)
 		return 0;
-	return gone_fd || its.st_dev != mine.st_dev || its.st_ino != mine.st_ino;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)root_pid);
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
+	int held = 0, n = 0;
+	for (struct dirent *e; !held && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (++n > 1024) {
+			held = 1;
+			break;
+		}
+		if (fstatat(dirfd(d), e->d_name, &its, 0) != 0) {
+			held = errno != ENOENT; /* one closed meanwhile is no answer */
+			continue;
+		}
+		held = its.st_dev == mine.st_dev && its.st_ino == mine.st_ino;
+	}
+	closedir(d);
+	/* the answer is root's only while root lives (its pid could be another's once it is reaped) */
+	return !held && poll(&(struct pollfd){root_fd, POLLIN, 0}, 1, 0) == 0;
 }
 
 /* Lets stderr go once the root process is gone and its trace is written, and so are the traces of

@@ -1495,6 +1495,15 @@ SH
 	done
 }
 
+@test "a shell that runs builtins with 2>/dev/null keeps its stderr: the lines of processes that end later are written" {
+	# the recorder took the shell's fd 2, /dev/null for the time of a builtin, for a file let go
+	out=$(TPROF_QUIET=0 TPROF_OUTPUT=bl.trace LD_PRELOAD="$B/libtprof.so" bash -c 'for i in $(seq 3000); do echo x 2>/dev/null >/dev/null; done
+		ls >/dev/null; for i in $(seq 3000); do echo x 2>/dev/null >/dev/null; done; ls >/dev/null' 2>&1)
+	echo "$out"
+	[ "$(grep -c '^tprof: ls (pid [0-9]*) exited with status 0' <<<"$out")" = 2 ]
+	grep -q '^tprof: bash (pid [0-9]*) exited with status 0' <<<"$out"
+}
+
 @test "a trace the process had to create itself is named where it is, not relative to the recorder" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	command -v setpriv >/dev/null || skip "no setpriv"
