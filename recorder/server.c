@@ -347,9 +347,10 @@ static void path_unlisten(void)
  * through /proc/ROOT/fd/2, and when that is another file, through every descriptor of root's: a
  * shell that runs a builtin with 2>/dev/null keeps its stderr on a descriptor above 9 meanwhile.
  * 0 when it still holds it, or when that cannot be known (no /proc, a process that may not be
- * inspected, more than 1024 descriptors). */
+ * inspected, more than 1024 descriptors), or has not been seen let go three times in a row. */
 static int root_let_go(void)
 {
+	static int seen; /* looks in a row that found it let go */
 	static uint64_t last;
 	uint64_t now = mono_ms();
 	if (now - last < 20)
@@ -360,8 +361,10 @@ static int root_let_go(void)
 	struct stat mine, its;
 	if (fstat(2, &mine) != 0)
 		return 0;
-	if (stat(path, &its) == 0 && its.st_dev == mine.st_dev && its.st_ino == mine.st_ino)
+	if (stat(path, &its) == 0 && its.st_dev == mine.st_dev && its.st_ino == mine.st_ino) {
+		seen = 0;
 		return 0;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)root_pid);
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -378,15 +381,16 @@ static int root_let_go(void)
 			held = 1;
 			break;
 		}
-		if (fstatat(dirfd(d), e->d_name, &its, 0) != 0) {
-			held = errno != ENOENT; /* one closed meanwhile is no answer */
-			continue;
-		}
-		held = its.st_dev == mine.st_dev && its.st_ino == mine.st_ino;
+		/* one that cannot be looked at, or closed since the listing (a shell putting its
+		 * stderr back after a builtin: fd 2 may have been read before), is no answer */
+		held = fstatat(dirfd(d), e->d_name, &its, 0) != 0 ||
+		       (its.st_dev == mine.st_dev && its.st_ino == mine.st_ino);
 	}
 	closedir(d);
-	/* the answer is root's only while root lives (its pid could be another's once it is reaped) */
-	return !held && poll(&(struct pollfd){root_fd, POLLIN, 0}, 1, 0) == 0;
+	/* the answer is root's only while root lives (its pid could be another's once it is reaped);
+	 * and it must be the same three times in a row, 40 ms at least */
+	seen = !held && poll(&(struct pollfd){root_fd, POLLIN, 0}, 1, 0) == 0 ? seen + 1 : 0;
+	return seen >= 3;
 }
 
 /* Lets stderr go once the root process is gone and its trace is written, and so are the traces of
