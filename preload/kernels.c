@@ -20,32 +20,96 @@ void *_Atomic tprof_kernel_real[TPROF_NOPS];
 
 /* ---- finding the real function ---- */
 
-struct module_list {
-	const char *name[512];
-	unsigned n;
-	uintptr_t skip_base; /* our own library */
-};
-
-static int collect_module(struct dl_phdr_info *info, size_t size, void *arg)
+/* The definition of name in one module's own dynamic symbols (GNU hash), or NULL: read from the
+ * loaded image, with no call into the loader. dlopen(RTLD_NOLOAD) of a library that was loaded as
+ * another's dependency, the way to ask the loader for the scope that library sees, makes the loader
+ * build that library's dependency list: memory the program never asked for (88 bytes for LAPACK
+ * under numpy), and frees of blocks whose allocation tprof hid. A function the library defines
+ * (not an indirect one, not a hidden version) counts. */
+static void *module_def(const struct dl_phdr_info *info, const char *name)
 {
-	(void)size;
-	struct module_list *l = arg;
-	if (info->dlpi_name && info->dlpi_name[0] && info->dlpi_addr != l->skip_base &&
-	    l->n < sizeof(l->name) / sizeof(l->name[0]))
-		l->name[l->n++] = info->dlpi_name;
-	return 0;
+	const ElfW(Dyn) *dyn = NULL;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return NULL;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const uint32_t *gnu = NULL;
+	const uint16_t *versym = NULL;
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+		/* the loader relocates these in place where it can; a value below the load address
+		 * is still the file's */
+		uintptr_t a = (uintptr_t)d->d_un.d_ptr;
+		if (a < info->dlpi_addr)
+			a += info->dlpi_addr;
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			symtab = (const ElfW(Sym) *)a;
+			break;
+		case DT_STRTAB:
+			strtab = (const char *)a;
+			break;
+		case DT_GNU_HASH:
+			gnu = (const uint32_t *)a;
+			break;
+		case DT_VERSYM:
+			versym = (const uint16_t *)a;
+			break;
+		}
+	}
+	if (!symtab || !strtab || !gnu || !gnu[0])
+		return NULL;
+	uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2];
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_size);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t h = 5381;
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	uint32_t i = buckets[h % nbuckets];
+	if (i < symoffset)
+		return NULL;
+	for (;; i++) {
+		uint32_t ch = chain[i - symoffset];
+		const ElfW(Sym) *sym = &symtab[i];
+		if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF && sym->st_value &&
+		    ELF64_ST_TYPE(sym->st_info) == STT_FUNC && !(versym && (versym[i] & 0x8000)) &&
+		    strcmp(strtab + sym->st_name, name) == 0)
+			return (void *)(info->dlpi_addr + sym->st_value);
+		if (ch & 1)
+			return NULL;
+	}
 }
 
-/* The definition of name that object path sees in its own scope, unless it is our wrapper. */
-static void *lookup_in(const char *path, const char *name, void *self)
+struct def_search {
+	const char *name;
+	const char *first; /* the module looked at before the others (the caller's), or NULL */
+	uintptr_t skip_base; /* our own library */
+	int pass;
+	void *found;
+};
+
+static int search_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	void *h = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
-	if (!h)
-		return NULL;
-	void *p = dlsym(h, name);
-	if (tprof_real.dlclose)
-		tprof_real.dlclose(h); /* the real one: ours would wait for the writer */
-	return p == self ? NULL : p;
+	(void)size;
+	struct def_search *q = arg;
+	if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == q->skip_base)
+		return 0;
+	if (q->pass == 0 && strcmp(info->dlpi_name, q->first) != 0)
+		return 0;
+	q->found = module_def(info, q->name);
+	return q->found != NULL;
+}
+
+/* The real definition of name: the caller's module's own first (where known), then the first module
+ * in load order that defines it, ours left out. */
+static void *find_def(const char *name, const char *caller_path, uintptr_t self_base)
+{
+	struct def_search q = {name, caller_path, self_base, caller_path ? 0 : 1, NULL};
+	for (; q.pass < 2 && !q.found; q.pass++)
+		dl_iterate_phdr(search_module, &q);
+	return q.found;
 }
 
 static void die_unresolved(const char *name)
@@ -66,17 +130,14 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller)
 	if (p == self)
 		p = NULL;
 	Dl_info self_info, caller_info;
-	if (!p && caller && dladdr(caller, &caller_info) && caller_info.dli_fname && caller_info.dli_fname[0] &&
-	    dladdr(self, &self_info) && caller_info.dli_fbase != self_info.dli_fbase)
-		p = lookup_in(caller_info.dli_fname, name, self);
-	if (!p) {
-		static TPROF_LARGE struct module_list l; /* no allocation; serialized by the loader lock below */
-		memset(&l, 0, sizeof(l));
-		if (dladdr(self, &self_info))
-			l.skip_base = (uintptr_t)self_info.dli_fbase;
-		dl_iterate_phdr(collect_module, &l);
-		for (unsigned i = 0; i < l.n && !p; i++)
-			p = lookup_in(l.name[i], name, self);
+	if (!p && dladdr(self, &self_info)) {
+		const char *cp = caller && dladdr(caller, &caller_info) && caller_info.dli_fname &&
+					 caller_info.dli_fname[0] && caller_info.dli_fbase != self_info.dli_fbase
+				 ? caller_info.dli_fname
+				 : NULL;
+		p = find_def(name, cp, (uintptr_t)self_info.dli_fbase);
+		if (p == self)
+			p = NULL;
 	}
 	tprof_tls.guard--;
 	if (!p)

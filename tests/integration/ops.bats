@@ -295,6 +295,19 @@ assert len(gemm) == 1 and gemm[0]["calls"] == 1 and gemm[0]["flops"] == 33554432
 PY
 }
 
+@test "NumPy's LAPACK calling the BLAS it was loaded with: finding the real function leaves the heap as bare" {
+	$PY -c "import numpy" 2>/dev/null || skip "python3-numpy is not installed"
+	# the lookup asked the loader for LAPACK's scope (dlopen RTLD_NOLOAD), which made it build
+	# LAPACK's dependency list: an 88-byte block the program never allocated, left in use and
+	# definitely lost, and two frees of blocks whose allocation tprof's guard hid
+	TPROF_OUTPUT=np.trace LD_PRELOAD="$B/libtprof.so" $PY -c 'import numpy as np; np.linalg.eigvalsh(np.eye(3))'
+	"$B/tprof" report --json np.trace >r.json
+	[ "$(jget r.json unmatched_frees)" = 0 ]
+	[ "$(jget r.json definitely_lost_bytes)" = 0 ]
+	"$B/tprof" ops --json np.trace >o.json
+	grep -q dsyevd o.json
+}
+
 @test "NumPy's linear algebra, unmodified: solve, cholesky, eigh, svd, lstsq and a vector dot with their textbook FLOPs" {
 	$PY -c "import numpy" 2>/dev/null || skip "python3-numpy is not installed"
 	cat >la.py <<'PY'
