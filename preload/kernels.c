@@ -20,49 +20,103 @@ void *_Atomic tprof_kernel_real[TPROF_NOPS];
 
 /* ---- finding the real function ---- */
 
-/* The definition of name in one module's own dynamic symbols (GNU hash), or NULL: read from the
- * loaded image, with no call into the loader. dlopen(RTLD_NOLOAD) of a library that was loaded as
- * another's dependency, the way to ask the loader for the scope that library sees, makes the loader
- * build that library's dependency list: memory the program never asked for (88 bytes for LAPACK
- * under numpy), and frees of blocks whose allocation tprof hid. A function the library defines
- * (not an indirect one, not a hidden version) counts. */
-static void *module_def(const struct dl_phdr_info *info, const char *name)
+/* The definition of name in one module's own dynamic symbols (GNU hash, else the sysv hash's symbol
+ * count), or NULL: read from the loaded image, with no call into the loader. dlopen(RTLD_NOLOAD)
+ * of a library that was loaded as another's dependency, the way to ask the loader for the scope
+ * that library sees, makes the loader build that library's dependency list: memory the program
+ * never asked for (88 bytes for LAPACK under numpy), and frees of blocks whose allocation tprof
+ * hid. A function, or an untyped symbol, the library defines counts (not a hidden version); an
+ * indirect function's resolver is run, as the loader would, on x86-64 only (elsewhere it takes
+ * arguments: such a symbol is left to the loader, below). */
+struct elf_view {
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const uint32_t *gnu, *sysv;
+	const uint16_t *versym;
+	const ElfW(Dyn) *dyn;
+};
+
+static int elf_view(const struct dl_phdr_info *info, struct elf_view *v)
 {
-	const ElfW(Dyn) *dyn = NULL;
-	for (unsigned i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-	if (!dyn)
-		return NULL;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const uint32_t *gnu = NULL;
-	const uint16_t *versym = NULL;
-	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
-		/* the loader relocates these in place where it can; a value below the load address
-		 * is still the file's */
+	memset(v, 0, sizeof(*v));
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			v->dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		else if (ph->p_type == PT_LOAD) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			lo = a < lo ? a : lo;
+			hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+		}
+	}
+	if (!v->dyn)
+		return -1;
+	for (const ElfW(Dyn) *d = v->dyn; d->d_tag != DT_NULL; d++) {
+		/* the loader relocates these in place where it can (not the vdso's): a value outside
+		 * the module's mappings is still the file's */
 		uintptr_t a = (uintptr_t)d->d_un.d_ptr;
-		if (a < info->dlpi_addr)
+		if (a < lo || a >= hi)
 			a += info->dlpi_addr;
 		switch (d->d_tag) {
 		case DT_SYMTAB:
-			symtab = (const ElfW(Sym) *)a;
+			v->symtab = (const ElfW(Sym) *)a;
 			break;
 		case DT_STRTAB:
-			strtab = (const char *)a;
+			v->strtab = (const char *)a;
 			break;
 		case DT_GNU_HASH:
-			gnu = (const uint32_t *)a;
+			v->gnu = (const uint32_t *)a;
+			break;
+		case DT_HASH:
+			v->sysv = (const uint32_t *)a;
 			break;
 		case DT_VERSYM:
-			versym = (const uint16_t *)a;
+			v->versym = (const uint16_t *)a;
 			break;
 		}
 	}
-	if (!symtab || !strtab || !gnu || !gnu[0])
+	return v->symtab && v->strtab && ((v->gnu && v->gnu[0]) || v->sysv) ? 0 : -1;
+}
+
+/* symbol i of v if it is name's definition, else NULL; *ifunc set when it is an indirect function
+ * this platform's resolver convention is not known for */
+static void *elf_match(const struct dl_phdr_info *info, const struct elf_view *v, uint32_t i, const char *name,
+		       int *ifunc)
+{
+	const ElfW(Sym) *sym = &v->symtab[i];
+	unsigned type = ELF64_ST_TYPE(sym->st_info);
+	if (sym->st_shndx == SHN_UNDEF || !sym->st_value || (v->versym && (v->versym[i] & 0x8000)) ||
+	    (type != STT_FUNC && type != STT_NOTYPE && type != STT_GNU_IFUNC) || strcmp(v->strtab + sym->st_name, name))
 		return NULL;
-	uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2];
-	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_size);
+	uintptr_t a = sym->st_shndx == SHN_ABS ? (uintptr_t)sym->st_value : info->dlpi_addr + sym->st_value;
+	if (type == STT_GNU_IFUNC) {
+#if defined(__x86_64__)
+		(void)ifunc;
+		return ((void *(*)(void))a)();
+#else
+		*ifunc = 1;
+		return NULL;
+#endif
+	}
+	return (void *)a;
+}
+
+static void *module_def(const struct dl_phdr_info *info, const char *name, int *ifunc)
+{
+	struct elf_view v;
+	if (elf_view(info, &v) != 0)
+		return NULL;
+	if (!v.gnu || !v.gnu[0]) { /* sysv hash only: its chain count is the symbol count */
+		for (uint32_t i = 1; i < v.sysv[1]; i++) {
+			void *p = elf_match(info, &v, i, name, ifunc);
+			if (p)
+				return p;
+		}
+		return NULL;
+	}
+	uint32_t nbuckets = v.gnu[0], symoffset = v.gnu[1], bloom_size = v.gnu[2];
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(v.gnu + 4) + bloom_size);
 	const uint32_t *chain = buckets + nbuckets;
 	uint32_t h = 5381;
 	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
@@ -72,44 +126,95 @@ static void *module_def(const struct dl_phdr_info *info, const char *name)
 		return NULL;
 	for (;; i++) {
 		uint32_t ch = chain[i - symoffset];
-		const ElfW(Sym) *sym = &symtab[i];
-		if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF && sym->st_value &&
-		    ELF64_ST_TYPE(sym->st_info) == STT_FUNC && !(versym && (versym[i] & 0x8000)) &&
-		    strcmp(strtab + sym->st_name, name) == 0)
-			return (void *)(info->dlpi_addr + sym->st_value);
+		if ((ch | 1) == (h | 1)) {
+			void *p = elf_match(info, &v, i, name, ifunc);
+			if (p)
+				return p;
+		}
 		if (ch & 1)
 			return NULL;
 	}
 }
 
+/* The sonames a module needs (DT_NEEDED), at most TPROF_NEEDED of them. */
+#define TPROF_NEEDED 32
 struct def_search {
 	const char *name;
-	const char *first; /* the module looked at before the others (the caller's), or NULL */
-	uintptr_t skip_base; /* our own library */
-	int pass;
+	const void *caller; /* an address in the caller's module, or NULL */
+	const void *self;   /* our wrapper: never the answer */
+	const char *needed[TPROF_NEEDED];
+	unsigned nneeded;
+	int pass; /* 0: find the caller's needed list; 1: those modules; 2: every module */
+	int ifunc;
 	void *found;
 };
+
+static int contains(const struct dl_phdr_info *info, const void *addr)
+{
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (uintptr_t)addr >= a && (uintptr_t)addr < a + ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
 
 static int search_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct def_search *q = arg;
-	if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == q->skip_base)
+	if (q->pass == 0) { /* the caller's module: the sonames it needs, in its order */
+		struct elf_view v;
+		if (!contains(info, q->caller) || elf_view(info, &v) != 0)
+			return 0;
+		for (const ElfW(Dyn) *d = v.dyn; d->d_tag != DT_NULL && q->nneeded < TPROF_NEEDED; d++)
+			if (d->d_tag == DT_NEEDED)
+				q->needed[q->nneeded++] = v.strtab + d->d_un.d_val;
+		return 1;
+	}
+	if (!info->dlpi_name || !info->dlpi_name[0] || contains(info, q->self))
 		return 0;
-	if (q->pass == 0 && strcmp(info->dlpi_name, q->first) != 0)
-		return 0;
-	q->found = module_def(info, q->name);
-	return q->found != NULL;
+	if (q->pass == 1) { /* a module the caller needs, by its file name */
+		const char *base = strrchr(info->dlpi_name, '/');
+		base = base ? base + 1 : info->dlpi_name;
+		unsigned k = 0;
+		while (k < q->nneeded && strcmp(q->needed[k], base) != 0)
+			k++;
+		if (k == q->nneeded)
+			return 0;
+	}
+	q->found = module_def(info, q->name, &q->ifunc);
+	return q->found != NULL && q->found != q->self;
 }
 
-/* The real definition of name: the caller's module's own first (where known), then the first module
- * in load order that defines it, ours left out. */
-static void *find_def(const char *name, const char *caller_path, uintptr_t self_base)
+/* The real definition of name: in the modules the caller needs (where the caller is known), then in
+ * the first module in load order that defines it, ours left out; NULL when there is none, or when
+ * only an indirect function could be (*ifunc). */
+static void *find_def(const char *name, const void *caller, const void *self, int *ifunc)
 {
-	struct def_search q = {name, caller_path, self_base, caller_path ? 0 : 1, NULL};
-	for (; q.pass < 2 && !q.found; q.pass++)
+	struct def_search q = {.name = name, .caller = caller, .self = self, .pass = caller ? 0 : 2};
+	for (; q.pass < 3 && (!q.found || q.found == self); q.pass++) {
+		q.found = NULL;
 		dl_iterate_phdr(search_module, &q);
-	return q.found;
+		if (q.pass == 0)
+			q.found = NULL;
+	}
+	*ifunc = q.ifunc;
+	return q.found == self ? NULL : q.found;
+}
+
+/* The definition of name that object path sees in its own scope, unless it is our wrapper: asked of
+ * the loader, for what find_def cannot read (an indirect function elsewhere than on x86-64). */
+static void *lookup_in(const char *path, const char *name, void *self)
+{
+	void *h = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
+	if (!h)
+		return NULL;
+	void *p = dlsym(h, name);
+	if (tprof_real.dlclose)
+		tprof_real.dlclose(h); /* the real one: ours would wait for the writer */
+	return p == self ? NULL : p;
 }
 
 static void die_unresolved(const char *name)
@@ -129,16 +234,13 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller)
 	void *p = dlsym(RTLD_NEXT, name);
 	if (p == self)
 		p = NULL;
-	Dl_info self_info, caller_info;
-	if (!p && dladdr(self, &self_info)) {
-		const char *cp = caller && dladdr(caller, &caller_info) && caller_info.dli_fname &&
-					 caller_info.dli_fname[0] && caller_info.dli_fbase != self_info.dli_fbase
-				 ? caller_info.dli_fname
-				 : NULL;
-		p = find_def(name, cp, (uintptr_t)self_info.dli_fbase);
-		if (p == self)
-			p = NULL;
-	}
+	int ifunc = 0;
+	if (!p)
+		p = find_def(name, caller, self, &ifunc);
+	Dl_info caller_info;
+	if (!p && ifunc && caller && dladdr(caller, &caller_info) && caller_info.dli_fname &&
+	    caller_info.dli_fname[0])
+		p = lookup_in(caller_info.dli_fname, name, self);
 	tprof_tls.guard--;
 	if (!p)
 		die_unresolved(name);
