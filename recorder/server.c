@@ -46,6 +46,7 @@ static pid_t root_pid;
 static char root_trace[4096]; /* the trace of root's last image */
 static int root_fd = -1, root_gone;
 static int drop_stderr;
+static int record_mode; /* tprof record's server: it holds the same stderr itself until root ends */
 static int wake_fd = -1;
 
 static uint64_t mono_ms(void)
@@ -343,26 +344,41 @@ static void path_unlisten(void)
 }
 
 /* Whether the root process, still alive, no longer holds the recorder's stderr (it closed it, or
- * put another file on its fd 2 for good: a daemon's exec >/dev/null 2>&1): looked at every 20 ms
- * through /proc/ROOT/fd/2, and when that is another file, through every descriptor of root's: a
- * shell that runs a builtin with 2>/dev/null keeps its stderr on a descriptor above 9 meanwhile.
- * 0 when it still holds it, or when that cannot be known (no /proc, a process that may not be
- * inspected, more than 1024 descriptors), or has not been seen let go three times in a row. */
+ * put another file on its fd 2 for good: a daemon's exec >/dev/null 2>&1). Only a pipe, a socket or
+ * a terminal matters (someone may wait for its end; a regular file is no such thing). Looked at
+ * through /proc/ROOT/fd/2, and when that is another file, through every descriptor of root's (a
+ * shell that runs a builtin with 2>/dev/null keeps its stderr above fd 9 meanwhile), comparing
+ * the links' text (pipe:[N], socket:[N], /dev/pts/N), which never touches the file itself (a hung
+ * network file system). Every 20 ms, less often (up to 1 s) while root holds the file on another
+ * descriptor. 0 when it still holds it, or when that cannot be known (no /proc of this pid
+ * namespace, a process that may not be inspected, more than 1024 descriptors, none listed: a main
+ * thread that has called pthread_exit), or has not been seen let go three times in a row. */
 static int root_let_go(void)
 {
-	static int seen; /* looks in a row that found it let go */
-	static uint64_t last;
+	static int seen;      /* looks in a row that found it let go */
+	static int own_proc = -1; /* /proc is this pid namespace's */
+	static uint64_t last, every = 20;
 	uint64_t now = mono_ms();
-	if (now - last < 20)
+	if (now - last < every)
 		return 0;
 	last = now;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)root_pid);
-	struct stat mine, its;
-	if (fstat(2, &mine) != 0)
+	if (own_proc < 0) {
+		char self[24] = {0};
+		own_proc = readlink("/proc/self", self, sizeof(self) - 1) > 0 && atoi(self) == (int)getpid();
+	}
+	struct stat st;
+	if (!own_proc || fstat(2, &st) != 0 || S_ISREG(st.st_mode))
 		return 0;
-	if (stat(path, &its) == 0 && its.st_dev == mine.st_dev && its.st_ino == mine.st_ino) {
+	char mine[128], its[128], path[64];
+	ssize_t n = readlink("/proc/self/fd/2", mine, sizeof(mine) - 1);
+	if (n <= 0)
+		return 0;
+	mine[n] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)root_pid);
+	ssize_t k = readlink(path, its, sizeof(its) - 1);
+	if (k > 0 && (its[k] = 0, strcmp(its, mine) == 0)) {
 		seen = 0;
+		every = 20;
 		return 0;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)root_pid);
@@ -373,23 +389,29 @@ static int root_let_go(void)
 			close(dfd);
 		return 0;
 	}
-	int held = 0, n = 0;
+	int held = 0, listed = 0;
 	for (struct dirent *e; !held && (e = readdir(d));) {
 		if (e->d_name[0] == '.')
 			continue;
-		if (++n > 1024) {
+		if (++listed > 1024) {
 			held = 1;
 			break;
 		}
-		/* one that cannot be looked at, or closed since the listing (a shell putting its
-		 * stderr back after a builtin: fd 2 may have been read before), is no answer */
-		held = fstatat(dirfd(d), e->d_name, &its, 0) != 0 ||
-		       (its.st_dev == mine.st_dev && its.st_ino == mine.st_ino);
+		/* one that cannot be read, or closed since the listing (a shell putting its stderr
+		 * back after a builtin: fd 2 may have been read before), is no answer */
+		k = readlinkat(dirfd(d), e->d_name, its, sizeof(its) - 1);
+		held = k <= 0 || (its[k] = 0, strcmp(its, mine) == 0);
 	}
 	closedir(d);
+	if (held || !listed) {
+		seen = 0;
+		if (held)
+			every = every * 2 < 1000 ? every * 2 : 1000;
+		return 0;
+	}
 	/* the answer is root's only while root lives (its pid could be another's once it is reaped);
 	 * and it must be the same three times in a row, 40 ms at least */
-	seen = !held && poll(&(struct pollfd){root_fd, POLLIN, 0}, 1, 0) == 0 ? seen + 1 : 0;
+	seen = poll(&(struct pollfd){root_fd, POLLIN, 0}, 1, 0) == 0 ? seen + 1 : 0;
 	return seen >= 3;
 }
 
@@ -403,7 +425,7 @@ static void check_root(int listen_fd)
 {
 	if (atomic_load(&stderr_dropped) || !drop_stderr)
 		return;
-	if (!root_gone ? !root_let_go()
+	if (!root_gone ? record_mode || !root_let_go()
 		       : writers_of(root_pid) != 0 || finishing_writers() != 0 || pending(listen_fd))
 		return;
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -861,6 +883,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	drop_stderr = o->drop_stderr;
 	listen_abstract = o->listen_fd;
 	int notify_fd = o->notify_fd;
+	record_mode = notify_fd >= 0;
 	for (int k = 0; k < 2; k++) /* first: under the tightest limit too */
 		spare_fd[k] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
