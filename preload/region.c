@@ -387,22 +387,19 @@ static size_t socket_name(char *out, uid_t uid, pid_t pid, uint64_t start)
  * processes of the same namespace look for too. */
 static uint64_t userns_tag(void)
 {
-	static uint64_t tag = UINT64_MAX;
-	if (tag == UINT64_MAX) {
-		struct stat st;
-		tag = stat("/proc/self/ns/user", &st) == 0 && st.st_ino != 0xEFFFFFFDu /* PROC_USER_INIT_INO */
-			      ? (uint64_t)st.st_ino
-			      : 0;
-	}
-	return tag;
+	/* asked each time (rarely: a name found taken), as a process may enter a namespace itself */
+	struct stat st;
+	return stat("/proc/self/ns/user", &st) == 0 && st.st_ino != 0xEFFFFFFDu /* PROC_USER_INIT_INO */
+		       ? (uint64_t)st.st_ino
+		       : 0;
 }
 
-/* name (of len bytes, from socket_name) with the user namespace's tag after it; its new length, or
- * 0 when there is none */
+/* name (of len bytes, from socket_name, in a buffer of sizeof(recorder_name)) with the user
+ * namespace's tag after it; its new length, or 0 when there is none (name unchanged) */
 static size_t tag_name(char *name, size_t len)
 {
 	uint64_t tag = userns_tag();
-	if (!tag)
+	if (!tag || len + 22 > sizeof(recorder_name))
 		return 0;
 	struct tprof_sbuf s = {.n = 0};
 	tprof_sb_str(&s, ".u");
@@ -739,9 +736,11 @@ static int connect_named(const uid_t *uids, int nuids, pid_t pid, uint64_t start
 		int fd = try_connect(recorder_name, recorder_name_len);
 		if (fd >= 0)
 			return fd;
-		if (name_taken && (recorder_name_len = tag_name(recorder_name, recorder_name_len)) &&
-		    (fd = try_connect(recorder_name, recorder_name_len)) >= 0)
+		size_t tagged = name_taken ? tag_name(recorder_name, recorder_name_len) : 0;
+		if (tagged && (fd = try_connect(recorder_name, tagged)) >= 0) {
+			recorder_name_len = tagged;
 			return fd;
+		}
 	}
 	return -1;
 }
@@ -816,8 +815,9 @@ static int find_recorder(void)
 		return fd;
 	name_taken = 0;
 	fd = spawn_recorder(recorder_name, recorder_name_len);
-	if (fd < 0 && name_taken && (recorder_name_len = tag_name(recorder_name, recorder_name_len))) {
-		/* the name is another user's recorder's (see userns_tag) */
+	size_t tagged = fd < 0 && name_taken ? tag_name(recorder_name, recorder_name_len) : 0;
+	if (tagged) { /* the name is another user's recorder's (see userns_tag) */
+		recorder_name_len = tagged;
 		fd = try_connect(recorder_name, recorder_name_len);
 		if (fd < 0)
 			fd = spawn_recorder(recorder_name, recorder_name_len);

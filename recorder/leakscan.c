@@ -310,6 +310,7 @@ struct scan {
 	struct win *wins; /* NULL: blocks are read directly (a small heap) */
 	uint8_t *win_mem; /* their data, WIN_SLOTS windows */
 	struct hpage *hpages; /* HPAGE_SLOTS, allocated at the first heuristic's read */
+	int no_hpages;        /* that allocation failed */
 	struct zone *zones; /* the allocator's memory, sorted and merged: never roots */
 	size_t nzones, capzones;
 	_Atomic uint32_t *beat;
@@ -426,12 +427,17 @@ static uint64_t heur_read(struct scan *s, uint64_t a, void *dst, uint64_t len)
 	uint64_t page = a & ~4095ull;
 	if (((a + len - 1) & ~4095ull) != page)
 		return read_mem(s, a, dst, len) == len ? len : 0;
-	if (!s->hpages && !(s->hpages = calloc(HPAGE_SLOTS, sizeof(*s->hpages))))
+	if (!s->hpages && !s->no_hpages && !(s->hpages = calloc(HPAGE_SLOTS, sizeof(*s->hpages))))
+		s->no_hpages = 1; /* not asked again */
+	if (!s->hpages)
 		return read_mem(s, a, dst, len) == len ? len : 0;
 	struct hpage *h = &s->hpages[(a >> 12) % HPAGE_SLOTS];
 	if (h->base != page + 1) {
 		struct iovec l = {h->data, 4096}, r = {(void *)page, 4096};
-		h->ok = process_vm_readv(s->pid, &l, 1, &r, 1, 0) == 4096;
+		ssize_t n = process_vm_readv(s->pid, &l, 1, &r, 1, 0);
+		if (n < 0 && !s->unreadable && errno != EFAULT)
+			s->unreadable = errno ? errno : EIO;
+		h->ok = n == 4096;
 		h->base = page + 1;
 	}
 	if (!h->ok)
@@ -599,6 +605,8 @@ static const uint64_t *cached(struct scan *s, uint64_t a, uint64_t end)
 		w->base = base;
 		w->lo = lo;
 		w->hi = hi;
+		if (a < lo || end > hi) /* a block that runs past its zone: read on its own */
+			return NULL;
 	}
 	return (const uint64_t *)(w->data + (a - base));
 }
