@@ -196,9 +196,7 @@ static void *find_def(const char *name, const void *caller, const void *self, in
 	struct def_search q = {.name = name, .caller = caller, .self = self, .pass = caller ? 0 : 2};
 	for (; q.pass < 3 && (!q.found || q.found == self); q.pass++) {
 		q.found = NULL;
-		dl_iterate_phdr(search_module, &q);
-		if (q.pass == 0)
-			q.found = NULL;
+		dl_iterate_phdr(search_module, &q); /* pass 0 only fills needed */
 	}
 	*ifunc = q.ifunc;
 	return q.found == self ? NULL : q.found;

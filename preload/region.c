@@ -531,23 +531,6 @@ int tprof_stderr_is_start(void)
 	return same;
 }
 
-/* Whether /proc is this process's: after entering another mount namespace (nsenter -m) it may be
- * that of another pid namespace, where this process is not, or is under another number. */
-static int proc_is_own(void)
-{
-	char buf[24];
-	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return 0;
-	uint64_t v = 0;
-	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] < '0' || buf[i] > '9')
-			return 0;
-		v = v * 10 + (uint64_t)(buf[i] - '0');
-	}
-	return v == (uint64_t)getpid();
-}
-
 /* A process whose children go to another pid namespace (unshare -p, nsenter -p): a recorder cloned
  * now would be in that namespace, a child of its init, which may never reap it; and when the
  * namespace is new (unshare without a fork), its first process, whose end (the recorder's starter
@@ -918,7 +901,7 @@ static int await_answer(int sock)
 size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max)
 {
 	static const char key[] = TPROF_RECORDER_ENV "=";
-	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || (getppid() != 0 && proc_is_own()) ||
+	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || (getppid() != 0 && tprof_proc_is_own()) ||
 	    sizeof(key) - 1 + recorder_name_len > cap)
 		return 0;
 	size_t n = 0;
@@ -1074,13 +1057,15 @@ void tprof_region_learn_self(void)
 	self_id.cmdline_len = cn > 0 ? (uint32_t)cn : 0;
 	/* without /proc (a chroot): the name the program was exec'd by, and its argv[0] */
 	const char *fn = self_id.exe_len ? NULL : (const char *)getauxval(AT_EXECFN);
-	for (size_t i = 0; fn && fn[i] && i < sizeof(self_id.exe); i++)
-		self_id.exe[self_id.exe_len++] = fn[i];
+	if (fn) {
+		self_id.exe_len = (uint32_t)strnlen(fn, sizeof(self_id.exe));
+		memcpy(self_id.exe, fn, self_id.exe_len);
+	}
 	const char *a0 = self_id.cmdline_len ? NULL : program_invocation_name;
-	for (size_t i = 0; a0 && i + 1 < sizeof(self_id.cmdline); i++) {
-		self_id.cmdline[self_id.cmdline_len++] = a0[i];
-		if (!a0[i])
-			break;
+	if (a0) { /* with its terminator, as /proc/self/cmdline has it, when it fits */
+		self_id.cmdline_len = (uint32_t)strnlen(a0, sizeof(self_id.cmdline) - 1) + 1;
+		memcpy(self_id.cmdline, a0, self_id.cmdline_len - 1);
+		self_id.cmdline[self_id.cmdline_len - 1] = 0;
 	}
 	self_id.known = 1;
 }

@@ -25,6 +25,23 @@
 #define TPROF_SYS_LOCK_FUTURE 1
 #endif
 
+/* Whether /proc is this process's: after entering another mount namespace (nsenter -m) it may be
+ * that of another pid namespace, where this process is not, or is under another number. */
+static inline int tprof_proc_is_own(void)
+{
+	char buf[24];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	uint64_t v = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] < '0' || buf[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(buf[i] - '0');
+	}
+	return v == (uint64_t)getpid();
+}
+
 static inline pid_t tprof_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);

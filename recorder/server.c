@@ -355,25 +355,25 @@ static void path_unlisten(void)
  * thread that has called pthread_exit), or has not been seen let go three times in a row. */
 static int root_let_go(void)
 {
-	static int seen;      /* looks in a row that found it let go */
-	static int own_proc = -1; /* /proc is this pid namespace's */
+	static int seen; /* looks in a row that found it let go */
+	static int known = -1; /* mine is this recorder's stderr, which may matter: 1; no: 0 */
+	static char mine[128];
 	static uint64_t last, every = 20;
 	uint64_t now = mono_ms();
-	if (now - last < every)
+	if (known == 0 || now - last < every)
 		return 0;
 	last = now;
-	if (own_proc < 0) {
-		char self[24] = {0};
-		own_proc = readlink("/proc/self", self, sizeof(self) - 1) > 0 && atoi(self) == (int)getpid();
+	if (known < 0) { /* once: the recorder's stderr does not change until it is let go */
+		struct stat st;
+		ssize_t n = tprof_proc_is_own() && fstat(2, &st) == 0 && !S_ISREG(st.st_mode)
+				    ? readlink("/proc/self/fd/2", mine, sizeof(mine) - 1)
+				    : -1;
+		known = n > 0;
+		if (!known)
+			return 0;
+		mine[n] = 0;
 	}
-	struct stat st;
-	if (!own_proc || fstat(2, &st) != 0 || S_ISREG(st.st_mode))
-		return 0;
-	char mine[128], its[128], path[64];
-	ssize_t n = readlink("/proc/self/fd/2", mine, sizeof(mine) - 1);
-	if (n <= 0)
-		return 0;
-	mine[n] = 0;
+	char its[128], path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)root_pid);
 	ssize_t k = readlink(path, its, sizeof(its) - 1);
 	if (k > 0 && (its[k] = 0, strcmp(its, mine) == 0)) {
