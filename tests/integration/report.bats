@@ -179,6 +179,14 @@ load helpers
 	fi
 }
 
+# bash sizes a table by the number of the descriptors it opens: the comparison must give the
+# program the same descriptors in both runs (valgrind's --log-file would hold descriptor 3)
+@test "real program: bash opening and closing descriptors equals valgrind" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- /bin/bash -c 'echo x </dev/null; exec 3>&-; exec 4</dev/null; echo y >&4'
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
 @test "C++ new/delete are seen through malloc/free and equal valgrind" {
 	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/cxx_new"
 	echo "$output"

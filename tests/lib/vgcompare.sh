@@ -13,9 +13,11 @@ TRACE=t.trace
 . "$lib/vgenv.sh"
 # glib's slice allocator takes plain malloc under valgrind (it asks whether it runs there): both
 # runs get G_SLICE=always-malloc, which says the same outside.
-"${vg_env[@]}" G_SLICE=always-malloc valgrind --leak-check=full ${VG_OPTS:-} --log-file=vg.log "$@" >vg.out 2>/dev/null
+# valgrind's log on descriptor 9, and the tprof run given one too: --log-file would take descriptor 3
+# in the program, whose first open then returns 4 (docs/FORMAT.md)
+"${vg_env[@]}" G_SLICE=always-malloc valgrind --leak-check=full ${VG_OPTS:-} --log-fd=9 "$@" >vg.out 2>/dev/null 9>vg.log
 vg_rc=$?
-"${tp_env[@]}" G_SLICE=always-malloc "$@" >tp.out 2>/dev/null
+"${tp_env[@]}" G_SLICE=always-malloc "$@" >tp.out 2>/dev/null 9>/dev/null
 tp_rc=$?
 "$build/tprof" report --json t.trace >t.json || exit 1
 /usr/bin/python3 - "$vg_rc" "$tp_rc" <<'PY'

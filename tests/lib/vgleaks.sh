@@ -19,8 +19,9 @@ cd "$work" || exit 2
 rm -f tl.trace
 TRACE=tl.trace
 . "$lib/vgenv.sh"
-"${vg_env[@]}" valgrind --leak-check=full --show-leak-kinds=all --num-callers=64 --log-file=vgl.log "$@" >/dev/null 2>&1
-"${tp_env[@]}" "$@" >/dev/null 2>&1
+# the log on descriptor 9 in both runs, not 3 in valgrind's alone (see vgcompare.sh)
+"${vg_env[@]}" valgrind --leak-check=full --show-leak-kinds=all --num-callers=64 --log-fd=9 "$@" >/dev/null 2>&1 9>vgl.log
+"${tp_env[@]}" "$@" >/dev/null 2>&1 9>/dev/null
 "$build/tprof" leaks --json --kinds all --no-default-suppressions tl.trace >tl.json || exit 1
 /usr/bin/python3 - <<'PY'
 import json, re, sys
