@@ -903,9 +903,11 @@ static void run_freeres(void)
 	char leader;
 	if (!tprof_cfg.freeres || !tprof_shm || atomic_load(&tprof_sandboxed) || tprof_proc_threads(&leader) != 1)
 		return;
+	/* not dlsym: it would free the message of a dlopen that failed and that the program never
+	 * asked dlerror() about, which memcheck sees freed by __libc_freeres */
 	tprof_tls.guard++;
-	void (*cxx_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
-	void (*libc_freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
+	void (*cxx_freeres)(void) = (void (*)(void))tprof_find_symbol("_ZN9__gnu_cxx9__freeresEv");
+	void (*libc_freeres)(void) = (void (*)(void))tprof_find_symbol("__libc_freeres");
 	tprof_tls.guard--;
 	if (cxx_freeres)
 		cxx_freeres();
@@ -973,7 +975,26 @@ void tprof_region_prepare(struct tprof_shm *s)
 	}
 	stacks_ready = 1;
 }
-static int handlers_set; /* on_exit and the thread key: inherited by fork children */
+/* The exit handlers and the thread key, registered in the constructor of every image (inherited by
+ * fork children), never at a registration: the first heap call of a process can be glibc's own,
+ * made while it holds the lock of the table these go into (the 32nd atexit handler's calloc), and
+ * registering then would wait for that lock forever. Registered before the program's own (of the
+ * executable and of the libraries initialized after ours), they run after them. Until the process
+ * registers they find nothing to do. */
+static int handlers_set;
+
+static void set_handlers(void)
+{
+	if (handlers_set)
+		return;
+	handlers_set = 1; /* first: what these allocate must not come back here */
+	tprof_tls.guard++;
+	if (pthread_key_create(&exit_key, on_thread_exit) == 0)
+		atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
+	on_exit(on_exit_status, NULL);
+	at_quick_exit(last_quick_exit_handler);
+	tprof_tls.guard--;
+}
 
 static void before_fork(void)
 {
@@ -1155,13 +1176,6 @@ int tprof_start_recording(void)
 		int ok = tprof_region_start(forked) == 0;
 		if (ok && !stacks_ready)
 			tprof_region_prepare(tprof_shm);
-		if (ok && !handlers_set) {
-			if (pthread_key_create(&exit_key, on_thread_exit) == 0)
-				atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
-			on_exit(on_exit_status, NULL);
-			at_quick_exit(last_quick_exit_handler);
-			handlers_set = 1;
-		}
 		if (ok && tprof_tls.ucache) /* made before the registration: perhaps its parent's pages */
 			tprof_ucache_cold = 1;
 		if (ok) /* before the registration shows: a child another thread makes from then on sees it */
@@ -1183,6 +1197,7 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	tprof_init();
 	tprof_region_note_stderr();
 	pthread_atfork(before_fork, NULL, after_fork_child);
+	set_handlers();
 	if (tprof_cfg.verify_stacks) {
 		tprof_tls.guard++;
 		tprof_stacks_load_reference();

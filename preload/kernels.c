@@ -202,6 +202,14 @@ static void *find_def(const char *name, const void *caller, const void *self, in
 	return q.found == self ? NULL : q.found;
 }
 
+/* The first definition of name in load order, read from the loaded images: no call into the loader,
+ * whose dlsym takes (and frees) the calling thread's pending dlerror() message; NULL when none. */
+void *tprof_find_symbol(const char *name)
+{
+	int ifunc = 0;
+	return find_def(name, NULL, NULL, &ifunc);
+}
+
 /* The definition of name that object path sees in its own scope, unless it is our wrapper: asked of
  * the loader, for what find_def cannot read (an indirect function elsewhere than on x86-64). */
 static void *lookup_in(const char *path, const char *name, void *self)

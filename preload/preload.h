@@ -491,6 +491,8 @@ extern void *_Atomic tprof_kernel_real[];
 void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void *caller);
 /* The same search for any wrapped function (omp.c): never NULL. */
 void *tprof_resolve_real(const char *name, void *self, const void *caller);
+/* The first definition of name in load order, without the loader (core.c's exit): NULL when none. */
+void *tprof_find_symbol(const char *name);
 /* Forgets the cached real functions (after dlclose: their library may be gone). */
 void tprof_kernels_forget(void);
 /* annot.c: interned annotation names (in the shared memory); id 0 is "no name". */
