@@ -3,10 +3,11 @@
  * sizes in power-of-two buckets. --csv prints the sites by number of allocations, --csv=by_bytes
  * the sites by bytes, --csv=histogram the size histogram.
  *
- * Temporary, as heaptrack defines it: an allocation freed before the next allocation of the same
- * thread, i.e. the thread's most recent allocation, freed by that thread (the old block of a
- * realloc counts as freed, as heaptrack counts a realloc as a free and an allocation). Typical
- * causes are buffers that could live on the stack or be reused. */
+ * Temporary: an allocation freed before the next allocation of the same thread, i.e. the thread's
+ * most recent allocation, freed by that thread (the old block of a realloc counts as freed, a realloc
+ * being a free and an allocation). heaptrack's count of that name is close but not the same (one
+ * order over all threads, blocks matched by size and stack: README). Typical causes are buffers that
+ * could live on the stack or be reused. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

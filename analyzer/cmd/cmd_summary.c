@@ -5,7 +5,7 @@
  * which each read the trace on their own (peak twice); here the peak's consumers are kept on the way:
  * when the live heap reaches a new peak, the sites whose live bytes changed since the last peak copy
  * them to their at-peak figures, so the work follows the events, never sites times peaks.
- * Temporary is tprof allocs' (heaptrack's) definition. */
+ * Temporary is tprof allocs' definition; calls count failed calls too. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
