@@ -21,6 +21,11 @@ static const char *end_words(const struct tprof_trace *t)
 		return "the process image ended in exec, which leaves nothing to scan";
 	case TPROF_END_VANISHED:
 		return "the process ended without an exit call tprof saw";
+	case TPROF_END__EXIT:
+		/* _exit through its hook asks for a scan: without one, the exit system call was made
+		 * directly, as the C library's own functions do (daemon() in the parent) */
+		return "the process ended by the exit system call without an _exit call tprof saw (the C "
+		       "library's daemon() makes it so in the parent), or was recorded with TPROF_LEAKSCAN=0";
 	default:
 		return "the trace holds no scan (recorded with TPROF_LEAKSCAN=0, by an older tprof, or the "
 		       "recorder was gone)";

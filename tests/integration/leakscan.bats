@@ -169,6 +169,16 @@ assert all(r["kind"] == "unclassified" for r in d["leaks"]) and d["leaks"]'
 	[[ "$(jget n.json not_classified)" == *"TPROF_LEAKSCAN=0"* ]]
 }
 
+# daemon() ends the parent by the exit system call from inside the C library: no hook sees it, so
+# there is no scan, and the trace says why instead of blaming the recorder
+@test "the parent of daemon(): ended by the exit system call, not classified, and the reason says so" {
+	traced "$B/progs/daemon_parent"
+	"$B/tprof" report --json t.trace >p.json
+	[ "$(jget p.json end)" = _exit ]
+	[ "$(jget p.json leaks_classified)" = false ]
+	[[ "$(jget p.json not_classified)" == *"daemon()"* ]]
+}
+
 @test "the report and its CSV carry the totals of each kind" {
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
 	run "$B/tprof" report t.trace
