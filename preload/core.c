@@ -1198,6 +1198,9 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	tprof_region_note_stderr();
 	pthread_atfork(before_fork, NULL, after_fork_child);
 	set_handlers();
+	tprof_tls.guard++;
+	tprof_stacks_learn_exit();
+	tprof_tls.guard--;
 	if (tprof_cfg.verify_stacks) {
 		tprof_tls.guard++;
 		tprof_stacks_load_reference();

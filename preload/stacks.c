@@ -9,6 +9,7 @@
  * ids, which the analyzer merges by content. Ids and frames are never reused, so the recorder can
  * read a stack back as soon as it sees an event that references it. */
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <libunwind.h>
@@ -16,6 +17,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 
@@ -145,33 +147,69 @@ void tprof_stacks_load_reference(void)
 	unw.ready = 1;
 }
 
+/* exit()'s own code, learnt in the constructor (dladdr1 takes the loader's lock, which a thread the
+ * scan stopped may hold): the frame above exit's called it. */
+static uintptr_t exit_fn[2];
+
+void tprof_stacks_learn_exit(void)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (dladdr1((const void *)&exit, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
+	    info.dli_saddr) {
+		exit_fn[0] = (uintptr_t)info.dli_saddr;
+		exit_fn[1] = exit_fn[0] + sym->st_size;
+	}
+}
+
 /* The stack pointer of the innermost frame of the program's own code above the caller (the caller
  * of exit, _exit or quick_exit; _start after a return from main): the frames below it are the C
  * library's and tprof's on the way out; regs: that frame's callee-saved registers (rbx, rbp, r12 to
- * r15), the program's values, which those frames saved. 0 when the stack cannot be walked.
+ * r15), the program's values, which those frames saved. exit called by the C library itself (argp
+ * after --help, error()) leaves the program's call chain in library frames above it: there the
+ * answer is exit's caller, whose frames and their locals the program's are (as memcheck scans
+ * them), unless the walk out from it ends at _start (a return from main, which leaves only the
+ * library's start-up frames). 0 when the stack cannot be walked.
  * This one is libunwind's: the reference for tprof_stacks_program_sp. */
 static __attribute__((noinline)) uint64_t program_sp_libunwind(uint64_t regs[8], uintptr_t libc_lo,
-								 uintptr_t libc_hi, uintptr_t ld_lo, uintptr_t ld_hi)
+								 uintptr_t libc_hi, uintptr_t ld_lo, uintptr_t ld_hi,
+								 uintptr_t entry)
 {
+	static const int saved[] = {UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12, UNW_X86_64_R13,
+				    UNW_X86_64_R14, UNW_X86_64_R15};
 	unw_context_t uc;
 	unw_cursor_t c;
 	if (!unw.ready || unw.getcontext(&uc) != 0 || unw.init_local(&c, &uc) != 0)
 		return 0;
+	uint64_t cand_sp = 0, cand_regs[6] = {0};
+	int in_exit = 0;
 	for (int depth = 0; depth < 64 && unw.step(&c) > 0; depth++) {
 		unw_word_t ip = 0, sp = 0;
 		if (unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || unw.get_reg(&c, UNW_REG_SP, &sp) != 0)
-			return 0;
-		if ((ip >= self_lo && ip < self_hi) || (ip >= libc_lo && ip < libc_hi) || (ip >= ld_lo && ip < ld_hi))
+			break;
+		int caller_of_exit = in_exit;
+		in_exit = exit_fn[1] && ip - 1 >= exit_fn[0] && ip - 1 < exit_fn[1]; /* its last call: ip - 1 */
+		int skipped = (ip >= self_lo && ip < self_hi) || (ip >= libc_lo && ip < libc_hi) || (ip >= ld_lo && ip < ld_hi);
+		if (skipped && caller_of_exit && !cand_sp) {
+			cand_sp = sp;
+			for (int i = 0; i < 6; i++) {
+				unw_word_t v = 0;
+				cand_regs[i] = unw.get_reg(&c, saved[i], &v) == 0 ? v : 0;
+			}
+		}
+		if (skipped)
 			continue;
-		static const int saved[] = {UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12, UNW_X86_64_R13,
-					    UNW_X86_64_R14, UNW_X86_64_R15};
+		if (cand_sp && !(entry && ip >= entry && ip - entry < 64))
+			break;
 		for (int i = 0; i < 6; i++) {
 			unw_word_t v = 0;
 			regs[i] = unw.get_reg(&c, saved[i], &v) == 0 ? v : 0;
 		}
 		return sp;
 	}
-	return 0;
+	if (cand_sp)
+		memcpy(regs, cand_regs, sizeof(cand_regs));
+	return cand_sp;
 }
 
 /* TPROF_VERIFY_STACKS: the captures checked and those that differed from the reference. */
@@ -184,14 +222,15 @@ uint64_t tprof_stacks_program_sp(uint64_t regs[8])
 	code_range((const void *)&exit, &skip[1][0], &skip[1][1]);
 	code_range((const void *)&__tls_get_addr, &skip[2][0], &skip[2][1]);
 	uint64_t sp = 0;
-	if (tprof_unwind_outer_frame((const uintptr_t(*)[2])skip, 3, &sp, regs) != 0) {
+	uintptr_t entry = (uintptr_t)getauxval(AT_ENTRY);
+	if (tprof_unwind_outer_frame((const uintptr_t(*)[2])skip, 3, exit_fn, entry, &sp, regs) != 0) {
 		if (tprof_cfg.verify_stacks)
 			atomic_fetch_add(&fell_back, 1);
 		return 0; /* the scan takes the exiting thread's whole stack */
 	}
 	if (unw.ready) {
 		uint64_t ref[8] = {0};
-		uint64_t rsp = program_sp_libunwind(ref, skip[1][0], skip[1][1], skip[2][0], skip[2][1]);
+		uint64_t rsp = program_sp_libunwind(ref, skip[1][0], skip[1][1], skip[2][0], skip[2][1], entry);
 		atomic_fetch_add(&verified, 1);
 		if (rsp != sp || memcmp(ref, regs, 6 * sizeof(regs[0])) != 0)
 			atomic_fetch_add(&differed, 1);

@@ -837,7 +837,8 @@ __asm__(".text\n"
 	"\t.cfi_endproc\n"
 	".size tprof_unwind_regs, .-tprof_unwind_regs\n");
 
-int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp_out, uint64_t regs[6])
+int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, const uintptr_t after[2], uintptr_t entry,
+			     uint64_t *sp_out, uint64_t regs[6])
 {
 	struct cache *c = cache_get();
 	if (!c)
@@ -846,29 +847,30 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 	tprof_unwind_regs(&r);
 	uint64_t ip = r.ip, sp = r.sp;
 	uint8_t known = (1u << NSAVED) - 1;
-	int exact = 0;
+	int exact = 0, in_after = 0, have_cand = 0;
+	uint64_t cand_sp = 0, cand_regs[NSAVED] = {0};
 	for (int depth = 0; depth < 64; depth++) {
 		struct state st;
 		if (frame_state(exact ? ip : ip - 1, &st) != 0 || (st.ra.kind != K_OFFSET && st.ra.kind != K_AT))
-			return -1;
+			goto fail;
 		int uses_rbp = st.cfa_reg == DW_RBP || (st.ra.kind == K_AT && st.ra.base == DW_RBP);
 		for (int i = 0; i < NSAVED; i++)
 			uses_rbp |= st.saved[i].kind == K_AT && st.saved[i].base == DW_RBP;
 		if (uses_rbp && !(known & (1u << S_RBP)))
-			return -1;
+			goto fail;
 		uint64_t rbp = r.saved[S_RBP];
 		uint64_t cfa = (st.cfa_reg == DW_RBP ? rbp : sp) + (uint64_t)st.cfa_off;
 		if (st.cfa_deref && load(c, cfa, &cfa) != 0)
-			return -1;
+			goto fail;
 		if (!st.signal && (cfa <= sp || cfa - sp > MAX_FRAME))
-			return -1;
+			goto fail;
 		uint64_t next;
 		if (load(c, rule_addr(&st.ra, cfa, sp, rbp), &next) != 0)
-			return -1;
+			goto fail;
 		for (int i = 0; i < NSAVED; i++) {
 			if (st.saved[i].kind == K_OFFSET || st.saved[i].kind == K_AT) {
 				if (load(c, rule_addr(&st.saved[i], cfa, sp, rbp), &r.saved[i]) != 0)
-					return -1;
+					goto fail;
 				known |= (uint8_t)(1u << i);
 			} else if (st.saved[i].kind != K_SAME) {
 				known &= (uint8_t)~(1u << i);
@@ -878,20 +880,37 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp
 		sp = cfa;
 		exact = st.signal;
 		if (ip == 0)
-			return -1;
+			goto fail;
+		int caller_of_after = in_after;
+		/* ip - 1: exit's call of its handlers, which never return, is its last instruction */
+		in_after = after[1] && ip - 1 >= after[0] && ip - 1 < after[1];
 		int skipped = 0;
 		for (int k = 0; k < nskip && !skipped; k++)
 			skipped = ip >= skip[k][0] && ip < skip[k][1];
+		if (skipped && caller_of_after && !have_cand && known == (1u << NSAVED) - 1) {
+			have_cand = 1; /* exit's caller, the C library's: the answer unless _start is next */
+			cand_sp = sp;
+			for (int i = 0; i < NSAVED; i++)
+				cand_regs[i] = r.saved[i];
+		}
 		if (skipped)
 			continue;
 		if (known != (1u << NSAVED) - 1)
-			return -1;
+			goto fail;
+		if (have_cand && !(entry && ip >= entry && ip - entry < 64))
+			goto fail; /* not a return from main: exit's caller */
 		*sp_out = sp;
 		for (int i = 0; i < NSAVED; i++)
 			regs[i] = r.saved[i];
 		return 0;
 	}
-	return -1;
+fail:
+	if (!have_cand)
+		return -1;
+	*sp_out = cand_sp;
+	for (int i = 0; i < NSAVED; i++)
+		regs[i] = cand_regs[i];
+	return 0;
 }
 
 #else /* no walk of our own elsewhere: captures use libunwind (stacks.c); the exit scan takes whole stacks */
@@ -904,10 +923,13 @@ int tprof_unwind_here(void **buf, int cap)
 	(void)cap;
 	return -1;
 }
-int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp_out, uint64_t regs[6])
+int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, const uintptr_t after[2], uintptr_t entry,
+			     uint64_t *sp_out, uint64_t regs[6])
 {
 	(void)skip;
 	(void)nskip;
+	(void)after;
+	(void)entry;
 	(void)sp_out;
 	(void)regs;
 	return -1;

@@ -10,9 +10,13 @@
 int tprof_unwind_here(void **buf, int cap) __attribute__((visibility("hidden")));
 /* Walks up from its caller to the first frame whose return address lies outside every [lo, hi)
  * of skip: 0 with that frame's stack pointer and its rbx, rbp, r12 to r15; -1 when some frame
- * is beyond the rules (or the stack ends first). */
-int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, uint64_t *sp_out, uint64_t regs[6])
-	__attribute__((visibility("hidden")));
+ * is beyond the rules (or the stack ends first). The frame that called the function at [after[0],
+ * after[1]) (exit) is the answer even inside skip (the C library's argp or error() calling exit),
+ * unless the walk out from it reaches, through skipped frames only, the frame of the program's
+ * entry (a return address within 64 bytes past entry: _start, for a return from main), the answer
+ * then as without after. */
+int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, const uintptr_t after[2], uintptr_t entry,
+			     uint64_t *sp_out, uint64_t regs[6]) __attribute__((visibility("hidden")));
 /* Code was unloaded (dlclose): every thread drops the rules it computed. */
 void tprof_unwind_forget_code(void);
 /* The calling thread takes a cache another thread left: forget that thread's stack pages. */

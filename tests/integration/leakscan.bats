@@ -25,6 +25,15 @@ vg_equal() { # vg_equal COMMAND ARGS...: tprof's kinds equal valgrind's
 	done
 }
 
+# exit called by the C library itself, deep in the program's call chain: the frames above exit's
+# caller are the program's (argp_parse holds the only pointer to its parser's storage)
+@test "exit called from inside the C library (argp --help, --usage, a bad argument): kinds equal valgrind's" {
+	for arg in --help --usage extra; do
+		vg_equal "$B/progs/argp_help" "$arg"
+		[[ "$output" =~ "LEAK SUMMARY reachable"\ +[1-9][0-9]*/1\ +[1-9][0-9]*/1 ]]
+	done
+}
+
 @test "the roots: a global, this thread's TLS, another thread's stack and TLS, a running thread's register" {
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
 	"$B/tprof" leaks --kinds all --json t.trace >l.json
