@@ -210,14 +210,27 @@ void *tprof_find_symbol(const char *name)
 	return find_def(name, NULL, NULL, &ifunc);
 }
 
+/* A lookup of ours that failed leaves the loader's error for dlerror(), in blocks allocated under the
+ * guard, which the program's next dl call or __libc_freeres would free where the trace sees it:
+ * taken back at once, under the guard too (dlerror() twice: the message, then nothing left). */
+static void forget_dl_error(void)
+{
+	dlerror();
+	dlerror();
+}
+
 /* The definition of name that object path sees in its own scope, unless it is our wrapper: asked of
  * the loader, for what find_def cannot read (an indirect function elsewhere than on x86-64). */
 static void *lookup_in(const char *path, const char *name, void *self)
 {
 	void *h = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
-	if (!h)
+	if (!h) {
+		forget_dl_error();
 		return NULL;
+	}
 	void *p = dlsym(h, name);
+	if (!p)
+		forget_dl_error();
 	if (tprof_real.dlclose)
 		tprof_real.dlclose(h); /* the real one: ours would wait for the writer */
 	return p == self ? NULL : p;
@@ -238,6 +251,8 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller)
 	int saved = errno;
 	tprof_tls.guard++;
 	void *p = dlsym(RTLD_NEXT, name);
+	if (!p)
+		forget_dl_error(); /* (a library loaded RTLD_LOCAL: find_def finds it) */
 	if (p == self)
 		p = NULL;
 	int ifunc = 0;
