@@ -879,13 +879,14 @@ void tprof_note_exec(int pending)
 	atomic_store(&shm->exec_pending, (uint32_t)pending);
 }
 
-/* exit() and a return from main: the status, after the program's own exit handlers (this one was
- * registered first, so it runs last). Library destructors run after it and are recorded. */
+/* exit() and a return from main: the status, after the program's own exit handlers and every
+ * library's destructor (tprof's destructor registers it, see there), before __libc_freeres and the
+ * scan (last_exit_handler). */
 static void on_exit_status(int status, void *arg)
 {
 	(void)arg;
 	tprof_note_end(TPROF_END_EXIT, status);
-	tprof_end_threads = -1; /* destructors and exit handlers run before the scan */
+	tprof_end_threads = -1; /* threads may have ended in the exit handlers and destructors */
 	if (tprof_tls.thread) /* the exiting thread's last name: the process is gone when it is read */
 		on_thread_exit(tprof_tls.thread);
 	tprof_tls.guard++;
@@ -975,23 +976,17 @@ void tprof_region_prepare(struct tprof_shm *s)
 	}
 	stacks_ready = 1;
 }
-/* The exit handlers and the thread key, registered in the constructor of every image (inherited by
- * fork children), never at a registration: the first heap call of a process can be glibc's own,
- * made while it holds the lock of the table these go into (the 32nd atexit handler's calloc), and
- * registering then would wait for that lock forever. Registered before the program's own (of the
- * executable and of the libraries initialized after ours), they run after them. Until the process
- * registers they find nothing to do. */
-static int handlers_set;
-
+/* The thread key and the quick_exit handler, registered in the constructor of every image (inherited
+ * by fork children), never at a registration: the first heap call of a process can be glibc's own,
+ * made while it holds the lock of the handlers' table (the 32nd atexit handler's calloc), and
+ * registering then would wait for that lock forever. Registered before the program's own
+ * at_quick_exit handlers, ours runs after them. Until the process registers they find nothing to do.
+ * The exit() handler is tprof's destructor's to register (see there). */
 static void set_handlers(void)
 {
-	if (handlers_set)
-		return;
-	handlers_set = 1; /* first: what these allocate must not come back here */
 	tprof_tls.guard++;
 	if (pthread_key_create(&exit_key, on_thread_exit) == 0)
 		atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
-	on_exit(on_exit_status, NULL);
 	at_quick_exit(last_quick_exit_handler);
 	tprof_tls.guard--;
 }
@@ -1222,10 +1217,17 @@ __attribute__((destructor)) static void tprof_destructor(void)
 	 * runs such handlers as soon as the library itself is finalized, before the libraries that
 	 * come after it. A handler without a handle runs once every destructor has. */
 	extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
-	if (atomic_load(&reg_state) == 2 && (tprof_cfg.freeres || tprof_cfg.leakscan))
-		__cxa_atexit(last_exit_handler, NULL, NULL);
-	else if (atomic_load(&reg_state) != 2)
+	if (atomic_load(&reg_state) == 2) {
+		if (tprof_cfg.freeres || tprof_cfg.leakscan)
+			__cxa_atexit(last_exit_handler, NULL, NULL);
+		/* registered after it, so run before it: the status once every destructor has run. Not
+		 * from the constructor, which runs before the C library registers the loader's handler
+		 * that runs the destructors (ours would run after it, and after the scan), nor at the
+		 * registration (set_handlers). on_exit's handler gets exit's status even now. */
+		on_exit(on_exit_status, NULL);
+	} else {
 		tprof_region_barrier(); /* a process that never registered: no exit handler of ours */
+	}
 }
 
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */

@@ -145,6 +145,7 @@ struct def_search {
 	const char *needed[TPROF_NEEDED];
 	unsigned nneeded;
 	int pass; /* 0: find the caller's needed list; 1: those modules; 2: every module */
+	int main_too; /* the executable counts too (else its entry, the one without a name, is passed) */
 	int ifunc;
 	void *found;
 };
@@ -173,7 +174,7 @@ static int search_module(struct dl_phdr_info *info, size_t size, void *arg)
 				q->needed[q->nneeded++] = v.strtab + d->d_un.d_val;
 		return 1;
 	}
-	if (!info->dlpi_name || !info->dlpi_name[0] || contains(info, q->self))
+	if (!info->dlpi_name || (!info->dlpi_name[0] && !q->main_too) || contains(info, q->self))
 		return 0;
 	if (q->pass == 1) { /* a module the caller needs, by its file name */
 		const char *base = strrchr(info->dlpi_name, '/');
@@ -191,9 +192,9 @@ static int search_module(struct dl_phdr_info *info, size_t size, void *arg)
 /* The real definition of name: in the modules the caller needs (where the caller is known), then in
  * the first module in load order that defines it, ours left out; NULL when there is none, or when
  * only an indirect function could be (*ifunc). */
-static void *find_def(const char *name, const void *caller, const void *self, int *ifunc)
+static void *find_def(const char *name, const void *caller, const void *self, int main_too, int *ifunc)
 {
-	struct def_search q = {.name = name, .caller = caller, .self = self, .pass = caller ? 0 : 2};
+	struct def_search q = {.name = name, .caller = caller, .self = self, .pass = caller ? 0 : 2, .main_too = main_too};
 	for (; q.pass < 3 && (!q.found || q.found == self); q.pass++) {
 		q.found = NULL;
 		dl_iterate_phdr(search_module, &q); /* pass 0 only fills needed */
@@ -202,17 +203,20 @@ static void *find_def(const char *name, const void *caller, const void *self, in
 	return q.found == self ? NULL : q.found;
 }
 
-/* The first definition of name in load order, read from the loaded images: no call into the loader,
- * whose dlsym takes (and frees) the calling thread's pending dlerror() message; NULL when none. */
+/* The first definition of name in load order, the executable's included, read from the loaded
+ * images: no call into the loader, whose dlsym takes (and frees) the calling thread's pending
+ * dlerror() message; NULL when none. */
 void *tprof_find_symbol(const char *name)
 {
 	int ifunc = 0;
-	return find_def(name, NULL, NULL, &ifunc);
+	return find_def(name, NULL, NULL, 1, &ifunc);
 }
 
-/* A lookup of ours that failed leaves the loader's error for dlerror(), in blocks allocated under the
+/* A lookup of the loader's that failed leaves its error for dlerror(), in blocks allocated under the
  * guard, which the program's next dl call or __libc_freeres would free where the trace sees it:
- * taken back at once, under the guard too (dlerror() twice: the message, then nothing left). */
+ * taken back at once, under the guard too (dlerror() twice: the message, then nothing left). Only
+ * when the modules' own tables had no answer (find_def first): the lookup has already taken any
+ * message the thread had pending. */
 static void forget_dl_error(void)
 {
 	dlerror();
@@ -250,14 +254,17 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller)
 {
 	int saved = errno;
 	tprof_tls.guard++;
-	void *p = dlsym(RTLD_NEXT, name);
-	if (!p)
-		forget_dl_error(); /* (a library loaded RTLD_LOCAL: find_def finds it) */
-	if (p == self)
-		p = NULL;
+	/* the modules' own symbol tables first: asking the loader (dlsym) would take the calling
+	 * thread's pending dlerror() message, and leave one of its own when it fails */
 	int ifunc = 0;
-	if (!p)
-		p = find_def(name, caller, self, &ifunc);
+	void *p = find_def(name, caller, self, 0, &ifunc);
+	if (!p) {
+		p = dlsym(RTLD_NEXT, name);
+		if (!p)
+			forget_dl_error();
+		if (p == self)
+			p = NULL;
+	}
 	Dl_info caller_info;
 	if (!p && ifunc && caller && dladdr(caller, &caller_info) && caller_info.dli_fname &&
 	    caller_info.dli_fname[0])

@@ -484,14 +484,15 @@ __attribute__((always_inline)) static inline void tprof_record_realloc(struct tp
 
 /* kernels.c: a kernel wrapper's real function (op ids: include/tprof_ops.h). */
 extern void *_Atomic tprof_kernel_real[];
-/* Finds the real function of op, which the wrapper at self stands for: dlsym(RTLD_NEXT), else the
- * caller's own dependency scope (a library loaded RTLD_LOCAL that a Python extension opened), else
- * every loaded module. Caches the result; never returns NULL (no definition anywhere: aborts with a
- * message, since the call cannot be carried out). */
+/* Finds the real function of op, which the wrapper at self stands for: in the caller's own dependency
+ * scope (a library loaded RTLD_LOCAL that a Python extension opened), else in every loaded module,
+ * read from their symbol tables, else dlsym(RTLD_NEXT). Caches the result; never returns NULL (no
+ * definition anywhere: aborts with a message, since the call cannot be carried out). */
 void *tprof_kernel_resolve(unsigned op, const char *name, void *self, const void *caller);
 /* The same search for any wrapped function (omp.c): never NULL. */
 void *tprof_resolve_real(const char *name, void *self, const void *caller);
-/* The first definition of name in load order, without the loader (core.c's exit): NULL when none. */
+/* The first definition of name in load order, the executable's included, without the loader (core.c's
+ * exit): NULL when none. */
 void *tprof_find_symbol(const char *name);
 /* Forgets the cached real functions (after dlclose: their library may be gone). */
 void tprof_kernels_forget(void);

@@ -147,8 +147,7 @@ void tprof_stacks_load_reference(void)
 	unw.ready = 1;
 }
 
-/* exit()'s own code, learnt in the constructor (dladdr1 takes the loader's lock, which a thread the
- * scan stopped may hold): the frame above exit's called it. */
+/* exit()'s own code, learnt once in the constructor: the frame above exit's called it. */
 static uintptr_t exit_fn[2];
 
 void tprof_stacks_learn_exit(void)

@@ -70,12 +70,13 @@ int stacks_replay(struct tprof_trace *t, uint64_t stop_seq, struct heap_stats *s
 int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, struct heap_stats *s,
 			  struct stack_table *tab);
 
-/* Temporary allocations (tprof's definition, close to heaptrack's: README): an allocation freed before
- * the next allocation of the same thread, i.e. the thread's most recent allocation, freed by that thread. Each thread keeps
- * the sequence number of its latest take; a free is temporary when the block it gives back was
- * taken by exactly that event. The replay's pairs table (heap.h) knows that of its blocks; for the
- * others owner maps the address to its allocation's sequence number, for each thread's latest
- * allocation only (an older one can no longer be temporary): at most one entry per thread. */
+/* Temporary allocations (tprof's definition, close to heaptrack's: README): an allocation freed
+ * before the next allocation of the same thread, i.e. the thread's most recent allocation, freed by
+ * that thread. Each thread keeps the sequence number of its latest take; a free is temporary when
+ * the block it gives back was taken by exactly that event. The replay's pairs table (heap.h) knows
+ * that of its blocks; for the others owner maps the address to its allocation's sequence number,
+ * for each thread's latest allocation only (an older one can no longer be temporary): at most one
+ * entry per thread. */
 struct temp_thread {
 	uint32_t tid;
 	uint64_t last_seq;         /* its latest event that took a block */

@@ -778,13 +778,33 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 		rm -f t.trace
 		run timeout -s KILL 20 env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/exit_tables" "$mode"
 		[ "$status" -eq 0 ]
+		settled t.trace
+		report t.trace r.json
+		echo "$mode: $(cat r.json)"
+		[ "$(jget r.json complete)" = true ]
+		[ "$(jget r.json end)" = exit ]
+		[ "$(jget r.json unmatched_frees)" = 0 ]
+		[ "$(jget r.json definitely_lost_blocks)" = 0 ]
 		run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/exit_tables" "$mode"
 		echo "$mode: $output"
 		[ "$status" -eq 0 ]
 	done
-	report t.trace r.json
-	[ "$(jget r.json unmatched_frees)" = 0 ]
-	[ "$(jget r.json leaked_blocks)" = 0 ]
+}
+
+# The status is noted once every destructor has run, before __libc_freeres and the scan: registered
+# in tprof's constructor, the handler ran after the scan (the C library registers the handler that
+# runs the destructors after the libraries' constructors), and at the first heap call, before them
+@test "at exit: the program's destructors, then tprof notes the status, then freeres and the scan" {
+	command -v gdb >/dev/null || skip "gdb is not installed"
+	printf '%s\n' 'set breakpoint pending on' "set environment LD_PRELOAD=$B/libtprof.so" \
+		"set environment TPROF_OUTPUT=$WORK/t.trace" 'set environment TPROF_QUIET=1' \
+		'break exit_order_dtor_seen' 'break on_exit_status' 'break last_exit_handler' \
+		run continue continue continue >cmds
+	run timeout 120 gdb -q -batch -x cmds "$B/progs/exit_order"
+	echo "$output"
+	order=$(echo "$output" | sed -n 's/^Breakpoint [0-9]*, \(0x[0-9a-f]* in \)\{0,1\}\([a-z_]*\) .*/\2/p' | tr '\n' ' ')
+	echo "order: $order"
+	[ "$order" = "exit_order_dtor_seen on_exit_status last_exit_handler " ]
 }
 
 @test "a program whose own malloc forwards to __libc_malloc, __libc_free, ...: totals equal valgrind's" {
