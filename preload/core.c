@@ -881,10 +881,18 @@ void tprof_note_exec(int pending)
 
 /* exit() and a return from main: the status, after the program's own exit handlers and every
  * library's destructor (tprof's destructor registers it, see there), before __libc_freeres and the
- * scan (last_exit_handler). */
+ * scan (last_exit_handler). Registered in the constructor too, where it comes after the C library's
+ * handler that runs the destructors: for threads that call exit at once, one of which may run the
+ * last handlers and end the process while another is still in the destructors, before tprof's has
+ * registered it again. Once per process, by whichever copy runs first. */
+static _Atomic pid_t status_noted;
+
 static void on_exit_status(int status, void *arg)
 {
 	(void)arg;
+	pid_t me = (pid_t)syscall(SYS_getpid), was = atomic_load(&status_noted);
+	if (was == me || !atomic_compare_exchange_strong(&status_noted, &was, me))
+		return;
 	tprof_note_end(TPROF_END_EXIT, status);
 	tprof_end_threads = -1; /* threads may have ended in the exit handlers and destructors */
 	if (tprof_tls.thread) /* the exiting thread's last name: the process is gone when it is read */
@@ -976,18 +984,20 @@ void tprof_region_prepare(struct tprof_shm *s)
 	}
 	stacks_ready = 1;
 }
-/* The thread key and the quick_exit handler, registered in the constructor of every image (inherited
- * by fork children), never at a registration: the first heap call of a process can be glibc's own,
- * made while it holds the lock of the handlers' table (the 32nd atexit handler's calloc), and
- * registering then would wait for that lock forever. Registered before the program's own
- * at_quick_exit handlers, ours runs after them. Until the process registers they find nothing to do.
- * The exit() handler is tprof's destructor's to register (see there). */
+/* The thread key, the quick_exit handler and a first copy of the exit handler, registered in the
+ * constructor of every image (inherited by fork children), never at a registration: the first heap
+ * call of a process can be glibc's own, made while it holds the lock of the handlers' table (the
+ * 32nd atexit handler's calloc), and registering then would wait for that lock forever. Registered
+ * before the program's own at_quick_exit handlers, ours runs after them. Until the process
+ * registers they find nothing to do. The exit handler that normally runs is tprof's destructor's to
+ * register (see there). */
 static void set_handlers(void)
 {
 	tprof_tls.guard++;
 	if (pthread_key_create(&exit_key, on_thread_exit) == 0)
 		atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
 	at_quick_exit(last_quick_exit_handler);
+	on_exit(on_exit_status, NULL); /* the copy for exits at once (see on_exit_status) */
 	tprof_tls.guard--;
 }
 

@@ -802,7 +802,8 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 		run continue continue continue >cmds
 	run timeout 120 gdb -q -batch -x cmds "$B/progs/exit_order"
 	echo "$output"
-	order=$(echo "$output" | sed -n 's/^Breakpoint [0-9]*, \(0x[0-9a-f]* in \)\{0,1\}\([a-z_]*\) .*/\2/p' | tr '\n' ' ')
+	# (the constructor's copy of the handler, for threads that exit at once, comes after: a no-op)
+	order=$(echo "$output" | sed -n 's/^Breakpoint [0-9]*, \(0x[0-9a-f]* in \)\{0,1\}\([a-z_]*\) .*/\2/p' | head -3 | tr '\n' ' ')
 	echo "order: $order"
 	[ "$order" = "exit_order_dtor_seen on_exit_status last_exit_handler " ]
 }
