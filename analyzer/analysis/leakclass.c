@@ -21,6 +21,12 @@ static const char *end_words(const struct tprof_trace *t)
 		return "the process image ended in exec, which leaves nothing to scan";
 	case TPROF_END_VANISHED:
 		return "the process ended without an exit call tprof saw";
+	case TPROF_END_EXIT:
+		/* the scan runs last at exit: a thread that called exit at the same time as another may
+		 * run the last handlers and end the process first */
+		return "the trace holds no scan (threads called exit at once, and one ended the process "
+		       "before the scan; or it was recorded with TPROF_LEAKSCAN=0, by an older tprof, or the "
+		       "recorder was gone)";
 	case TPROF_END__EXIT:
 		/* _exit through its hook asks for a scan: without one, the exit system call was made
 		 * directly, as the C library's own functions do (daemon() in the parent) */
