@@ -993,12 +993,10 @@ void tprof_region_prepare(struct tprof_shm *s)
  * register (see there). */
 static void set_handlers(void)
 {
-	tprof_tls.guard++;
 	if (pthread_key_create(&exit_key, on_thread_exit) == 0)
 		atomic_store_explicit(&exit_key_ok, 1, memory_order_release);
 	at_quick_exit(last_quick_exit_handler);
 	on_exit(on_exit_status, NULL); /* the copy for exits at once (see on_exit_status) */
-	tprof_tls.guard--;
 }
 
 static void before_fork(void)
@@ -1202,8 +1200,8 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	tprof_init();
 	tprof_region_note_stderr();
 	pthread_atfork(before_fork, NULL, after_fork_child);
-	set_handlers();
 	tprof_tls.guard++;
+	set_handlers();
 	tprof_stacks_learn_exit();
 	tprof_tls.guard--;
 	if (tprof_cfg.verify_stacks) {
