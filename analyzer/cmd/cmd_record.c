@@ -8,7 +8,8 @@
  * program directly, as the whole foreground group gets it); when the program stops alone, tprof
  * record stops too (follow_stop). The library is looked up beside the
  * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
- * there, so that it also sees programs whose allocator is itself preloaded. With --error-exitcode N
+ * there, so that it also sees programs whose allocator is itself preloaded; behind a program's
+ * AddressSanitizer runtime, which must come first. With --error-exitcode N
  * it then checks the program's trace for leaks (cmd_leaks.c, leaks_check) and ends with N when
  * there are, as valgrind's option of that name does. */
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <gelf.h>
 
 #include "cmd/cmdline.h"
 #include "cmd/cmds.h"
@@ -36,6 +38,63 @@
 #include "recorder.h"
 #include "shm.h"
 #include "base/util.h"
+
+/* The AddressSanitizer runtime the program is linked with (a DT_NEEDED libasan.so.N or
+ * libclang_rt.asan), copied into out: 1 when there is one, 0 when not (or the program is a script,
+ * or cannot be read). ASan ends a program at start unless its runtime is the first library loaded,
+ * so it goes ahead of libtprof.so in LD_PRELOAD: the program runs, its heap calls reach ASan's
+ * allocator unrecorded, and the trace says whose malloc it called. PROG is looked up as execvp
+ * does. */
+static int asan_runtime(const char *prog, char *out, size_t cap)
+{
+	char path[PATH_MAX];
+	int fd = -1;
+	if (strchr(prog, '/')) {
+		fd = open(prog, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	} else {
+		const char *dirs = getenv("PATH");
+		for (const char *d = dirs && *dirs ? dirs : "/usr/local/bin:/usr/bin:/bin"; fd < 0 && *d;) {
+			size_t n = strcspn(d, ":");
+			if (snprintf(path, sizeof(path), "%.*s%s%s", (int)n, n ? d : ".", "/", prog) < (int)sizeof(path) &&
+			    access(path, X_OK) == 0)
+				fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+			d += n + (d[n] == ':');
+		}
+	}
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) { /* a FIFO, a device: not read */
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		return 0;
+	int found = 0;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	for (Elf_Scn *scn = NULL; e && !found && (scn = elf_nextscn(e, scn)) != NULL;) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t k = 0; k < sh.sh_size / sh.sh_entsize && !found; k++) {
+			GElf_Dyn dyn;
+			const char *need;
+			if (!gelf_getdyn(data, (int)k, &dyn) || dyn.d_tag != DT_NEEDED ||
+			    !(need = elf_strptr(e, sh.sh_link, dyn.d_un.d_val)))
+				continue;
+			if ((strncmp(need, "libasan.so", 10) == 0 || strncmp(need, "libclang_rt.asan", 16) == 0) &&
+			    !strchr(need, ':') && !strchr(need, ' ') && strlen(need) < cap) {
+				snprintf(out, cap, "%s", need);
+				found = 1;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return found;
+}
 
 static int find_library(char *out, size_t cap)
 {
@@ -299,9 +358,13 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	const char *old = getenv("LD_PRELOAD");
-	size_t len = strlen(lib) + (old ? strlen(old) : 0) + 2;
+	char asan[128] = "";
+	if (asan_runtime(argv[i], asan, sizeof(asan)))
+		tprof_err("record: %s is built with AddressSanitizer, whose runtime (%s) must be loaded first: "
+			  "its heap calls go to ASan's allocator and are not recorded", argv[i], asan);
+	size_t len = strlen(asan) + strlen(lib) + (old ? strlen(old) : 0) + 3;
 	char *preload = xmalloc(len);
-	snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+	snprintf(preload, len, "%s%s%s%s%s", asan, *asan ? ":" : "", lib, old && *old ? ":" : "", old && *old ? old : "");
 
 	/* Signals are set up before the fork so that none is missed; the child puts back the
 	 * dispositions and the mask it was started with (SIGCHLD ignored, SIGTERM blocked, ...), which

@@ -769,6 +769,43 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[[ "$output" == *"no heap call was intercepted"*"own_malloc"* ]]
 }
 
+# AddressSanitizer ends a program at start unless its runtime is the first library loaded: tprof
+# record puts it ahead of libtprof.so, and the program runs as it does bare (LeakSanitizer's report
+# and exit status included), its heap calls unrecorded and the trace saying whose malloc it called.
+@test "tprof record of a program built with AddressSanitizer: it runs as bare, and the trace says its malloc is ASan's" {
+	cat >asan.c <<'SRC'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+	char *p = malloc(64);
+	strcpy(p, "kept");
+	printf("%s\n", p);
+	if (argc > 1)
+		p = NULL; /* a leak LeakSanitizer reports, ending the program with 1 */
+	return 0;
+}
+SRC
+	gcc -fsanitize=address -g -O0 asan.c -o asan 2>/dev/null || skip "no AddressSanitizer runtime"
+	for leak in "" leak; do
+		run ./asan $leak
+		local bare_status=$status bare_out=$output
+		rm -f t.trace
+		run "$B/tprof" record -o t.trace -- ./asan $leak
+		echo "$output"
+		[ "$status" -eq "$bare_status" ]
+		[[ "$output" == *"is built with AddressSanitizer, whose runtime (libasan.so"* ]]
+		[[ "$output" != *"ASan runtime does not come first"* ]]
+		# the program's own output, LeakSanitizer's report included, less tprof's lines and pids
+		[ "$(echo "$output" | grep -v '^tprof' | sed 's/==[0-9]*==//; s/0x[0-9a-f]*//g')" = \
+		  "$(echo "$bare_out" | sed 's/==[0-9]*==//; s/0x[0-9a-f]*//g')" ]
+		report t.trace r.json
+		[ "$(jget r.json events)" = 0 ]
+		[[ "$(jget r.json malloc_owner)" == *libasan.so* ]]
+	done
+}
+
 # The first heap call of these is glibc's, inside atexit or at_quick_exit with the handlers' lock
 # held (tprof registered its own handlers then, and waited for that lock for good); or the program
 # leaves a dlopen's error message pending, which tprof's lookups at exit freed unseen (two blocks
