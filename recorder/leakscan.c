@@ -8,16 +8,21 @@
  * C++ heuristic (std::string, length64, new[], multiple inheritance) explains the pointer; the
  * blocks left are grouped into cliques in address order, whose leaders are definitely lost and the
  * rest indirectly lost. The process's memory is read with process_vm_readv: a page that cannot be
- * read is skipped, never a fault. docs/LEAKS.md says where this differs from memcheck. */
+ * read is skipped, never a fault; the pages of a large private anonymous mapping that were never
+ * touched (neither present nor swapped out: they read as zeros) are not read at all. docs/LEAKS.md
+ * says where this differs from memcheck. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "leakscan.h"
 
@@ -276,6 +281,7 @@ struct lmap {
 	uint8_t r, w, x, file; /* file: backed by a file (not anonymous, not [heap] or [stack]) */
 	uint8_t heap;          /* [heap]: the allocator's memory, never a root */
 	uint8_t anon;          /* anonymous */
+	uint8_t priv;          /* private (copy on write) */
 	uint8_t skip;          /* not a root for another reason (tprof's own, a device) */
 	uint8_t libc;          /* the C library's data: glibc's arena state lies there */
 	uint64_t from;         /* a stack: roots start at the lowest stopped thread's sp in it */
@@ -330,6 +336,14 @@ struct scan {
 	int failed; /* out of memory */
 	uint64_t root_bytes, block_bytes;
 	int unreadable; /* errno of the first read that failed whole */
+	/* /proc/PID/pagemap (-1: none, or not opened yet: pm_tried) and what it said last: the present
+	 * or swapped ranges from pr_from up to pr_walked (present_range) */
+	int pm_fd, pm_tried, pm_no_scan;
+	struct prange {
+		uint64_t start, end, categories;
+	} pr[64];
+	size_t npr;
+	uint64_t pr_from, pr_walked;
 };
 
 static void beat(struct scan *s, uint64_t bytes)
@@ -779,6 +793,118 @@ static size_t zone_after(const struct scan *s, uint64_t a)
 	return lo;
 }
 
+/* ---- the pages of a mapping that hold anything ---- */
+
+/* PAGEMAP_SCAN (Linux 6.7): the ranges of a process's pages in given categories, found by walking its
+ * page tables, so that terabytes never touched (an AddressSanitizer shadow) cost nothing. Declared
+ * here for headers older than the kernel. */
+#ifndef PAGEMAP_SCAN
+struct pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
+		category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#define PAGE_IS_PRESENT (1 << 1)
+#define PAGE_IS_SWAPPED (1 << 2)
+#endif
+
+/* A mapping whose untouched pages are skipped: private and anonymous (a page never written reads
+ * as zeros; a shared one may hold what another process wrote), and large enough to be worth a look
+ * at its page tables. */
+#define SPARSE_MIN (1u << 20)
+static int sparse_candidate(const struct lmap *m)
+{
+	return m->anon && m->priv && m->end - m->start >= SPARSE_MIN;
+}
+
+/* Fills s->pr with the present or swapped ranges from a (page-aligned) up to at most end, through
+ * PAGEMAP_SCAN, or else by reading pagemap entries (bit 63 present, 62 swapped); -1 when pagemap
+ * cannot tell (then every page counts). */
+static int pagemap_fill(struct scan *s, uint64_t a, uint64_t end)
+{
+	if (!s->pm_tried) {
+		char path[64];
+		s->pm_tried = 1;
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)s->pid);
+		s->pm_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (s->pm_fd < 0)
+		return -1;
+	s->npr = 0;
+	s->pr_from = a;
+	if (!s->pm_no_scan) {
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg), .start = a, .end = end, .vec = (uint64_t)(uintptr_t)s->pr,
+			.vec_len = sizeof(s->pr) / sizeof(s->pr[0]), .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		};
+		long n = ioctl(s->pm_fd, PAGEMAP_SCAN, &arg);
+		if (n >= 0 && arg.walk_end > a && arg.walk_end <= end) {
+			s->npr = (size_t)n;
+			s->pr_walked = arg.walk_end;
+			return 0;
+		}
+		if (errno != ENOTTY && errno != EINVAL)
+			return -1;
+		s->pm_no_scan = 1; /* a kernel before 6.7: the entries, 512 pages a read */
+	}
+	uint64_t e[512];
+	uint64_t page = a >> 12, last = (end + 4095) >> 12;
+	size_t want = last - page < 512 ? (size_t)(last - page) : 512;
+	ssize_t got = pread(s->pm_fd, e, want * 8, (off_t)(page * 8));
+	if (got < 8)
+		return -1;
+	size_t n = (size_t)got / 8;
+	for (size_t i = 0; i < n; i++) {
+		if (!(e[i] >> 62))
+			continue;
+		uint64_t st = (page + i) << 12;
+		if (s->npr && s->pr[s->npr - 1].end == st)
+			s->pr[s->npr - 1].end = st + 4096;
+		else if (s->npr < sizeof(s->pr) / sizeof(s->pr[0]))
+			s->pr[s->npr++] = (struct prange){st, st + 4096, 0};
+		else {
+			n = i; /* full: the walk ends here */
+			break;
+		}
+	}
+	s->pr_walked = (page + n) << 12;
+	return 0;
+}
+
+/* The first range of [a, end) that may hold anything, in m: 1 with [*lo, *hi), 0 when the rest holds
+ * nothing. Outside sparse candidates, and where pagemap cannot tell, all of it. */
+static int present_range(struct scan *s, const struct lmap *m, uint64_t a, uint64_t end, uint64_t *lo, uint64_t *hi)
+{
+	if (a >= end)
+		return 0;
+	if (!m || !sparse_candidate(m)) {
+		*lo = a;
+		*hi = end;
+		return 1;
+	}
+	for (;;) {
+		if (a < s->pr_from || a >= s->pr_walked) {
+			if (pagemap_fill(s, a & ~4095ull, end) != 0) {
+				*lo = a;
+				*hi = end;
+				return 1;
+			}
+		}
+		for (size_t i = 0; i < s->npr; i++)
+			if (s->pr[i].end > a) {
+				if (s->pr[i].start >= end)
+					return 0;
+				*lo = s->pr[i].start > a ? s->pr[i].start : a;
+				*hi = s->pr[i].end < end ? s->pr[i].end : end;
+				return 1;
+			}
+		if (s->pr_walked >= end)
+			return 0;
+		a = s->pr_walked; /* nothing present in what was walked: on from where the walk stopped */
+	}
+}
+
 /* The allocator's memory, where stale copies of pointers lie in free chunks: the brk heap, glibc's
  * other arenas (64 MiB-aligned heaps that start with a heap_info: arena, previous heap, size, and
  * the size made writable, which is how far the arena reaches), and the pages of every block outside
@@ -796,8 +922,14 @@ static int find_zones(struct scan *s, const struct tprof_shm *shm)
 			return -1;
 		if (!m->anon || !m->r || !m->w)
 			continue;
-		for (uint64_t a = (m->start + arena_align - 1) & ~(arena_align - 1); a < m->end; a += arena_align) {
+		for (uint64_t a = (m->start + arena_align - 1) & ~(arena_align - 1), lo, hi; a < m->end; a += arena_align) {
 			uint64_t h[4];
+			if (!present_range(s, m, a, m->end, &lo, &hi))
+				break;
+			if (lo > a) { /* the next arena-aligned address at or after what holds anything */
+				a = ((lo + arena_align - 1) & ~(arena_align - 1)) - arena_align;
+				continue;
+			}
 			if (m->end - a < sizeof(h) || read_mem(s, a, h, sizeof(h)) != sizeof(h))
 				continue;
 			if (h[0] && !(h[1] & (arena_align - 1)) && h[3] && !(h[3] & 4095) && h[3] <= arena_align &&
@@ -821,13 +953,14 @@ static int find_zones(struct scan *s, const struct tprof_shm *shm)
 	return 0;
 }
 
-/* Scans [a, end) as roots but for the allocator's zones. */
-static void scan_roots(struct scan *s, uint64_t a, uint64_t end)
+/* Scans [a, end) of mapping m as roots but for the allocator's zones and the pages that hold
+ * nothing. */
+static void scan_roots(struct scan *s, const struct lmap *m, uint64_t a, uint64_t end)
 {
 	for (size_t z = zone_after(s, a); a < end; z++) {
 		uint64_t stop = z < s->nzones && s->zones[z].start < end ? s->zones[z].start : end;
-		if (stop > a)
-			scan_range(s, a, stop);
+		for (uint64_t p = a, lo, hi; p < stop && present_range(s, m, p, stop, &lo, &hi); p = hi)
+			scan_range(s, lo, hi);
 		if (z >= s->nzones || s->zones[z].start >= end)
 			break;
 		a = s->zones[z].end;
@@ -894,6 +1027,7 @@ static int read_maps(struct scan *s)
 				m->skip = 1;
 		}
 		m->anon = !name[0];
+	m->priv = perms[3] == 'p';
 		const char *base = strrchr(name, '/');
 		m->libc = base && strncmp(base + 1, "libc.so", 7) == 0;
 	}
@@ -924,7 +1058,7 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	pid_t reader = shm->scan_stopped && shm->scan_threads[0].tid > 0 && shm->pid == pid ? shm->scan_threads[0].tid
 											      : pid;
 	/* (a process in a child pid namespace knows its threads by ids that name others here) */
-	struct scan s = {.pid = reader, .beat = beat_word};
+	struct scan s = {.pid = reader, .beat = beat_word, .pm_fd = -1};
 	/* the live blocks, sorted */
 	s.nb = live->live;
 	s.b = calloc(s.nb ? s.nb : 1, sizeof(*s.b));
@@ -996,7 +1130,7 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 		if (!m->r || !m->w || m->heap || m->skip)
 			continue;
 		s.in_libc = m->libc;
-		scan_roots(&s, m->from ? m->from : m->start, m->end);
+		scan_roots(&s, m, m->from ? m->from : m->start, m->end);
 		s.in_libc = 0;
 		process_stack(&s);
 	}
@@ -1036,6 +1170,8 @@ done:
 	out->ns = now_ns() - t0;
 	free(s.b);
 	free(s.buf);
+	if (s.pm_fd >= 0)
+		close(s.pm_fd);
 	big_free(s.win_mem, (size_t)WIN_SLOTS << WIN_SHIFT);
 	free(s.wins);
 	free(s.hpages);
