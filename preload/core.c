@@ -42,6 +42,7 @@ _Atomic int tprof_ready;
 static const volatile uint32_t alive_always = 1;
 const volatile uint32_t *tprof_alive = &alive_always;
 static volatile uint32_t *alive_page; /* MADV_WIPEONFORK: a fork child reads 0 there */
+_Atomic int tprof_constructed;
 _Atomic int tprof_recording;
 _Atomic int tprof_sandboxed;
 _Atomic int tprof_lock_future;
@@ -1197,6 +1198,7 @@ int tprof_start_recording(void)
 
 __attribute__((constructor)) static void tprof_constructor(void)
 {
+	atomic_store_explicit(&tprof_constructed, 1, memory_order_release);
 	tprof_init();
 	tprof_region_note_stderr();
 	pthread_atfork(before_fork, NULL, after_fork_child);
@@ -1226,8 +1228,16 @@ __attribute__((destructor)) static void tprof_destructor(void)
 	 * come after it. A handler without a handle runs once every destructor has. */
 	extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 	if (atomic_load(&reg_state) == 2) {
-		if (tprof_cfg.freeres || tprof_cfg.leakscan)
+		if (tprof_asan_present()) {
+			/* AddressSanitizer's LeakSanitizer checks as its library is finalized, right after
+			 * this one, and ends the process there (a raw exit) when it finds a leak: the scan
+			 * runs now, before it, and without __libc_freeres (the libraries finalized after this
+			 * one may still use what it frees) */
+			if (tprof_cfg.leakscan)
+				tprof_scan_at_end(TPROF_END_EXIT);
+		} else if (tprof_cfg.freeres || tprof_cfg.leakscan) {
 			__cxa_atexit(last_exit_handler, NULL, NULL);
+		}
 		/* registered after it, so run before it: the status once every destructor has run. Not
 		 * from the constructor, which runs before the C library registers the loader's handler
 		 * that runs the destructors (ours would run after it, and after the scan), nor at the

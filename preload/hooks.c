@@ -26,6 +26,27 @@
 
 extern char **environ;
 
+/* AddressSanitizer's runtime (libasan, loaded after libtprof.so) initializes itself from the
+ * executable's preinit array, before any library's constructor, and checks there that it comes
+ * first among the libraries: tprof's answer to its options (below) turns that check off. While it
+ * initializes, its interceptors of C library functions (pthread_sigmask, dl_iterate_phdr, ...)
+ * have no real function behind them yet, and tprof's code, which calls them, would crash: until
+ * tprof's constructor runs, the heap calls of a process with ASan in it (its dlsym error strings)
+ * are served from the bootstrap pool, unrecorded (docs/LEAKS.md says so). */
+static inline int asan_starting(void)
+{
+	return tprof_asan_present() && !atomic_load_explicit(&tprof_constructed, memory_order_acquire);
+}
+
+/* Read by ASan at start-up when the executable does not define it: its check that libasan is the
+ * first library loaded would end a program run with LD_PRELOAD=libtprof.so (ASan's allocator is
+ * then the one tprof's hooks call). The only symbol exported that wraps nothing. */
+TPROF_EXPORT const char *__asan_default_options(void);
+TPROF_EXPORT const char *__asan_default_options(void)
+{
+	return "verify_asan_link_order=0";
+}
+
 /* Until tprof_init has resolved the real functions, allocations come from the bootstrap pool. A fork
  * child's first hook makes it forget its parent's registration (tprof_alive). */
 static inline int ready(void)
@@ -34,6 +55,8 @@ static inline int ready(void)
 		tprof_alive_check();
 		return 1;
 	}
+	if (asan_starting())
+		return 0;
 	tprof_init();
 	return atomic_load_explicit(&tprof_ready, memory_order_acquire);
 }

@@ -87,6 +87,8 @@ struct tprof_thread {
 	struct tprof_ring *ring; /* mapped on first use, kept for the slot's next thread */
 	void *ucache_spare;      /* the stack walk cache of the slot's last thread, for its next */
 	uint32_t nfew;           /* blocks in few[] (kept for the slot's next thread) */
+	/* their addresses complemented: no leak checker that reads this library's memory as roots
+	 * (LeakSanitizer, in an ASan-built program) takes them for pointers that keep the blocks */
 	uintptr_t few[TPROF_FEW];
 };
 
@@ -157,6 +159,13 @@ static inline void tprof_alive_check(void)
 extern struct tprof_real tprof_real;
 extern struct tprof_config tprof_cfg;
 extern _Atomic int tprof_ready;     /* real functions resolved */
+extern _Atomic int tprof_constructed; /* tprof's constructor has begun */
+/* AddressSanitizer's runtime is in the process (its entry point resolved: a weak reference) */
+extern void __asan_init(void) __attribute__((weak));
+static inline int tprof_asan_present(void)
+{
+	return __asan_init != 0;
+}
 extern _Atomic int tprof_recording; /* hooks record events (a recorder took this process) */
 extern struct tprof_shm *tprof_shm; /* the shared memory; NULL while not recording */
 /* A seccomp filter that may kill the process at a system call the program does not make itself is in
@@ -365,7 +374,7 @@ __attribute__((always_inline)) static inline void tprof_few_alloc(struct tprof_t
 		atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed);
 		return;
 	}
-	t->few[n] = (uintptr_t)ptr;
+	t->few[n] = ~(uintptr_t)ptr;
 	t->nfew = n + 1;
 }
 
@@ -374,7 +383,7 @@ __attribute__((always_inline)) static inline void tprof_few_free(struct tprof_th
 	if (likely(atomic_load_explicit(&tprof_few_over, memory_order_relaxed)))
 		return;
 	for (uint32_t i = t->nfew; i-- > 0;) {
-		if (t->few[i] == (uintptr_t)ptr) {
+		if (t->few[i] == ~(uintptr_t)ptr) {
 			t->few[i] = t->few[--t->nfew];
 			return;
 		}

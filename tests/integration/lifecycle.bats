@@ -777,13 +777,14 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+static char *keep;
 int main(int argc, char **argv)
 {
 	char *p = malloc(64);
 	strcpy(p, "kept");
 	printf("%s\n", p);
-	if (argc > 1)
-		p = NULL; /* a leak LeakSanitizer reports, ending the program with 1 */
+	if (argc == 1)
+		keep = p; /* else a leak LeakSanitizer reports, ending the program with 1 */
 	return 0;
 }
 SRC
@@ -804,6 +805,57 @@ SRC
 		[ "$(jget r.json events)" = 0 ]
 		[[ "$(jget r.json malloc_owner)" == *libasan.so* ]]
 	done
+}
+
+# Under LD_PRELOAD alone (or run by a traced process) libtprof.so comes first: tprof turns ASan's
+# link-order check off (__asan_default_options) and serves ASan's start-up from its bootstrap pool;
+# the program runs and its heap calls are recorded, ASan's allocator behind tprof's hooks. ASan's
+# reports then show tprof's malloc between ASan's and the program's frames; the rest is as bare.
+@test "a program built with AddressSanitizer under LD_PRELOAD: it runs, its heap calls are recorded, LeakSanitizer still reports" {
+	cat >asan.c <<'SRC'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static char *keep;
+int main(int argc, char **argv)
+{
+	char *p = malloc(64);
+	strcpy(p, "kept");
+	printf("%s\n", p);
+	if (argc == 1)
+		keep = p; /* else a leak LeakSanitizer reports, ending the program with 1 */
+	return 0;
+}
+SRC
+	gcc -fsanitize=address -g -O0 asan.c -o asan 2>/dev/null || skip "no AddressSanitizer runtime"
+	# the report without pids, addresses, frame numbers and tprof's frames
+	strip() { grep -v -e '^tprof' -e 'libtprof.so' -e 'preload/' | sed 's/==[0-9]*==//; s/0x[0-9a-f]*//g; s/#[0-9]* //'; }
+	for leak in "" leak; do
+		run ./asan $leak
+		local bare_status=$status bare_out
+		bare_out=$(echo "$output" | strip)
+		rm -f t.trace
+		run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./asan $leak
+		echo "$output"
+		[ "$status" -eq "$bare_status" ]
+		[ "$(echo "$output" | strip)" = "$bare_out" ]
+		settled t.trace
+		report t.trace r.json
+		[ "$(jget r.json malloc_owner)" = "" ]
+		[ "$(jget r.json calls.malloc)" -ge 2 ] # the program's block and stdout's buffer
+		if [ -n "$leak" ]; then
+			[[ "$output" == *"LeakSanitizer: detected memory leaks"* ]]
+			[ "$(jget r.json definitely_lost_bytes)" = 64 ]
+		else
+			[ "$(jget r.json still_reachable_bytes)" -ge 64 ]
+			[ "$(jget r.json definitely_lost_bytes)" = 0 ]
+		fi
+	done
+	# run by a traced shell
+	rm -f t.trace
+	run env TPROF_OUTPUT=t%p.trace LD_PRELOAD="$B/libtprof.so" sh -c './asan; echo done'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"kept"*"done"* ]]
 }
 
 # The first heap call of these is glibc's, inside atexit or at_quick_exit with the handlers' lock
