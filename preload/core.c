@@ -1228,11 +1228,11 @@ __attribute__((destructor)) static void tprof_destructor(void)
 	 * come after it. A handler without a handle runs once every destructor has. */
 	extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 	if (atomic_load(&reg_state) == 2) {
-		if (tprof_asan_present()) {
+		if (tprof_sanitizer_present()) {
 			/* AddressSanitizer's LeakSanitizer checks as its library is finalized, right after
-			 * this one, and ends the process there (a raw exit) when it finds a leak: the scan
-			 * runs now, before it, and without __libc_freeres (the libraries finalized after this
-			 * one may still use what it frees) */
+			 * this one, and ends the process there (a raw exit) when it finds a leak, as
+			 * ThreadSanitizer does when it found a race: the scan runs now, before it, and without
+			 * __libc_freeres (the libraries finalized after this one may still use what it frees) */
 			if (tprof_cfg.leakscan)
 				tprof_scan_at_end(TPROF_END_EXIT);
 		} else if (tprof_cfg.freeres || tprof_cfg.leakscan) {

@@ -26,16 +26,16 @@
 
 extern char **environ;
 
-/* AddressSanitizer's runtime (libasan, loaded after libtprof.so) initializes itself from the
- * executable's preinit array, before any library's constructor, and checks there that it comes
- * first among the libraries: tprof's answer to its options (below) turns that check off. While it
- * initializes, its interceptors of C library functions (pthread_sigmask, dl_iterate_phdr, ...)
- * have no real function behind them yet, and tprof's code, which calls them, would crash: until
- * tprof's constructor runs, the heap calls of a process with ASan in it (its dlsym error strings)
- * are served from the bootstrap pool, unrecorded (docs/LEAKS.md says so). */
-static inline int asan_starting(void)
+/* A sanitizer's runtime (AddressSanitizer's libasan, ThreadSanitizer's libtsan, ...: loaded after
+ * libtprof.so) initializes itself from the executable's preinit array, before any library's
+ * constructor; ASan checks there that it comes first among the libraries, which tprof's answer to
+ * its options (below) turns off. While it initializes, its interceptors of C library functions
+ * (pthread_sigmask, dl_iterate_phdr, ...) have no real function behind them yet, and tprof's code,
+ * which calls them, would crash: until tprof's constructor runs, the heap calls of a process with
+ * such a runtime in it are served from the bootstrap pool, unrecorded (docs/LEAKS.md says so). */
+static inline int sanitizer_starting(void)
 {
-	return tprof_asan_present() && !atomic_load_explicit(&tprof_constructed, memory_order_acquire);
+	return tprof_sanitizer_present() && !atomic_load_explicit(&tprof_constructed, memory_order_acquire);
 }
 
 /* Read by ASan at start-up when the executable does not define it: its check that libasan is the
@@ -55,7 +55,7 @@ static inline int ready(void)
 		tprof_alive_check();
 		return 1;
 	}
-	if (asan_starting())
+	if (sanitizer_starting())
 		return 0;
 	tprof_init();
 	return atomic_load_explicit(&tprof_ready, memory_order_acquire);

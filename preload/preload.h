@@ -160,11 +160,15 @@ extern struct tprof_real tprof_real;
 extern struct tprof_config tprof_cfg;
 extern _Atomic int tprof_ready;     /* real functions resolved */
 extern _Atomic int tprof_constructed; /* tprof's constructor has begun */
-/* AddressSanitizer's runtime is in the process (its entry point resolved: a weak reference) */
+/* A sanitizer runtime that intercepts the C library is in the process (AddressSanitizer,
+ * ThreadSanitizer, MemorySanitizer, HWASan: their entry points resolved, weak references) */
 extern void __asan_init(void) __attribute__((weak));
-static inline int tprof_asan_present(void)
+extern void __tsan_init(void) __attribute__((weak));
+extern void __msan_init(void) __attribute__((weak));
+extern void __hwasan_init(void) __attribute__((weak));
+static inline int tprof_sanitizer_present(void)
 {
-	return __asan_init != 0;
+	return __asan_init || __tsan_init || __msan_init || __hwasan_init;
 }
 extern _Atomic int tprof_recording; /* hooks record events (a recorder took this process) */
 extern struct tprof_shm *tprof_shm; /* the shared memory; NULL while not recording */

@@ -458,9 +458,26 @@ static inline uint64_t hash_frames(const uint64_t *f, unsigned n, uint64_t gen)
 	return h | (1ull << 63); /* never 0 (empty) nor TAG_BUSY */
 }
 
+/* The frames compared and copied by loops of our own, not the C library's memcmp and memcpy: a
+ * ThreadSanitizer runtime in the process intercepts those, sees threads read a stack's frames that
+ * another wrote without the release and acquire (tprof's atomics are not instrumented), and reports
+ * a race inside tprof that ends the program with its error status. */
 static inline int same(const struct slot *s, const uint64_t *f, unsigned n, int truncated)
 {
-	return s->depth == n && s->truncated == truncated && memcmp(s->frames, f, n * sizeof(*f)) == 0;
+	if (s->depth != n || s->truncated != truncated)
+		return 0;
+	for (unsigned k = 0; k < n; k++)
+		if (s->frames[k] != f[k])
+			return 0;
+	return 1;
+}
+
+static inline void copy_frames(uint64_t *dst, const uint64_t *f, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		dst[k] = f[k];
+		__asm__ volatile("" ::: "memory"); /* a loop the compiler must not make a memcpy call */
+	}
 }
 
 /* A stack's id: found in any level, else inserted into the newest. 0: no room. */
@@ -508,7 +525,7 @@ static uint32_t intern(const uint64_t *f, unsigned n, int truncated)
 			atomic_store_explicit(&s->tag, 0, memory_order_release); /* give the slot back */
 			break;
 		}
-		memcpy(dst, f, n * sizeof(*f));
+		copy_frames(dst, f, n);
 		e->off = off;
 		e->truncated = (uint8_t)truncated;
 		__atomic_store_n(&e->depth, (uint16_t)n, __ATOMIC_RELEASE); /* published */
