@@ -769,10 +769,9 @@ for r in json.load(open(sys.argv[1]))["leaks"]:
 	[[ "$output" == *"no heap call was intercepted"*"own_malloc"* ]]
 }
 
-# AddressSanitizer ends a program at start unless its runtime is the first library loaded: tprof
-# record puts it ahead of libtprof.so, and the program runs as it does bare (LeakSanitizer's report
-# and exit status included), its heap calls unrecorded and the trace saying whose malloc it called.
-@test "tprof record of a program built with AddressSanitizer: it runs as bare, and the trace says its malloc is ASan's" {
+# ./asan, built with AddressSanitizer: it prints "kept" and keeps its block in a global, or with an
+# argument leaks it, which LeakSanitizer reports, ending the program with 1. Skips without ASan.
+asan_program() {
 	cat >asan.c <<'SRC'
 #include <stdio.h>
 #include <stdlib.h>
@@ -789,6 +788,13 @@ int main(int argc, char **argv)
 }
 SRC
 	gcc -fsanitize=address -g -O0 asan.c -o asan 2>/dev/null || skip "no AddressSanitizer runtime"
+}
+
+# AddressSanitizer ends a program at start unless its runtime is the first library loaded: tprof
+# record puts it ahead of libtprof.so, and the program runs as it does bare (LeakSanitizer's report
+# and exit status included), its heap calls unrecorded and the trace saying whose malloc it called.
+@test "tprof record of a program built with AddressSanitizer: it runs as bare, and the trace says its malloc is ASan's" {
+	asan_program
 	for leak in "" leak; do
 		run ./asan $leak
 		local bare_status=$status bare_out=$output
@@ -812,22 +818,7 @@ SRC
 # the program runs and its heap calls are recorded, ASan's allocator behind tprof's hooks. ASan's
 # reports then show tprof's malloc between ASan's and the program's frames; the rest is as bare.
 @test "a program built with AddressSanitizer under LD_PRELOAD: it runs, its heap calls are recorded, LeakSanitizer still reports" {
-	cat >asan.c <<'SRC'
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-static char *keep;
-int main(int argc, char **argv)
-{
-	char *p = malloc(64);
-	strcpy(p, "kept");
-	printf("%s\n", p);
-	if (argc == 1)
-		keep = p; /* else a leak LeakSanitizer reports, ending the program with 1 */
-	return 0;
-}
-SRC
-	gcc -fsanitize=address -g -O0 asan.c -o asan 2>/dev/null || skip "no AddressSanitizer runtime"
+	asan_program
 	# the report without pids, addresses, frame numbers and tprof's frames
 	strip() { grep -v -e '^tprof' -e 'libtprof.so' -e 'preload/' | sed 's/==[0-9]*==//; s/0x[0-9a-f]*//g; s/#[0-9]* //'; }
 	for leak in "" leak; do
