@@ -804,8 +804,8 @@ struct pm_scan_arg {
 		category_anyof_mask, return_mask;
 };
 #define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#define PAGE_IS_PRESENT (1 << 1)
-#define PAGE_IS_SWAPPED (1 << 2)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
 #endif
 
 /* A mapping whose untouched pages are skipped: private and anonymous (a page never written reads
@@ -828,10 +828,12 @@ static int pagemap_fill(struct scan *s, uint64_t a, uint64_t end)
 		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)s->pid);
 		s->pm_fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
+	/* the cache holds nothing until a walk succeeds (a failed one must not pass for a walk that
+	 * found nothing) */
+	s->npr = 0;
+	s->pr_from = s->pr_walked = a;
 	if (s->pm_fd < 0)
 		return -1;
-	s->npr = 0;
-	s->pr_from = a;
 	if (!s->pm_no_scan) {
 		struct pm_scan_arg arg = {
 			.size = sizeof(arg), .start = a, .end = end, .vec = (uint64_t)(uintptr_t)s->pr,
@@ -844,8 +846,8 @@ static int pagemap_fill(struct scan *s, uint64_t a, uint64_t end)
 			s->pr_walked = arg.walk_end;
 			return 0;
 		}
-		if (errno != ENOTTY && errno != EINVAL)
-			return -1;
+		if (n >= 0 || (errno != ENOTTY && errno != EINVAL))
+			return -1; /* an answer that makes no sense, or a failure: every page counts */
 		s->pm_no_scan = 1; /* a kernel before 6.7: the entries, 512 pages a read */
 	}
 	uint64_t e[512];

@@ -49,6 +49,18 @@ vg_equal() { # vg_equal COMMAND ARGS...: tprof's kinds equal valgrind's
 	[ "$(jget l.json summary.definite.bytes)" = 80 ]
 }
 
+# The pages skipped are those neither present nor swapped out, asked of the kernel by category;
+# a page write-protected through userfaultfd is present but not "written", and holds the pointer.
+@test "a pointer in a page write-protected through userfaultfd keeps its block still reachable" {
+	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/uffd_wp"
+	[ "$status" -ne 2 ] || skip "userfaultfd is not available here"
+	[ "$status" -eq 0 ]
+	settled t.trace
+	"$B/tprof" leaks --kinds all --json t.trace >l.json
+	[ "$(jget l.json summary.reachable.bytes)" -ge 48 ]
+	[ "$(jget l.json summary.definite.bytes)" = 0 ]
+}
+
 @test "the roots: a global, this thread's TLS, another thread's stack and TLS, a running thread's register" {
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/leak_kinds"
 	"$B/tprof" leaks --kinds all --json t.trace >l.json
