@@ -318,12 +318,14 @@ assert s == [("leak:plant_calloc", "my.supp:3", 77, 1, 1), ("leak:^plant_chain$"
 	Z="$TPROF_ROOT/tests/integration/zblocks.py"
 	export PYTHONPATH="$TPROF_ROOT/tests/integration"
 	traced "$B/progs/many_stacks" 4000 14 >/dev/null
-	read -r nz zbytes _ < <($PY "$Z" count t.trace STACKS)
+	# (a last table of a few stacks, which compression would not shrink, goes out plain: how many
+	# stacks the writer's last pass finds depends on timing)
+	read -r nz zbytes np0 _ < <($PY "$Z" count t.trace STACKS)
 	[ "$nz" -ge 1 ]
 	$PY "$Z" plain t.trace p.trace
 	read -r nz2 _ np pbytes < <($PY "$Z" count p.trace STACKS)
-	echo "ZSTACKS: $nz blocks, $zbytes bytes; as STACKS: $np blocks, $pbytes bytes"
-	[ "$nz2" -eq 0 ] && [ "$np" -eq "$nz" ]
+	echo "ZSTACKS: $nz blocks, $zbytes bytes, and $np0 plain; as STACKS: $np blocks, $pbytes bytes"
+	[ "$nz2" -eq 0 ] && [ "$np" -eq $((nz + np0)) ]
 	[ "$zbytes" -lt $((pbytes / 4)) ]
 	# every command says the same of both (but the file name)
 	for c in report "report --json" leaks "leaks --json" peak "allocs --json" "summary --json" dump \
