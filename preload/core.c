@@ -62,26 +62,102 @@ static _Atomic int init_state; /* 0 not started, 1 resolving, 2 done */
 static TPROF_LARGE _Alignas(64) unsigned char boot_pool[256 * 1024];
 static _Atomic size_t boot_used;
 
+/* When the pool is used up (in a process with a sanitizer runtime, every heap call before tprof's
+ * constructor comes here: the constructors of the libraries that run before it may allocate
+ * megabytes), blocks come from one region reserved then (a few GiB without access, less when the
+ * address space is limited) and opened as they are used: never reused either, and zeroed. */
+static _Atomic int more_state; /* 0: none, 1: being reserved, 2: ready, 3: could not be */
+static _Atomic uintptr_t more_base;
+static _Atomic size_t more_len, more_used, more_open;
+
+/* Takes [start, end) of size bytes aligned to align (a power of two, at least 16) from the bump
+ * area of cap bytes whose use is *used: its offset, or SIZE_MAX when it does not fit. */
+static size_t bump(_Atomic size_t *used, size_t cap, size_t size, size_t align)
+{
+	size_t cur = atomic_load(used), start, end;
+	do {
+		if (size > cap || cur + 16 + align > cap)
+			return SIZE_MAX;
+		start = (cur + 16 + align - 1) & ~(align - 1);
+		end = start + ((size + 15) & ~(size_t)15);
+		if (end > cap || end < start)
+			return SIZE_MAX;
+	} while (!atomic_compare_exchange_weak(used, &cur, end));
+	return start;
+}
+
+static uintptr_t more_region(void)
+{
+	int st = 0;
+	if (atomic_compare_exchange_strong(&more_state, &st, 1)) {
+		static const size_t sizes[] = {(size_t)4 << 30, (size_t)256 << 20, (size_t)16 << 20};
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			long m = syscall(SYS_mmap, NULL, sizes[i], PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+					 -1, 0);
+			if (m != -1) {
+				atomic_store(&more_len, sizes[i]);
+				atomic_store(&more_base, (uintptr_t)m);
+				break;
+			}
+		}
+		atomic_store(&more_state, atomic_load(&more_base) ? 2 : 3);
+	}
+	while ((st = atomic_load(&more_state)) == 1)
+		syscall(SYS_sched_yield);
+	return st == 2 ? atomic_load(&more_base) : 0;
+}
+
 void *tprof_boot_alloc(size_t size, size_t align)
 {
 	if (align < 16)
 		align = 16;
-	if (align & (align - 1) || size > sizeof(boot_pool))
+	if (align & (align - 1))
 		return NULL;
-	size_t cur = atomic_load(&boot_used), start, end;
-	do {
-		start = (cur + 16 + align - 1) & ~(align - 1);
-		end = start + ((size + 15) & ~(size_t)15);
-		if (end > sizeof(boot_pool))
+	size_t start = bump(&boot_used, sizeof(boot_pool), size, align);
+	unsigned char *p;
+	if (start != SIZE_MAX) {
+		p = boot_pool + start;
+	} else {
+		int e = errno;
+		uintptr_t base = more_region();
+		size_t len = atomic_load(&more_len);
+		start = base ? bump(&more_used, len, size, align) : SIZE_MAX;
+		if (start == SIZE_MAX) {
+			errno = ENOMEM;
 			return NULL;
-	} while (!atomic_compare_exchange_weak(&boot_used, &cur, end));
-	memcpy(boot_pool + start - sizeof(size_t), &size, sizeof(size_t));
-	return boot_pool + start; /* static storage is zeroed and never reused: calloc-safe */
+		}
+		/* opened a MiB at a time past what is open; racing threads open the same pages again,
+		 * which is harmless, and use theirs only once it is done */
+		size_t end = start + ((size + 15) & ~(size_t)15), open = atomic_load(&more_open);
+		if (end > open) {
+			size_t from = (start - 16) & ~(size_t)4095, to = (end + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);
+			to = to < len ? to : len;
+			if (syscall(SYS_mprotect, base + from, to - from, PROT_READ | PROT_WRITE) != 0) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			while (open < to && !atomic_compare_exchange_weak(&more_open, &open, to))
+				;
+		}
+		errno = e;
+		p = (unsigned char *)base + start;
+	}
+	memcpy(p - sizeof(size_t), &size, sizeof(size_t));
+	return p; /* fresh zeroed memory, never reused: calloc-safe */
 }
 
 int tprof_boot_owns(const void *p)
 {
-	return (const unsigned char *)p >= boot_pool && (const unsigned char *)p < boot_pool + sizeof(boot_pool);
+	if ((const unsigned char *)p >= boot_pool && (const unsigned char *)p < boot_pool + sizeof(boot_pool))
+		return 1;
+	uintptr_t base = atomic_load_explicit(&more_base, memory_order_acquire);
+	return base && (uintptr_t)p - base < atomic_load_explicit(&more_len, memory_order_relaxed);
+}
+
+void tprof_boot_range(uint64_t *start, uint64_t *end)
+{
+	*start = (uintptr_t)boot_pool;
+	*end = (uintptr_t)boot_pool + atomic_load(&boot_used);
 }
 
 size_t tprof_boot_size(const void *p)

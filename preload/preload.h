@@ -197,6 +197,7 @@ void *tprof_own_realloc(void *, size_t);
 void *tprof_boot_alloc(size_t size, size_t align); /* static pool used while tprof_init runs */
 int tprof_boot_owns(const void *p);
 size_t tprof_boot_size(const void *p);
+void tprof_boot_range(uint64_t *start, uint64_t *end); /* the bootstrap pool's blocks */
 struct tprof_thread *tprof_thread_attach(void);
 /* An event dropped because its thread has no slot or ring (tprof_thread_attach failed): counted
  * once, by the code that would have recorded it, when a trace is being recorded. */

@@ -237,6 +237,7 @@ void tprof_scan_at_end(int reason)
 		goto out;
 	}
 	shm->scan_reason = (uint32_t)reason;
+	tprof_boot_range(&shm->boot_used[0], &shm->boot_used[1]);
 #if defined(__x86_64__)
 	/* The exiting thread's roots begin at the frame that called the way out: the C library's and
 	 * tprof's frames below it hold stale words of earlier calls in their unwritten slots, which

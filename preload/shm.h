@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 10
+#define TPROF_SHM_VERSION 11
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 /* Under a file size limit (ulimit -f) that neither the process nor the recorder can lift, the file is
  * as large as the limit allows, down to this: the first piece (12 MiB) and rings for a few threads. */
@@ -153,6 +153,8 @@ struct tprof_shm {
 	uint32_t scan_reason;          /* enum tprof_end_reason of the way out that asked */
 	int32_t scan_reader;           /* the recorder's pid: may read this process's memory (Yama) */
 	uint64_t own[4][2]; /* [start, end) of tprof's memory in the process: never roots */
+	uint64_t boot_used[2]; /* [start, end) of the bootstrap pool's blocks (inside own[0]): the
+				* program's, roots (heap calls before tprof's constructor) */
 	uint64_t scan_regs[8]; /* the exiting thread's callee-saved registers as its program frame had them */
 
 	/* stacks (stacks.c): ids below stack_next_id are allocated, published once depth != 0 */

@@ -1136,6 +1136,16 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 		s.in_libc = 0;
 		process_stack(&s);
 	}
+	/* the blocks of tprof's bootstrap pool are the program's (heap calls made before tprof's
+	 * constructor in a process with a sanitizer runtime), in tprof's own data all the same */
+	uint64_t blo = shm->boot_used[0], bhi = shm->boot_used[1];
+	const struct lmap *bm = blo < bhi ? map_of(&s, blo) : NULL;
+	if (bm && bm->r && bm->w && !s.failed) {
+		bhi = bhi < bm->end ? bhi : bm->end;
+		for (uint64_t a = blo, lo, hi; a < bhi && present_range(&s, bm, a, bhi, &lo, &hi); a = hi)
+			scan_range(&s, lo, hi); /* not scan_roots: tprof's data is a zone, never a root */
+		process_stack(&s);
+	}
 	uint64_t regs[8];
 	memcpy(regs, shm->scan_regs, sizeof(regs));
 	scan_words(&s, regs, 8, 1);
