@@ -463,6 +463,7 @@ void tprof_init(void)
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
 	RESOLVE(quick_exit, "quick_exit");
+	RESOLVE(exit, "exit");
 	RESOLVE(dlopen, "dlopen");
 	RESOLVE(dlmopen, "dlmopen");
 	extern void *tprof_dlopen_real, *tprof_dlmopen_real;
@@ -831,7 +832,9 @@ void tprof_defer_flush(struct tprof_thread *t)
 {
 	struct tprof_ring *r = t->ring;
 	for (;;) {
+		tprof_tls.flushing = 1;
 		publish_deferred(t, r);
+		tprof_tls.flushing = 0;
 		/* put the mark back unless a handler deferred a call since the list was seen empty: it
 		 * flipped the mark (3, 4) or the list is not empty; once put back, a handler's call marks
 		 * the slot anew */
@@ -843,6 +846,33 @@ void tprof_defer_flush(struct tprof_thread *t)
 		if (atomic_compare_exchange_strong(&t->slot->inflight, &m, tprof_tls.defer_mark))
 			return;
 	}
+}
+
+/* The hook a handler interrupted in its stack walk or ring write (crit) never goes on when the handler
+ * ends the process: its own event is never published (a ring write it began is written over), and the
+ * heap calls on the way out (exit handlers, destructors, __libc_freeres) were deferred behind it, 16
+ * at most, the rest counted lost, and none published: the trace ended incomplete. Here the deferred
+ * calls are published and crit ends, so that those calls are recorded as any other. The walk may
+ * have been writing this thread's rules and memo: no walk trusts what it learnt before (as after a
+ * fork from a handler); the few-blocks list may be half-updated: the scan at the end looks. Not when
+ * the handler interrupted tprof's own deferral or publishing, whose state is half-written (left to
+ * be counted lost), nor inside tprof's own code (guard). */
+void tprof_end_interrupted(void)
+{
+	if (likely(!tprof_tls.crit) || tprof_tls.guard || tprof_tls.deferring || tprof_tls.flushing)
+		return;
+	int saved = errno;
+	struct tprof_thread *t = tprof_tls.thread;
+	atomic_store(&tprof_few_over, 1);
+	tprof_unwind_forget_code();
+	if (t && t->ring) {
+		tprof_tls.crit = 1; /* 2: a realloc's pair, whose first number stays unused */
+		tprof_defer_flush(t); /* and the slot's mark back to the interrupted call's */
+		tprof_tls.crit = 0;
+	} else {
+		tprof_defer_drop();
+	}
+	errno = saved;
 }
 
 void tprof_defer_drop(void)

@@ -433,8 +433,22 @@ TPROF_EXPORT int dlclose(void *handle)
 
 /* ---- ways out that skip exit(): say how the process ends; the recorder does the rest ---- */
 
+/* exit only for a signal handler's exit inside a hook it interrupted (tprof_end_interrupted); the
+ * rest of exit's way is the C library's, whose handlers tprof's are among. */
+TPROF_EXPORT void exit(int status)
+{
+	tprof_end_interrupted();
+	if (unlikely(!tprof_real.exit)) /* before tprof_init resolved it (a constructor's exit) */
+		tprof_real.exit = (__typeof__(tprof_real.exit))dlsym(RTLD_NEXT, "exit");
+	if (tprof_real.exit)
+		tprof_real.exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
 TPROF_EXPORT void _exit(int status)
 {
+	tprof_end_interrupted();
 	tprof_note_end(TPROF_END__EXIT, status);
 	tprof_scan_at_end(TPROF_END__EXIT);
 	if (tprof_real.exit_)
@@ -445,6 +459,7 @@ TPROF_EXPORT void _exit(int status)
 
 TPROF_EXPORT void _Exit(int status)
 {
+	tprof_end_interrupted();
 	tprof_note_end(TPROF_END__EXIT, status);
 	tprof_scan_at_end(TPROF_END__EXIT);
 	if (tprof_real.Exit_)
@@ -455,6 +470,7 @@ TPROF_EXPORT void _Exit(int status)
 
 TPROF_EXPORT void quick_exit(int status)
 {
+	tprof_end_interrupted();
 	tprof_note_end(TPROF_END_QUICK_EXIT, status);
 	tprof_end_threads = -1; /* its handlers run before the scan */
 	if (tprof_real.quick_exit)

@@ -58,6 +58,7 @@ struct tprof_real {
 	void (*exit_)(int) __attribute__((noreturn));  /* _exit */
 	void (*Exit_)(int) __attribute__((noreturn));  /* _Exit */
 	void (*quick_exit)(int) __attribute__((noreturn));
+	void (*exit)(int) __attribute__((noreturn));
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execv)(const char *, char *const[]);
 	int (*execvp)(const char *, char *const[]);
@@ -110,6 +111,7 @@ struct tprof_tls {
 	/* volatile: a signal handler on this thread reads and writes them between any two instructions */
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
 	volatile int deferring;      /* a nested heap call fills defer[] */
+	volatile int flushing;       /* defer[] is being published */
 	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
 	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
 	struct tprof_deferred defer[TPROF_DEFER_MAX];
@@ -322,6 +324,10 @@ void tprof_defer_flush(struct tprof_thread *t);
 /* What tprof_defer kept for a thread that got no slot: counted lost, dropped; called with crit held,
  * returns with it 0. */
 void tprof_defer_drop(void);
+/* A way out of the process taken inside a signal handler that interrupted a stack walk or ring
+ * write of this thread's (crit): the interrupted hook never goes on, so what handlers deferred for it
+ * is published and crit ends (core.c). */
+void tprof_end_interrupted(void);
 
 /* The global sequence number for an event about to be written: any heap call that a signal handler
  * made before it, and that was deferred, goes to the ring first (its number is smaller). */

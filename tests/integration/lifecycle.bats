@@ -849,6 +849,35 @@ SRC
 	[[ "$output" == *"kept"*"done"* ]]
 }
 
+# A signal handler that ends the process mostly interrupts one of tprof's hooks in a busy loop: the
+# heap calls on the way out (the exit handler's frees) were deferred behind the interrupted call,
+# which never goes on, so they were lost and the trace incomplete. Now they are recorded: the trace is
+# complete, and in use at exit is the program's list for _exit and nothing (but perhaps the block of
+# the malloc the signal interrupted, which never returned) for exit and quick_exit.
+@test "a signal handler's exit, quick_exit or _exit inside a busy heap loop: complete, nothing lost, the exit handlers' frees recorded" {
+	for mode in exit quick_exit _exit; do
+		for run in 1 2 3; do
+			rm -f t.trace
+			run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/sig_exit" $mode
+			echo "$mode run $run: status $status $output"
+			case $mode in exit) [ "$status" -eq 3 ] ;; quick_exit) [ "$status" -eq 6 ] ;; _exit) [ "$status" -eq 5 ] ;; esac
+			settled t.trace
+			report t.trace r.json
+			echo "complete $(jget r.json complete) lost $(jget r.json lost_events) in use $(jget r.json leaked_bytes)"
+			[ "$(jget r.json complete)" = true ]
+			[ "$(jget r.json lost_events)" = 0 ]
+			local in_use
+			in_use=$(jget r.json leaked_bytes)
+			if [ $mode = _exit ]; then
+				[ "$in_use" -eq 111200 ] || [ "$in_use" -eq $((111200 + 64)) ] # 100 blocks of 1,112 bytes
+			else
+				[ "$in_use" -eq 0 ] || [ "$in_use" -eq 64 ]
+				[ "$(jget r.json leaks_classified)" = true ]
+			fi
+		done
+	done
+}
+
 # In a process with ASan, the heap calls before tprof's constructor (those of the libraries whose
 # constructors run first) come from tprof's bootstrap pool, unrecorded: a constructor that took more
 # than the pool's 256 KiB got NULL and crashed; and a block the program keeps only through such a
