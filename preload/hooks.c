@@ -438,6 +438,11 @@ TPROF_EXPORT int dlclose(void *handle)
 TPROF_EXPORT void exit(int status)
 {
 	tprof_end_interrupted();
+	/* a library constructor's exit, before tprof's constructor: tprof's destructor, which would
+	 * note it after the exit handlers (on_exit_status), never runs; noted now, or the recorder
+	 * takes the bare exit for an _exit */
+	if (unlikely(!atomic_load_explicit(&tprof_constructed, memory_order_acquire)) && !tprof_sanitizer_present())
+		tprof_note_end(TPROF_END_EXIT, status);
 	if (unlikely(!tprof_real.exit)) /* before tprof_init resolved it (a constructor's exit) */
 		tprof_real.exit = (__typeof__(tprof_real.exit))dlsym(RTLD_NEXT, "exit");
 	if (tprof_real.exit)

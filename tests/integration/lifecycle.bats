@@ -878,6 +878,39 @@ SRC
 	done
 }
 
+# A library's constructor runs before tprof's (the preloaded library is initialized after the
+# program's own libraries): an exit there, after a heap call, was taken for an _exit, since tprof's
+# destructor, which notes exit's status after the exit handlers, never runs then.
+@test "exit in a library constructor, before tprof's constructor: the trace says exit and its status" {
+	cat >ctorexit.c <<'SRC'
+#include <stdlib.h>
+__attribute__((constructor)) static void early(void)
+{
+	void *volatile p = malloc(100);
+	(void)p;
+	exit(7);
+}
+void ctorexit_linked(void) {}
+SRC
+	cat >ctorexitmain.c <<'SRC'
+#include <stdio.h>
+void ctorexit_linked(void);
+int main(void) { ctorexit_linked(); puts("main"); return 0; }
+SRC
+	gcc -g -O0 -fPIC -shared ctorexit.c -o libctorexit.so
+	gcc -g -O0 ctorexitmain.c -o ctorexitmain -L. -lctorexit -Wl,-rpath,"$PWD"
+	rm -f t.trace
+	run env TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./ctorexitmain
+	[ "$status" -eq 7 ]
+	[[ "$output" != *main* ]]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json end)" = exit ]
+	[ "$(jget r.json exit_status)" = 7 ]
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json calls.malloc)" = 1 ]
+}
+
 # In a process with ASan, the heap calls before tprof's constructor (those of the libraries whose
 # constructors run first) come from tprof's bootstrap pool, unrecorded: a constructor that took more
 # than the pool's 256 KiB got NULL and crashed; and a block the program keeps only through such a
