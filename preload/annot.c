@@ -71,6 +71,7 @@ void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 	/* as a heap event's ring write (tprof_record): a signal handler's heap call meanwhile is
 	 * deferred, and published in sequence order */
 	tprof_tls.crit = 1;
+	tprof_tls.frame = NULL; /* held outside a hook */
 	uint64_t seq;
 	struct tprof_ev *e = tprof_ring_take(t, &seq);
 	if (!e)

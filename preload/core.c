@@ -857,22 +857,58 @@ void tprof_defer_flush(struct tprof_thread *t)
  * fork from a handler); the few-blocks list may be half-updated: the scan at the end looks. Not when
  * the handler interrupted tprof's own deferral or publishing, whose state is half-written (left to
  * be counted lost), nor inside tprof's own code (guard). */
+static void crit_abandon(void)
+{
+	struct tprof_thread *t = tprof_tls.thread;
+	atomic_store(&tprof_few_over, 1);
+	tprof_unwind_forget_code();
+	if (t && t->ring && !tprof_tls.flushing && !tprof_tls.deferring) {
+		tprof_tls.crit = 1; /* 2: a realloc's pair, whose first number stays unused */
+		tprof_defer_flush(t); /* and the slot's mark back to the interrupted call's */
+		tprof_tls.crit = 0;
+	} else { /* a publishing or deferral cut short: what is listed may be half-done */
+		tprof_tls.flushing = tprof_tls.deferring = 0;
+		tprof_defer_drop();
+	}
+}
+
 void tprof_end_interrupted(void)
 {
 	if (likely(!tprof_tls.crit) || tprof_tls.guard || tprof_tls.deferring || tprof_tls.flushing)
 		return;
 	int saved = errno;
-	struct tprof_thread *t = tprof_tls.thread;
-	atomic_store(&tprof_few_over, 1);
-	tprof_unwind_forget_code();
-	if (t && t->ring) {
-		tprof_tls.crit = 1; /* 2: a realloc's pair, whose first number stays unused */
-		tprof_defer_flush(t); /* and the slot's mark back to the interrupted call's */
-		tprof_tls.crit = 0;
-	} else {
-		tprof_defer_drop();
+	crit_abandon();
+	errno = saved;
+}
+
+/* A hook that a handler left by siglongjmp never ends its crit: every heap call of the thread after
+ * it was deferred behind it, 16 kept and none published, the rest counted lost, for the rest of the
+ * process. The hook's frame word tells (tprof_tls.frame): a handler's call inside the hook runs
+ * below the hook's frame, on the same stack, which leaves the word as it was, or on the alternate
+ * signal stack; after the jump, the program's calls reuse the stack where the hook's frame was (a
+ * hook at the same depth writes its own word there first thing), or run above it. */
+int tprof_crit_left(const volatile uint32_t *mine)
+{
+	const volatile uint32_t *f = tprof_tls.frame;
+	if (!f || tprof_tls.crit == 0)
+		return 0;
+	int saved = errno;
+	int left = 0;
+	if (tprof_readable((const void *)f) && *f != tprof_tls.nonce) {
+		left = 1;
+	} else if ((uintptr_t)mine > (uintptr_t)f) {
+		stack_t ss;
+		left = syscall(SYS_sigaltstack, NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK);
+	}
+	if (left) {
+		crit_abandon();
+		struct tprof_thread *t = tprof_tls.thread;
+		if (t) /* the hook left is no call in flight */
+			atomic_store_explicit(&t->slot->inflight, 0, memory_order_release);
+		tprof_tls.frame = NULL;
 	}
 	errno = saved;
+	return left;
 }
 
 void tprof_defer_drop(void)

@@ -102,12 +102,24 @@ static inline void recorded(struct hook_state h)
 		atomic_store_explicit(&h.t->slot->inflight, h.inflight == 1 ? 1u : 2u, memory_order_release);
 }
 
-#define ENTER() struct hook_state self_ = enter()
+/* Each hook's frame holds a word with the number of the hook's call on this thread, written first
+ * thing; ENTER makes it the thread's mark (tprof_tls.frame), by which a heap call made while crit is
+ * held tells a handler's call inside the hook from the program's after a handler left the hook by
+ * siglongjmp (tprof_crit_left). */
+#define FRAME() volatile uint32_t canary_ = tprof_tls.nonce + 1
+#define ENTER()                                                                                    	tprof_tls.nonce = canary_;                                                                 	tprof_tls.frame = &canary_;                                                                	struct hook_state self_ = enter()
 #define LEAVE() leave(self_)
 
 /* A call to pass on without the usual recording: tprof's own (guard), or a signal handler's made
- * during a stack capture or ring write (crit), which is deferred. */
-#define nested() unlikely(tprof_tls.guard | tprof_tls.crit)
+ * during a stack capture or ring write (crit), which is deferred, unless the hook that holds crit
+ * is gone. */
+static inline int nested_call(const volatile uint32_t *mine)
+{
+	if (likely(!(tprof_tls.guard | tprof_tls.crit)))
+		return 0;
+	return tprof_tls.guard || !tprof_crit_left(mine);
+}
+#define nested() unlikely(nested_call(&canary_))
 
 /* The deferred record of a nested allocation (not tprof's own), errno kept. */
 static inline void defer_alloc(unsigned kind, uint64_t size, const void *p)
@@ -121,6 +133,7 @@ static inline void defer_alloc(unsigned kind, uint64_t size, const void *p)
 
 TPROF_EXPORT void *malloc(size_t size)
 {
+	FRAME();
 	if (unlikely(!ready()))
 		return tprof_boot_alloc(size, 16);
 	if (nested()) {
@@ -139,6 +152,7 @@ TPROF_EXPORT void *malloc(size_t size)
 
 TPROF_EXPORT void free(void *ptr)
 {
+	FRAME();
 	if (unlikely(tprof_boot_owns(ptr)))
 		return;
 	if (unlikely(!ready()))
@@ -158,6 +172,7 @@ TPROF_EXPORT void free(void *ptr)
 
 TPROF_EXPORT void *calloc(size_t nmemb, size_t size)
 {
+	FRAME();
 	size_t bytes;
 	int overflow = __builtin_mul_overflow(nmemb, size, &bytes);
 	if (unlikely(!ready()))
@@ -192,6 +207,7 @@ static inline void *call_realloc(unsigned kind, void *ptr, size_t size, size_t n
  * block after it, so no other thread's reuse of either address can be misordered. */
 static void *realloc_common(unsigned kind, void *ptr, size_t size, size_t nmemb, size_t elem)
 {
+	FRAME();
 	if (unlikely(tprof_boot_owns(ptr))) {
 		size_t old = tprof_boot_size(ptr);
 		void *p = malloc(size);
@@ -280,6 +296,7 @@ TPROF_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 
 TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 {
+	FRAME();
 	if (unlikely(!ready())) {
 		void *p = tprof_boot_alloc(size, alignment);
 		if (!p)
@@ -304,6 +321,7 @@ TPROF_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size)
 #define ALIGNED_HOOK(name, kind, align_expr, ...)                                                 \
 	TPROF_EXPORT void *name(__VA_ARGS__)                                                      \
 	{                                                                                         \
+		FRAME();                                                                          \
 		if (unlikely(!ready()))                                                           \
 			return tprof_boot_alloc(size, align_expr);                                \
 		if (nested()) {                                                                   \

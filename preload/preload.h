@@ -112,6 +112,11 @@ struct tprof_tls {
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
 	volatile int deferring;      /* a nested heap call fills defer[] */
 	volatile int flushing;       /* defer[] is being published */
+	/* the word in the frame of the hook that last began (hooks.c, FRAME), and the value it wrote
+	 * there: while that hook holds crit, the word holds the value, unless a signal handler left the
+	 * hook by siglongjmp (tprof_crit_left); NULL while crit is held outside a hook */
+	const volatile uint32_t *frame;
+	uint32_t nonce;
 	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
 	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
 	struct tprof_deferred defer[TPROF_DEFER_MAX];
@@ -328,6 +333,11 @@ void tprof_defer_drop(void);
  * write of this thread's (crit): the interrupted hook never goes on, so what handlers deferred for it
  * is published and crit ends (core.c). */
 void tprof_end_interrupted(void);
+/* A heap call made while crit is held (not guard): 0 when it is a signal handler's inside the hook
+ * that holds it (to be deferred); 1 when that hook is gone, left by a handler's siglongjmp (the word
+ * in its frame was written over, or this call's frame, mine, lies above it on the same stack): then
+ * what was deferred for it is published and crit ends, and the call is recorded as any other. */
+int tprof_crit_left(const volatile uint32_t *mine);
 
 /* The global sequence number for an event about to be written: any heap call that a signal handler
  * made before it, and that was deferred, goes to the ring first (its number is smaller). */
@@ -541,6 +551,7 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 		return;
 	}
 	tprof_tls.crit = 1; /* a handler's heap call waits for this call's entries */
+	tprof_tls.frame = NULL; /* held outside a hook */
 	int wide = 0;
 	for (unsigned i = 0; i < ns; i++)
 		wide |= s[i] != (int64_t)(int32_t)s[i];

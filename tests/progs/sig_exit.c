@@ -3,8 +3,11 @@
  * handler frees, then makes malloc/free pairs of PAIR_SIZE bytes until SIGALRM comes (after MS
  * milliseconds, 20 by default): most of the time inside one of tprof's hooks. The handler ends the
  * process as MODE says: exit (status 3; an atexit handler frees the list), quick_exit (status 6; an
- * at_quick_exit handler frees it) or _exit (status 5; the list stays). Prints nothing.
+ * at_quick_exit handler frees it) or _exit (status 5; the list stays); or with longjmp it jumps back
+ * into main (siglongjmp), which frees the list but for its last 10 blocks and returns 0 (no exit
+ * handler frees the list then). Prints nothing.
  * Usage: sig_exit MODE [MS] */
+#include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +25,13 @@ struct node {
 
 static struct node *kept;
 static const char *mode;
+static sigjmp_buf back;
+static int jumped;
 
 static void free_kept(void)
 {
+	if (jumped)
+		return;
 	while (kept) {
 		struct node *n = kept->next;
 		free(kept);
@@ -39,6 +46,8 @@ static void on_alarm(int sig)
 		quick_exit(6);
 	if (strcmp(mode, "_exit") == 0)
 		_exit(5);
+	if (strcmp(mode, "longjmp") == 0)
+		siglongjmp(back, 1);
 	exit(3);
 }
 
@@ -57,6 +66,15 @@ int main(int argc, char **argv)
 	}
 	atexit(free_kept);
 	at_quick_exit(free_kept);
+	if (sigsetjmp(back, 1)) { /* back from the handler */
+		jumped = 1;
+		for (int i = 0; i < KEPT - 10; i++) {
+			struct node *n = kept->next;
+			free(kept);
+			kept = n;
+		}
+		return 0;
+	}
 	signal(SIGALRM, on_alarm);
 	struct itimerval it = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
 	setitimer(ITIMER_REAL, &it, NULL);
