@@ -70,12 +70,15 @@ void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 	}
 	/* as a heap event's ring write (tprof_record): a signal handler's heap call meanwhile is
 	 * deferred, and published in sequence order */
+	const volatile uint32_t *frame = tprof_tls.frame;
+	tprof_tls.frame = NULL; /* held outside a hook: tprof_crit_left leaves it alone */
 	tprof_tls.crit = 1;
-	tprof_tls.frame = NULL; /* held outside a hook */
 	uint64_t seq;
 	struct tprof_ev *e = tprof_ring_take(t, &seq);
-	if (!e)
+	if (!e) {
+		tprof_tls.frame = frame;
 		return;
+	}
 	e->seq_kind = tprof_ev_pack(seq, name_id, TPROF_RING_ANNOT);
 	e->tick = tprof_now();
 	e->size = (uint64_t)kind;
@@ -83,6 +86,7 @@ void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 	tprof_ring_publish(t->ring, 1);
 	tprof_ring_kick(t->ring, 1);
 	tprof_crit_end(t);
+	tprof_tls.frame = frame;
 }
 
 /* The one exported annotation call (include/tprof.h wraps it): kind is enum tprof_annot_kind, one

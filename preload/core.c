@@ -89,7 +89,11 @@ static size_t bump(_Atomic size_t *used, size_t cap, size_t size, size_t align)
 static uintptr_t more_region(void)
 {
 	int st = 0;
+	static __thread int reserving; /* a handler interrupting this thread's reservation */
+	if (reserving)
+		return 0;
 	if (atomic_compare_exchange_strong(&more_state, &st, 1)) {
+		reserving = 1;
 		static const size_t sizes[] = {(size_t)4 << 30, (size_t)256 << 20, (size_t)16 << 20};
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 			long m = syscall(SYS_mmap, NULL, sizes[i], PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -101,8 +105,11 @@ static uintptr_t more_region(void)
 			}
 		}
 		atomic_store(&more_state, atomic_load(&more_base) ? 2 : 3);
+		reserving = 0;
 	}
-	while ((st = atomic_load(&more_state)) == 1)
+	/* another thread reserves (a fork child copied the state from a parent whose thread was: it
+	 * waits a while, then does without) */
+	for (int k = 0; k < 10000 && (st = atomic_load(&more_state)) == 1; k++)
 		syscall(SYS_sched_yield);
 	return st == 2 ? atomic_load(&more_base) : 0;
 }
@@ -126,13 +133,14 @@ void *tprof_boot_alloc(size_t size, size_t align)
 			errno = ENOMEM;
 			return NULL;
 		}
-		/* opened a MiB at a time past what is open; racing threads open the same pages again,
-		 * which is harmless, and use theirs only once it is done */
+		/* opened from its start to a MiB past the block: a thread whose block lies lower may not
+		 * have opened it yet when another moves the mark past it; racing threads open the same
+		 * pages again, which is harmless, and use theirs only once it is done */
 		size_t end = start + ((size + 15) & ~(size_t)15), open = atomic_load(&more_open);
 		if (end > open) {
-			size_t from = (start - 16) & ~(size_t)4095, to = (end + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);
+			size_t to = (end + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);
 			to = to < len ? to : len;
-			if (syscall(SYS_mprotect, base + from, to - from, PROT_READ | PROT_WRITE) != 0) {
+			if (syscall(SYS_mprotect, base, to, PROT_READ | PROT_WRITE) != 0) {
 				errno = ENOMEM;
 				return NULL;
 			}
@@ -894,11 +902,17 @@ int tprof_crit_left(const volatile uint32_t *mine)
 		return 0;
 	int saved = errno;
 	int left = 0;
+	uintptr_t at = (uintptr_t)mine;
 	if (tprof_readable((const void *)f) && *f != tprof_tls.nonce) {
 		left = 1;
-	} else if ((uintptr_t)mine > (uintptr_t)f) {
+	} else if (at > (uintptr_t)f && !(at >= tprof_tls.alt_lo && at < tprof_tls.alt_hi)) {
+		/* above the hook's frame, on the stack the hook ran on, unless this runs on the alternate
+		 * signal stack: the one set through sigaltstack (hooks.c keeps it: with SS_AUTODISARM the
+		 * kernel says none is set while a handler runs on it), or one set by a system call of the
+		 * program's own, which the kernel reports */
 		stack_t ss;
-		left = syscall(SYS_sigaltstack, NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK);
+		left = !atomic_load(&tprof_sandboxed) && syscall(SYS_sigaltstack, NULL, &ss) == 0 &&
+		       !(ss.ss_flags & SS_ONSTACK);
 	}
 	if (left) {
 		crit_abandon();

@@ -1,6 +1,7 @@
 /* The functions libtprof.so exports and the traced program calls instead of the C library's: the
- * malloc family, the ways out (_exit, _Exit, quick_exit; exit is seen through on_exit), the exec
- * family, dlopen/dlclose (the module table), pipe2, read, write and syscall, which answer libunwind's
+ * malloc family, the ways out (_exit, _Exit, quick_exit; exit, whose status is seen through
+ * on_exit, for a signal handler's exit inside a hook and an exit before tprof's constructor),
+ * sigaltstack (where a handler's stack is: tprof_crit_left), the exec family, dlopen/dlclose (the module table), pipe2, read, write and syscall, which answer libunwind's
  * memory validation without a pipe and pass every other call through, prctl and syscall again,
  * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
  * must map its memory. Each heap hook is thin:
@@ -8,6 +9,7 @@
  * function left it. Nested calls: tprof's own pass straight through (the guard), a signal
  * handler's are recorded, or deferred while the stack capture or ring write runs (see enter()). */
 #include <dlfcn.h>
+#include <signal.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -73,11 +75,13 @@ static inline int ready(void)
 struct hook_state {
 	struct tprof_thread *t;
 	uint32_t inflight; /* the mark as it was: a hook interrupted by a handler's heap call */
+	const volatile uint32_t *frame; /* the frame mark as it was (FRAME), put back by LEAVE */
+	uint32_t nonce;
 };
 
 static inline struct hook_state enter(void)
 {
-	struct hook_state h = {tprof_tls.thread, 0};
+	struct hook_state h = {tprof_tls.thread, 0, NULL, 0};
 	if (unlikely(!h.t))
 		h.t = tprof_thread_attach();
 	if (likely(h.t != NULL)) {
@@ -91,6 +95,8 @@ static inline void leave(struct hook_state h)
 {
 	if (likely(h.t != NULL))
 		atomic_store_explicit(&h.t->slot->inflight, h.inflight, memory_order_release);
+	tprof_tls.frame = h.frame; /* the interrupted hook's again (a handler's hook returns) */
+	tprof_tls.nonce = h.nonce;
 }
 
 /* A free's event is in the ring before the real free runs: a process that ends from then on (a
@@ -103,11 +109,16 @@ static inline void recorded(struct hook_state h)
 }
 
 /* Each hook's frame holds a word with the number of the hook's call on this thread, written first
- * thing; ENTER makes it the thread's mark (tprof_tls.frame), by which a heap call made while crit is
- * held tells a handler's call inside the hook from the program's after a handler left the hook by
- * siglongjmp (tprof_crit_left). */
+ * thing; ENTER makes it the thread's mark (tprof_tls.frame) until LEAVE puts back the mark of the
+ * hook it interrupted, if any, by which a heap call made while crit is held tells a handler's call
+ * inside the hook from the program's after a handler left the hook by siglongjmp (tprof_crit_left). */
 #define FRAME() volatile uint32_t canary_ = tprof_tls.nonce + 1
-#define ENTER()                                                                                    	tprof_tls.nonce = canary_;                                                                 	tprof_tls.frame = &canary_;                                                                	struct hook_state self_ = enter()
+#define ENTER()                                                                                    \
+	struct hook_state self_ = enter();                                                         \
+	self_.frame = tprof_tls.frame;                                                             \
+	self_.nonce = tprof_tls.nonce;                                                             \
+	tprof_tls.nonce = canary_;                                                                 \
+	tprof_tls.frame = &canary_
 #define LEAVE() leave(self_)
 
 /* A call to pass on without the usual recording: tprof's own (guard), or a signal handler's made
@@ -449,7 +460,24 @@ TPROF_EXPORT int dlclose(void *handle)
 	return rc;
 }
 
-/* ---- ways out that skip exit(): say how the process ends; the recorder does the rest ---- */
+/* ---- ways out: say how the process ends (exit after its handlers, through on_exit: core.c); the
+ * recorder does the rest ---- */
+
+/* sigaltstack: the alternate stack a signal handler of this thread may run on, kept for
+ * tprof_crit_left (with SS_AUTODISARM, the kernel reports none while a handler runs on it). The call
+ * is the system call, as the C library's. */
+static long pass_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+
+TPROF_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	long rc = pass_syscall(SYS_sigaltstack, (long)ss, (long)old, 0, 0, 0, 0);
+	if (rc == 0 && ss) {
+		int off = (ss->ss_flags & SS_DISABLE) != 0;
+		tprof_tls.alt_lo = off ? 0 : (uintptr_t)ss->ss_sp;
+		tprof_tls.alt_hi = off ? 0 : (uintptr_t)ss->ss_sp + ss->ss_size;
+	}
+	return (int)rc;
+}
 
 /* exit only for a signal handler's exit inside a hook it interrupted (tprof_end_interrupted); the
  * rest of exit's way is the C library's, whose handlers tprof's are among. */
@@ -691,6 +719,8 @@ TPROF_EXPORT long syscall(long nr, ...)
 	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
 	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
 	va_end(ap);
+	if (unlikely(nr == SYS_sigaltstack))
+		return sigaltstack((const stack_t *)a1, (stack_t *)a2);
 	if (unlikely(nr == SYS_write && (int)a1 == TPROF_FAKE_PIPE_W)) { /* an int, passed in a long */
 		if (tprof_readable((const void *)a2))
 			return 1;

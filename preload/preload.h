@@ -115,8 +115,10 @@ struct tprof_tls {
 	/* the word in the frame of the hook that last began (hooks.c, FRAME), and the value it wrote
 	 * there: while that hook holds crit, the word holds the value, unless a signal handler left the
 	 * hook by siglongjmp (tprof_crit_left); NULL while crit is held outside a hook */
-	const volatile uint32_t *frame;
-	uint32_t nonce;
+	const volatile uint32_t *volatile frame;
+	volatile uint32_t nonce;
+	/* the alternate signal stack this thread set through sigaltstack (hooks.c), [alt_lo, alt_hi) */
+	uintptr_t alt_lo, alt_hi;
 	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
 	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
 	struct tprof_deferred defer[TPROF_DEFER_MAX];
@@ -550,8 +552,9 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 		tprof_lost_no_ring();
 		return;
 	}
+	const volatile uint32_t *frame = tprof_tls.frame;
+	tprof_tls.frame = NULL; /* held outside a hook: tprof_crit_left leaves it alone */
 	tprof_tls.crit = 1; /* a handler's heap call waits for this call's entries */
-	tprof_tls.frame = NULL; /* held outside a hook */
 	int wide = 0;
 	for (unsigned i = 0; i < ns; i++)
 		wide |= s[i] != (int64_t)(int32_t)s[i];
@@ -560,6 +563,7 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 	struct tprof_ring *r = t->ring;
 	if (unlikely(!tprof_ring_room(t, n))) {
 		tprof_crit_end(t);
+		tprof_tls.frame = frame;
 		return;
 	}
 	uint64_t dur = t1 > t0 ? t1 - t0 : 0;
@@ -596,6 +600,7 @@ static inline __attribute__((always_inline)) void tprof_record_kernel(unsigned o
 	tprof_ring_publish(r, n);
 	tprof_ring_kick(r, n);
 	tprof_crit_end(t);
+	tprof_tls.frame = frame;
 }
 
 #endif

@@ -147,6 +147,12 @@ void tprof_stacks_load_reference(void)
 	unw.ready = 1;
 }
 
+/* The C library's exit: tprof exports a hook of that name, which &exit names in this library. */
+static const void *libc_exit(void)
+{
+	return tprof_real.exit ? (const void *)tprof_real.exit : dlsym(RTLD_NEXT, "exit");
+}
+
 /* exit()'s own code, learnt once in the constructor: the frame above exit's called it. */
 static uintptr_t exit_fn[2];
 
@@ -154,7 +160,8 @@ void tprof_stacks_learn_exit(void)
 {
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
-	if (dladdr1((const void *)&exit, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
+	const void *fn = libc_exit();
+	if (fn && dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
 	    info.dli_saddr) {
 		exit_fn[0] = (uintptr_t)info.dli_saddr;
 		exit_fn[1] = exit_fn[0] + sym->st_size;
@@ -186,10 +193,12 @@ static __attribute__((noinline)) uint64_t program_sp_libunwind(uint64_t regs[8],
 		unw_word_t ip = 0, sp = 0;
 		if (unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || unw.get_reg(&c, UNW_REG_SP, &sp) != 0)
 			break;
-		int caller_of_exit = in_exit;
-		in_exit = exit_fn[1] && ip - 1 >= exit_fn[0] && ip - 1 < exit_fn[1]; /* its last call: ip - 1 */
-		int skipped = (ip >= self_lo && ip < self_hi) || (ip >= libc_lo && ip < libc_hi) || (ip >= ld_lo && ip < ld_hi);
-		if (skipped && caller_of_exit && !cand_sp) {
+		int caller_of_exit = in_exit, in_self = ip >= self_lo && ip < self_hi;
+		/* its last call: ip - 1; tprof's exit hook calls it for the program, whose frame is then
+		 * exit's caller */
+		in_exit = (exit_fn[1] && ip - 1 >= exit_fn[0] && ip - 1 < exit_fn[1]) || (caller_of_exit && in_self);
+		int skipped = in_self || (ip >= libc_lo && ip < libc_hi) || (ip >= ld_lo && ip < ld_hi);
+		if (skipped && caller_of_exit && !cand_sp && !in_self) {
 			cand_sp = sp;
 			for (int i = 0; i < 6; i++) {
 				unw_word_t v = 0;
@@ -218,7 +227,7 @@ uint64_t tprof_stacks_program_sp(uint64_t regs[8])
 {
 	extern void *__tls_get_addr(void *); /* ld.so's */
 	uintptr_t skip[3][2] = {{self_lo, self_hi}, {0, 0}, {0, 0}};
-	code_range((const void *)&exit, &skip[1][0], &skip[1][1]);
+	code_range(libc_exit(), &skip[1][0], &skip[1][1]);
 	code_range((const void *)&__tls_get_addr, &skip[2][0], &skip[2][1]);
 	uint64_t sp = 0;
 	uintptr_t entry = (uintptr_t)getauxval(AT_ENTRY);

@@ -881,13 +881,14 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, const uintpt
 		exact = st.signal;
 		if (ip == 0)
 			goto fail;
-		int caller_of_after = in_after;
-		/* ip - 1: exit's call of its handlers, which never return, is its last instruction */
-		in_after = after[1] && ip - 1 >= after[0] && ip - 1 < after[1];
+		int caller_of_after = in_after, in_self = nskip > 0 && ip >= skip[0][0] && ip < skip[0][1];
+		/* ip - 1: exit's call of its handlers, which never return, is its last instruction; a
+		 * frame of skip[0] (tprof's exit hook, which calls exit for the program) passes it on */
+		in_after = (after[1] && ip - 1 >= after[0] && ip - 1 < after[1]) || (caller_of_after && in_self);
 		int skipped = 0;
 		for (int k = 0; k < nskip && !skipped; k++)
 			skipped = ip >= skip[k][0] && ip < skip[k][1];
-		if (skipped && caller_of_after && !have_cand && known == (1u << NSAVED) - 1) {
+		if (skipped && caller_of_after && !in_self && !have_cand && known == (1u << NSAVED) - 1) {
 			have_cand = 1; /* exit's caller, the C library's: the answer unless _start is next */
 			cand_sp = sp;
 			for (int i = 0; i < NSAVED; i++)

@@ -1139,8 +1139,9 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	/* the blocks of tprof's bootstrap pool are the program's (heap calls made before tprof's
 	 * constructor in a process with a sanitizer runtime), in tprof's own data all the same */
 	uint64_t blo = shm->boot_used[0], bhi = shm->boot_used[1];
-	const struct lmap *bm = blo < bhi ? map_of(&s, blo) : NULL;
-	if (bm && bm->r && bm->w && !s.failed) {
+	int inside = blo < bhi && blo >= shm->own[0][0] && bhi <= shm->own[0][1]; /* tprof's data: checked */
+	const struct lmap *bm = inside ? map_of(&s, blo) : NULL;
+	if (bm && bm->r && bm->w && !bm->heap && !s.failed) {
 		bhi = bhi < bm->end ? bhi : bm->end;
 		for (uint64_t a = blo, lo, hi; a < bhi && present_range(&s, bm, a, bhi, &lo, &hi); a = hi)
 			scan_range(&s, lo, hi); /* not scan_roots: tprof's data is a zone, never a root */

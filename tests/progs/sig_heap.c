@@ -1,8 +1,8 @@
 /* Heap calls from a signal handler: with argument 1 a timer interrupts a malloc/free loop every
  * 200 us (most often inside tprof's hooks), and the handler allocates and frees a block each time;
  * with 0 no timer runs. With alt, the loop runs in a thread whose handler runs on an alternate
- * signal stack mapped before the thread's stack, so above it. Prints how many times the handler ran.
- * A trace of 1 must hold 0's heap calls (with alt or without, as it) plus one allocation and one
+ * signal stack (SS_AUTODISARM) mapped before the thread's stack, so above it. Prints how many times
+ * the handler ran. A trace of 1 must hold 0's heap calls (with alt or without, as it) plus one allocation and one
  * free per run of the handler.
  * usage: sig_heap 0|1 [alt] */
 #include <pthread.h>
@@ -12,6 +12,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1U << 31) /* linux/signal.h, which clashes with signal.h */
+#endif
 
 static volatile long handled;
 
@@ -26,7 +30,8 @@ static void on_alarm(int sig)
 static void *loop(void *alt)
 {
 	if (alt) { /* the handler on the alternate stack, this thread alone taking the signal */
-		stack_t ss = {.ss_sp = alt, .ss_size = 1 << 20};
+		/* SS_AUTODISARM: while the handler runs on it, the kernel says no alternate stack is set */
+		stack_t ss = {.ss_sp = alt, .ss_size = 1 << 20, .ss_flags = SS_AUTODISARM};
 		sigaltstack(&ss, NULL);
 		sigset_t set;
 		sigemptyset(&set);
