@@ -75,13 +75,11 @@ static inline int ready(void)
 struct hook_state {
 	struct tprof_thread *t;
 	uint32_t inflight; /* the mark as it was: a hook interrupted by a handler's heap call */
-	const volatile uint32_t *frame; /* the frame mark as it was (FRAME), put back by LEAVE */
-	uint32_t nonce;
 };
 
 static inline struct hook_state enter(void)
 {
-	struct hook_state h = {tprof_tls.thread, 0, NULL, 0};
+	struct hook_state h = {tprof_tls.thread, 0};
 	if (unlikely(!h.t))
 		h.t = tprof_thread_attach();
 	if (likely(h.t != NULL)) {
@@ -95,8 +93,7 @@ static inline void leave(struct hook_state h)
 {
 	if (likely(h.t != NULL))
 		atomic_store_explicit(&h.t->slot->inflight, h.inflight, memory_order_release);
-	tprof_tls.frame = h.frame; /* the interrupted hook's again (a handler's hook returns) */
-	tprof_tls.nonce = h.nonce;
+	tprof_tls.frame = NULL; /* none: a hook a handler's hook interrupted is not checked again */
 }
 
 /* A free's event is in the ring before the real free runs: a process that ends from then on (a
@@ -109,14 +106,13 @@ static inline void recorded(struct hook_state h)
 }
 
 /* Each hook's frame holds a word with the number of the hook's call on this thread, written first
- * thing; ENTER makes it the thread's mark (tprof_tls.frame) until LEAVE puts back the mark of the
- * hook it interrupted, if any, by which a heap call made while crit is held tells a handler's call
- * inside the hook from the program's after a handler left the hook by siglongjmp (tprof_crit_left). */
+ * thing; ENTER makes it the thread's mark (tprof_tls.frame) until LEAVE clears it, by which a heap
+ * call made while crit is held tells a handler's call inside the hook from the program's after a
+ * handler left the hook by siglongjmp (tprof_crit_left). A handler's own hook clears it too: the
+ * hook it interrupted is not checked from then on (never taken for gone while it runs). */
 #define FRAME() volatile uint32_t canary_ = tprof_tls.nonce + 1
 #define ENTER()                                                                                    \
 	struct hook_state self_ = enter();                                                         \
-	self_.frame = tprof_tls.frame;                                                             \
-	self_.nonce = tprof_tls.nonce;                                                             \
 	tprof_tls.nonce = canary_;                                                                 \
 	tprof_tls.frame = &canary_
 #define LEAVE() leave(self_)

@@ -112,16 +112,13 @@ struct tprof_tls {
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
 	volatile int deferring;      /* a nested heap call fills defer[] */
 	volatile int flushing;       /* defer[] is being published */
+	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
+	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
 	/* the word in the frame of the hook that last began (hooks.c, FRAME), and the value it wrote
 	 * there: while that hook holds crit, the word holds the value, unless a signal handler left the
 	 * hook by siglongjmp (tprof_crit_left); NULL while crit is held outside a hook */
 	const volatile uint32_t *volatile frame;
 	volatile uint32_t nonce;
-	/* the alternate signal stack this thread set through sigaltstack (hooks.c), [alt_lo, alt_hi) */
-	uintptr_t alt_lo, alt_hi;
-	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
-	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
-	struct tprof_deferred defer[TPROF_DEFER_MAX];
 	uint32_t stamp_left;         /* events to go before the next one that reads the clock */
 	uint32_t epoch;              /* the recorder's epoch when this thread last read the clock */
 	uint32_t epoch_stamps;       /* clock reads in that epoch: the first TPROF_STAMP_FIRST all read it */
@@ -132,6 +129,10 @@ struct tprof_tls {
 	/* this thread could get no slot or ring: tprof_thread_attach gives up at once this many
 	 * times more, and after attach_fails failures in a row waits twice as long (core.c) */
 	uint32_t attach_skip, attach_fails;
+	/* the alternate signal stack this thread set through sigaltstack (hooks.c), [alt_lo, alt_hi) */
+	uintptr_t alt_lo, alt_hi;
+	/* last: the hot fields above share the first cache lines */
+	struct tprof_deferred defer[TPROF_DEFER_MAX];
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
 
