@@ -856,15 +856,12 @@ void tprof_defer_flush(struct tprof_thread *t)
 	}
 }
 
-/* The hook a handler interrupted in its stack walk or ring write (crit) never goes on when the handler
- * ends the process: its own event is never published (a ring write it began is written over), and the
- * heap calls on the way out (exit handlers, destructors, __libc_freeres) were deferred behind it, 16
- * at most, the rest counted lost, and none published: the trace ended incomplete. Here the deferred
- * calls are published and crit ends, so that those calls are recorded as any other. The walk may
- * have been writing this thread's rules and memo: no walk trusts what it learnt before (as after a
- * fork from a handler); the few-blocks list may be half-updated: the scan at the end looks. Not when
- * the handler interrupted tprof's own deferral or publishing, whose state is half-written (left to
- * be counted lost), nor inside tprof's own code (guard). */
+/* Ends the crit of a hook that never goes on (its handler ended the process, or left it by
+ * siglongjmp): its own event is never published (a ring write it began is written over); what
+ * handlers deferred behind it is published, unless the handler interrupted tprof's own deferral or
+ * publishing, whose list may be half-written (then dropped, counted lost). The walk may have been
+ * writing this thread's rules and memo: no walk trusts what it learnt before (as after a fork from
+ * a handler); the few-blocks list may be half-updated: the scan at the end looks. */
 static void crit_abandon(void)
 {
 	struct tprof_thread *t = tprof_tls.thread;
@@ -880,6 +877,10 @@ static void crit_abandon(void)
 	}
 }
 
+/* A handler that ends the process inside a hook's crit: the heap calls on the way out (exit
+ * handlers, destructors, __libc_freeres) were deferred behind the hook, 16 at most, the rest counted
+ * lost, and none published: the trace ended incomplete. Not inside tprof's own code (guard), nor
+ * inside its deferral or publishing (left to be counted lost, as before). */
 void tprof_end_interrupted(void)
 {
 	if (likely(!tprof_tls.crit) || tprof_tls.guard || tprof_tls.deferring || tprof_tls.flushing)

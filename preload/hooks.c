@@ -1,8 +1,8 @@
 /* The functions libtprof.so exports and the traced program calls instead of the C library's: the
  * malloc family, the ways out (_exit, _Exit, quick_exit; exit, whose status is seen through
  * on_exit, for a signal handler's exit inside a hook and an exit before tprof's constructor),
- * sigaltstack (where a handler's stack is: tprof_crit_left), the exec family, dlopen/dlclose (the module table), pipe2, read, write and syscall, which answer libunwind's
- * memory validation without a pipe and pass every other call through, prctl and syscall again,
+ * sigaltstack (where a handler's stack is: tprof_crit_left), the exec family, dlopen/dlclose (the
+ * module table), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
  * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
  * must map its memory. Each heap hook is thin:
  * forward to the real function, record one event through preload.h, leave errno as the real

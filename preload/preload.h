@@ -114,9 +114,9 @@ struct tprof_tls {
 	volatile int flushing;       /* defer[] is being published */
 	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
 	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
-	/* the word in the frame of the hook that last began (hooks.c, FRAME), and the value it wrote
-	 * there: while that hook holds crit, the word holds the value, unless a signal handler left the
-	 * hook by siglongjmp (tprof_crit_left); NULL while crit is held outside a hook */
+	/* the word in the frame of the hook that runs (hooks.c, FRAME), and the value it wrote there:
+	 * while that hook holds crit, the word holds the value, unless a signal handler left the hook by
+	 * siglongjmp (tprof_crit_left); NULL once a hook returns, and while crit is held outside a hook */
 	const volatile uint32_t *volatile frame;
 	volatile uint32_t nonce;
 	uint32_t stamp_left;         /* events to go before the next one that reads the clock */
