@@ -1,6 +1,7 @@
 /* The functions libtprof.so exports and the traced program calls instead of the C library's: the
  * malloc family, the ways out (_exit, _Exit, quick_exit; exit, whose status is seen through
- * on_exit, for a signal handler's exit inside a hook and an exit before tprof's constructor),
+ * on_exit, for a signal handler's exit inside a hook and an exit before tprof's constructor;
+ * daemon, whose parent leaves through the _exit hook),
  * sigaltstack (where a handler's stack is: tprof_crit_left), the exec family, dlopen/dlclose (the
  * module table), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
  * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
@@ -11,6 +12,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,8 @@
 #include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -524,6 +528,44 @@ TPROF_EXPORT void quick_exit(int status)
 		tprof_real.quick_exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
+}
+
+/* daemon(3), as the C library does it, but for its parent's end: the C library's ends the parent
+ * with an internal _exit that no hook sees, so that the parent would go without its leak scan. Here
+ * the parent leaves through the _exit hook above. The fork is the C library's (its fork handlers,
+ * tprof's among them, run as in its daemon); the child makes itself a session leader, goes to /
+ * unless nochdir, and unless noclose puts /dev/null on descriptors 0, 1 and 2, refusing a /dev/null
+ * that is not the null device (ENODEV), as the C library does. */
+TPROF_EXPORT int daemon(int nochdir, int noclose)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -1;
+	if (!nochdir && chdir("/") != 0) {
+		/* as the C library: a failed chdir is not daemon's failure */
+	}
+	if (noclose)
+		return 0;
+	int fd = open("/dev/null", O_RDWR);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	int bad = fstat(fd, &st) != 0 ? errno : !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3) ? ENODEV : 0;
+	if (bad) {
+		close(fd);
+		errno = bad;
+		return -1;
+	}
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > 2)
+		close(fd);
+	return 0;
 }
 
 /* ---- exec: the recorder drains the old image after it; a failed exec goes on ---- */

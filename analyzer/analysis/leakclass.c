@@ -29,10 +29,10 @@ static const char *end_words(const struct tprof_trace *t)
 		       "recorder was gone)";
 	case TPROF_END__EXIT:
 		/* _exit through its hook asks for a scan: without one, the exit system call was made
-		 * directly, as the C library's own functions do (daemon() in the parent) */
-		return "the process ended by the exit system call without an _exit call tprof saw (the C "
-		       "library's daemon() makes it so in the parent), or was recorded with TPROF_LEAKSCAN=0, "
-		       "or the recorder was gone";
+		 * directly (the program's own system call; the C library's daemon() in the parent, before
+		 * tprof hooked daemon) */
+		return "the process ended by the exit system call without an _exit call tprof saw (a system "
+		       "call of its own), or was recorded with TPROF_LEAKSCAN=0, or the recorder was gone";
 	default:
 		return "the trace holds no scan (recorded with TPROF_LEAKSCAN=0, by an older tprof, or the "
 		       "recorder was gone)";
