@@ -300,7 +300,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 	char clock_why[128];
 	int last_was_end = 0;
 	while (off < size) {
-		if (off - dropped_to >= (16u << 20)) {
+		if (off - dropped_to >= (4u << 20)) {
 			rd_drop_pages(map, map + dropped_to, map + off);
 			dropped_to = off;
 		}
@@ -547,11 +547,7 @@ void tprof_trace_close(struct tprof_trace *t)
 		rd_progress_end(p);
 		rd_stop_decoder(p); /* before the unmapping: it reads the map */
 		munmap((void *)p->map, p->size);
-		for (size_t j = 0; j < p->njobs; j++)
-			free(p->jobs[j].out.ev);
 		free(p->jobs);
-		for (size_t k = 0; k < p->npool; k++)
-			free(p->pool[k].ev);
 		for (size_t i = 0; i < p->ncur; i++) {
 			free(p->cur[i].blocks);
 			free(p->cur[i].d.zbuf);
