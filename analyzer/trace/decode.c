@@ -43,7 +43,11 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 	const struct tprof_reader_priv *p = t->priv;
 	const uint8_t *data = p->map + b->off;
 	size_t len = b->len;
-	if (b->raw_len) {
+	if (b->raw_len && c->zready) { /* decompressed by the decode thread */
+		c->zready = 0;
+		data = c->zbuf;
+		len = b->raw_len;
+	} else if (b->raw_len) {
 		if (!*dctx)
 			*dctx = ZSTD_createDCtx();
 		if (c->zcap < b->raw_len) {
@@ -129,7 +133,7 @@ static void fill_ticks(struct tprof_event *ev, size_t from, size_t to, uint64_t 
  * -1 with the message in out->err, and out->n counts the complete events before it. */
 void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit)
 {
-	const struct tprof_reader_priv *p = t->priv;
+	struct tprof_reader_priv *p = t->priv;
 	const struct block_ref *b = c->blk;
 	const char *what = NULL;
 	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
@@ -217,9 +221,7 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 		free(c->st); /* a trace of many threads holds no codec state or decompressed payload */
 		c->st = NULL; /* for the threads between two blocks */
 		c->alloc_at = NULL;
-		free(c->zbuf);
-		c->zbuf = NULL;
-		c->zcap = 0;
+		rd_zbuf_done(p, c);
 	}
 	c->evno += n;
 	out->n = n;

@@ -64,15 +64,11 @@ void rd_progress_end(struct tprof_reader_priv *p)
 static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 {
 	struct tprof_reader_priv *p = t->priv;
-	struct decoded *s = c->held ? &c->held->out : &c->own;
+	struct decoded *s = &c->own;
 	if (c->holding) {
 		if (s->status != 1) /* a corrupt block's events were all handed out: now its error */
 			goto corrupt;
 		c->holding = 0;
-		if (c->held) {
-			rd_release_job(p, c->held);
-			c->held = NULL;
-		}
 	}
 	if (!c->d.blk) { /* between blocks */
 		if (c->next_block == c->nblocks) { /* the thread's events are all read: its buffers go */
@@ -84,8 +80,20 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			return 0;
 		}
 		const struct block_ref *b = &c->blocks[c->next_block++];
-		c->held = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
-		if (!c->held && rd_begin_block(t, &p->dctx, &c->d, b, &c->own) < 0) {
+		struct job *z = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
+		if (z) { /* its payload, decompressed by the decode thread (else decompressed below) */
+			if (z->zok) {
+				uint8_t *buf = c->d.zbuf;
+				size_t cap = c->d.zcap;
+				c->d.zbuf = z->zbuf;
+				c->d.zcap = z->zcap;
+				c->d.zready = 1;
+				z->zbuf = buf;
+				z->zcap = cap;
+			}
+			rd_release_job(p, z);
+		}
+		if (rd_begin_block(t, &p->dctx, &c->d, b, &c->own) < 0) {
 			c->own.n = 0;
 			c->own.status = -1;
 		}
@@ -102,7 +110,6 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 		uint64_t limit = CHUNKS_HELD / p->nown;
 		rd_decode_chunk(t, &c->d, &c->own, limit > CHUNK ? CHUNK : limit < CHUNK_MIN ? CHUNK_MIN : limit);
 	}
-	s = c->held ? &c->held->out : &c->own;
 	c->holding = 1;
 	c->next = s->ev;
 	c->end = s->ev ? s->ev + s->n : s->ev; /* no events yet: no buffer either */

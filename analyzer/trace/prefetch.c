@@ -1,6 +1,6 @@
-/* The trace reader's decode thread: decodes whole EVENTS blocks a few ahead of the merge (which
- * decodes some too rather than wait for it), and gives back the pages of the mapping that every
- * thread has read past. */
+/* The trace reader's decode thread: decompresses ZEVENTS blocks a few ahead of the merge, which
+ * decodes their records itself (and decompresses some too rather than wait), and gives back the
+ * pages of the mapping that every thread has read past. */
 #include "trace/reader_int.h"
 
 
@@ -45,68 +45,91 @@ void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b)
 	}
 }
 
-/* Keeps an event buffer for the next job (fresh memory costs page faults), or frees it when the
- * pool is full. Under lock. */
-static void pool_put(struct tprof_reader_priv *p, struct decoded d)
+/* Keeps a payload buffer for the next block to decompress, or frees it when the pool is full.
+ * Under lock. */
+static void zpool_put(struct tprof_reader_priv *p, uint8_t *buf, size_t cap)
 {
-	if (p->npool < POOL && d.ev)
-		p->pool[p->npool++] = d;
+	if (p->nzpool < POOL && buf)
+		p->zpool[p->nzpool++] = (struct zbuf){buf, cap};
 	else
-		free(d.ev);
+		free(buf);
 }
 
-/* Whether job z is one the decode thread (or the merge, helping) may take: free, not the next block
- * of its thread (which the merge decodes itself when it comes to it), not too large. */
+/* A cursor has decoded its block: the payload buffer goes back to the pool while the decode thread
+ * runs (fresh memory costs page faults), else it is freed (a trace of many threads holds no
+ * decompressed payload between its blocks). */
+void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c)
+{
+	if (c->zbuf && p->threaded) {
+		pthread_mutex_lock(&p->lock);
+		zpool_put(p, c->zbuf, c->zcap);
+		pthread_mutex_unlock(&p->lock);
+	} else {
+		free(c->zbuf);
+	}
+	c->zbuf = NULL;
+	c->zcap = 0;
+}
+
+/* Whether job z is one the decode thread (or the merge, helping) may take: free, compressed (a plain
+ * EVENTS block is decoded in place), not the next block of its thread (which the merge decompresses
+ * itself when it comes to it), not too large. */
 static int job_open(const struct job *z)
 {
-	return z->state == JOB_FREE && !z->next && z->b->raw_len <= DECODE_MAX_RAW && z->b->len <= DECODE_MAX_RAW;
+	return z->state == JOB_FREE && !z->next && z->b->raw_len && z->b->raw_len <= DECODE_MAX_RAW &&
+	       z->b->len <= DECODE_MAX_RAW;
 }
 
-/* Decodes job z whole, with d and *dctx, as the decode thread does: called and returns with the lock
- * held, which it drops while it decodes. */
-static void decode_job(struct tprof_trace *t, struct job *z, struct blockdec *d, ZSTD_DCtx **dctx)
+/* Decompresses job z's payload, as the decode thread does: called and returns with the lock held,
+ * which it drops while it decompresses. A payload that does not decompress is left to the merge,
+ * which then says why. */
+static void decompress_job(struct tprof_trace *t, struct job *z, ZSTD_DCtx **dctx)
 {
 	struct tprof_reader_priv *p = t->priv;
+	const struct block_ref *b = z->b;
 	z->state = JOB_BUSY;
 	p->ahead++;
-	struct decoded out = {0};
-	if (p->npool)
-		out = p->pool[--p->npool];
+	struct zbuf zb = {0};
+	if (p->nzpool)
+		zb = p->zpool[--p->nzpool];
 	pthread_mutex_unlock(&p->lock);
-	d->tid = z->tid;
-	out.n = 0;
-	if (rd_begin_block(t, dctx, d, z->b, &out) < 0)
-		out.status = -1;
-	else
-		rd_decode_chunk(t, d, &out, UINT64_MAX);
-	d->blk = NULL;
+	if (zb.cap < b->raw_len) {
+		free(zb.buf);
+		zb.cap = b->raw_len;
+		zb.buf = xmalloc(zb.cap);
+	}
+	if (!*dctx)
+		*dctx = ZSTD_createDCtx();
+	size_t got = *dctx ? ZSTD_decompressDCtx(*dctx, zb.buf, b->raw_len, p->map + b->off, b->len) : (size_t)-1;
 	pthread_mutex_lock(&p->lock);
-	if (z->state == JOB_TAKEN) { /* the merge stopped waiting and decoded it itself */
-		pool_put(p, out);
+	if (z->state == JOB_TAKEN) { /* the merge stopped waiting and decompressed it itself */
+		zpool_put(p, zb.buf, zb.cap);
 		return;
 	}
-	z->out = out;
+	z->zbuf = zb.buf;
+	z->zcap = zb.cap;
+	z->zok = !ZSTD_isError(got) && got == b->raw_len;
 	__atomic_store_n(&z->state, JOB_READY, __ATOMIC_RELEASE); /* take_job spins on it */
-	p->ahead_bytes += out.n * sizeof(*out.ev);
+	p->ahead_bytes += b->raw_len;
 	pthread_cond_broadcast(&p->ready);
 }
 
-/* The decode thread: decodes whole blocks in file order, at most DECODE_AHEAD blocks and
- * DECODE_AHEAD_BYTES of events ahead of the merge. It leaves each thread's next block to the merge,
- * which is about to need it: the merge decodes that one itself when it comes to it first, and
- * otherwise only merges and analyzes what is ready, so the two share the decoding as their speeds
- * allow. Blocks decode on their own (docs/FORMAT.md): the events are the same whichever thread
- * decoded a block. */
+/* The decode thread: decompresses blocks in file order, at most DECODE_AHEAD blocks and
+ * DECODE_AHEAD_BYTES of payload ahead of the merge. It leaves each thread's next block to the merge,
+ * which is about to need it: the merge decompresses that one itself when it comes to it first. Only
+ * the payload crosses to the merge's CPU, a few bytes an event, where the events decoded from it
+ * (56 bytes each) would cost more to move between the two CPUs' caches than to decode again: the
+ * merge decodes every record itself, chunk by chunk, and the events stay in its cache until it
+ * has analyzed them. */
 static void *decoder_main(void *arg)
 {
 	struct tprof_trace *t = arg;
 	struct tprof_reader_priv *p = t->priv;
-	struct blockdec *d = calloc(1, sizeof(*d));
 	ZSTD_DCtx *dctx = NULL;
 	pthread_mutex_lock(&p->lock);
-	for (size_t j = 0; d && !p->stop;) {
+	for (size_t j = 0; !p->stop;) {
 		/* a job passed over is never the decode thread's again: it was taken, or is next
-		 * (which only taking ends), or too large, or the merge decodes it */
+		 * (which only taking ends), or plain, or too large */
 		while (j < p->njobs && !job_open(&p->jobs[j]))
 			j++;
 		if (j >= p->njobs)
@@ -115,14 +138,9 @@ static void *decoder_main(void *arg)
 			pthread_cond_wait(&p->want, &p->lock);
 			continue;
 		}
-		decode_job(t, &p->jobs[j], d, &dctx);
+		decompress_job(t, &p->jobs[j], &dctx);
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (d) {
-		free(d->zbuf);
-		free(d->st);
-	}
-	free(d);
 	ZSTD_freeDCtx(dctx);
 	return NULL;
 }
@@ -134,15 +152,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* How long the merge waits for the decode thread to finish the block it needs, before it decodes
- * the block itself: a little more than a block takes, so that a decode thread held off its CPU
- * (another program on a shared machine) costs the merge no more than this. */
+/* How long the merge waits for the decode thread to finish the block it needs, before it
+ * decompresses the block itself: a little more than a block takes, so that a decode thread held
+ * off its CPU (another program on a shared machine) costs the merge no more than this. */
 #define DECODE_WAIT_NS 1000000
 
 /* The merge comes to block b, whose thread's next block is then next (NULL: none): returns b's
- * job with the events when the decode thread decoded it (the merge decoding blocks after it
- * meanwhile when the decode thread is on it, then waiting a moment for it to finish), or NULL when
- * the merge is to decode it itself. */
+ * job with its payload when the decode thread decompressed it (the merge decompressing blocks after
+ * it meanwhile when the decode thread is on it, then waiting a moment for it to finish), or NULL
+ * when the merge is to decompress it itself. */
 struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next)
 {
 	struct tprof_reader_priv *p = t->priv;
@@ -153,16 +171,16 @@ struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const 
 	z->next = 0;
 	if (next)
 		p->jobs[next->job].next = 1;
-	/* The decode thread is on it: rather than wait, the merge decodes the next block the decode
-	 * thread would take after it, whole, as the decode thread would (the two then share the
-	 * decoding evenly however much the merge does besides); once there is none to take, it waits. */
-	while (z->state == JOB_BUSY && p->help && p->ahead < DECODE_AHEAD && p->ahead_bytes < DECODE_AHEAD_BYTES) {
+	/* The decode thread is on it: rather than wait, the merge decompresses the next block the
+	 * decode thread would take after it, as the decode thread would; once there is none to take,
+	 * it waits. */
+	while (z->state == JOB_BUSY && p->ahead < DECODE_AHEAD && p->ahead_bytes < DECODE_AHEAD_BYTES) {
 		size_t j = b->job + 1;
 		while (j < p->njobs && j < b->job + 2 * DECODE_AHEAD && !job_open(&p->jobs[j]))
 			j++;
 		if (j >= p->njobs || j >= b->job + 2 * DECODE_AHEAD)
 			break;
-		decode_job(t, &p->jobs[j], p->help, &p->help_dctx);
+		decompress_job(t, &p->jobs[j], &p->help_dctx);
 	}
 	if (z->state == JOB_BUSY) {
 		/* the decode thread is usually about to finish: spin a little before sleeping, which
@@ -185,25 +203,31 @@ struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const 
 	if (ready || z->state == JOB_BUSY) { /* ready, or left to the decode thread to drop */
 		p->ahead--;
 		if (ready)
-			p->ahead_bytes -= z->out.n * sizeof(*z->out.ev);
-		pthread_cond_signal(&p->want);
+			p->ahead_bytes -= b->raw_len;
+		/* the decode thread, waiting once it is far enough ahead, is woken when half of that
+		 * is taken: a wake-up costs tens of microseconds on a virtual machine, as much as
+		 * decompressing a block, and then buys several */
+		if (p->ahead <= DECODE_AHEAD / 2)
+			pthread_cond_signal(&p->want);
 	}
 	z->state = JOB_TAKEN;
 	pthread_mutex_unlock(&p->lock);
 	return ready ? z : NULL;
 }
 
-/* The merge has read job z's events: its buffer goes back to the pool. */
+/* The merge has taken job z's payload (and left it the buffer it had): that buffer goes back to
+ * the pool. */
 void rd_release_job(struct tprof_reader_priv *p, struct job *z)
 {
 	pthread_mutex_lock(&p->lock);
-	pool_put(p, z->out);
-	z->out.ev = NULL;
+	zpool_put(p, z->zbuf, z->zcap);
+	z->zbuf = NULL;
+	z->zcap = 0;
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* The decode thread runs when there are blocks to share and a second CPU to decode them on
- * (TPROF_DECODE_THREAD=0 turns it off; the events are the same either way). */
+/* The decode thread runs when there are compressed blocks to share and a second CPU to decompress
+ * them on (TPROF_DECODE_THREAD=0 turns it off; the events are the same either way). */
 void rd_start_decoder(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
@@ -223,11 +247,8 @@ void rd_start_decoder(struct tprof_trace *t)
 	pthread_cond_init(&p->ready, &ca);
 	pthread_condattr_destroy(&ca);
 	p->threaded = 1;
-	p->help = calloc(1, sizeof(*p->help)); /* none: the merge only waits */
 	if (pthread_create(&p->thread, NULL, decoder_main, t) != 0) {
 		p->threaded = 0;
-		free(p->help);
-		p->help = NULL;
 		pthread_mutex_destroy(&p->lock);
 		pthread_cond_destroy(&p->want);
 		pthread_cond_destroy(&p->ready);
@@ -243,17 +264,17 @@ void rd_stop_decoder(struct tprof_reader_priv *p)
 	pthread_cond_broadcast(&p->want);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
-	if (p->help) {
-		free(p->help->zbuf);
-		free(p->help->st);
-		free(p->help);
-		p->help = NULL;
-	}
 	ZSTD_freeDCtx(p->help_dctx);
 	p->help_dctx = NULL;
+	for (size_t k = 0; k < p->nzpool; k++)
+		free(p->zpool[k].buf);
+	p->nzpool = 0;
+	for (size_t j = 0; j < p->njobs; j++) {
+		free(p->jobs[j].zbuf);
+		p->jobs[j].zbuf = NULL;
+	}
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->want);
 	pthread_cond_destroy(&p->ready);
 	p->threaded = 0;
 }
-

@@ -1,6 +1,6 @@
 /* The trace reader's own state, shared by its parts and by nothing else: open.c (pass one: map,
  * walk and index the blocks), blocks.c (the small and rare blocks), decode.c (EVENTS records into
- * events), prefetch.c (the decode thread that decodes blocks ahead of the merge) and merge.c (the
+ * events), prefetch.c (the decode thread that decompresses blocks ahead of the merge) and merge.c (the
  * threads merged into global order, and the progress line). */
 #ifndef TPROF_READER_INT_H
 #define TPROF_READER_INT_H
@@ -28,7 +28,7 @@ struct block_ref {
 #define CHUNKS_HELD (32u * CHUNK)
 #define CHUNK_MIN 128
 
-/* Decoded events (a realloc as its two): a chunk, or a whole block from the decode thread. */
+/* Decoded events (a realloc as its two): a chunk. */
 /* What was wrong with a block, kept small (one per block decoded ahead, one per thread) and made
  * into a message only when the merge comes to it (rd_dec_err_text). */
 enum dec_err_kind { DEC_ERR_RECORD, DEC_ERR_DECOMPRESS, DEC_ERR_STACK };
@@ -47,7 +47,7 @@ struct decoded {
 	struct dec_err err;
 };
 
-/* The state of decoding one EVENTS block: each cursor has one, the decode thread another. */
+/* The state of decoding one EVENTS block: each cursor has one. */
 struct blockdec {
 	const struct block_ref *blk; /* the block being decoded, NULL between blocks */
 	uint32_t tid;                /* its thread */
@@ -60,11 +60,11 @@ struct blockdec {
 	uint64_t a_seq, a_tick; /* the last measured record */
 	uint8_t *zbuf;          /* its decompressed payload */
 	size_t zcap;
+	int zready;             /* zbuf holds the next block's payload, decompressed by the decode thread */
 	uint64_t evno;          /* events decoded so far, over all blocks (the pairing's numbering) */
 };
 
-/* One thread's stream of EVENTS blocks, as the merge reads it: a block the decode thread decoded
- * (held), or else chunks it decodes itself (own). */
+/* One thread's stream of EVENTS blocks, as the merge reads it: the chunks it decodes (own). */
 struct cursor {
 	uint32_t tid;
 	size_t thread; /* index into t->threads */
@@ -73,15 +73,14 @@ struct cursor {
 	size_t next_block;      /* the next block to begin */
 	struct blockdec d;
 	struct decoded own;
-	struct job *held;
-	int holding;                             /* the merge is reading own or held->out */
+	int holding;                             /* the merge is reading own */
 	const struct tprof_event *next, *end;    /* the merge's position in it */
 };
 
 /* Every EVENTS block in file order, which is about the order the merge needs them in (a block is
  * written when its thread's ring fills or the writer's epoch ends). The merge takes each block as
- * it comes to it: free (it decodes the block itself, chunk by chunk), busy (it waits), ready (it
- * reads the events the decode thread made of it). Under lock. */
+ * it comes to it: free (it decompresses the block itself), busy (it waits), ready (it takes the
+ * payload the decode thread decompressed); then it decodes the block chunk by chunk. Under lock. */
 enum job_state { JOB_FREE, JOB_BUSY, JOB_READY, JOB_TAKEN };
 
 struct job {
@@ -89,13 +88,20 @@ struct job {
 	uint32_t tid;
 	enum job_state state;
 	int next; /* the next block of its thread: the merge may come to it any moment */
-	struct decoded out; /* JOB_READY, JOB_TAKEN by a cursor: the block's events */
+	uint8_t *zbuf;      /* JOB_READY: the block's payload, decompressed */
+	size_t zcap;
+	int zok;            /* it decompressed to its length */
 };
 
-/* How far the decode thread may run ahead of the merge: a few blocks, and a few MiB of events; and
+struct zbuf {
+	uint8_t *buf;
+	size_t cap;
+};
+
+/* How far the decode thread may run ahead of the merge: a few blocks, and a few MiB of payload; and
  * the largest block it takes (the recorder's default rings give blocks of about 60 KiB; larger ones,
- * from larger rings, the merge decodes in chunks, so that what is held ahead stays bounded). */
-#define DECODE_AHEAD 6
+ * from larger rings, the merge decompresses itself, so that what is held ahead stays bounded). */
+#define DECODE_AHEAD 10
 #define DECODE_AHEAD_BYTES (16u << 20)
 #define DECODE_MAX_RAW (1u << 20)
 #define POOL (DECODE_AHEAD + 4)
@@ -145,16 +151,15 @@ struct tprof_reader_priv {
 	struct job *jobs;
 	size_t njobs;
 	int threaded, stop;
-	size_t ahead;         /* jobs decoded or being decoded that the merge has not taken */
-	uint64_t ahead_bytes; /* their events' bytes */
-	struct decoded pool[POOL]; /* event buffers of jobs read, for the next ones */
-	size_t npool;
+	size_t ahead;         /* jobs decompressed or being decompressed that the merge has not taken */
+	uint64_t ahead_bytes; /* their payloads' bytes */
+	struct zbuf zpool[POOL]; /* payload buffers of blocks decoded, for the next ones */
+	size_t nzpool;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
 	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
-	struct blockdec *help; /* the merge's, for the blocks it decodes whole (rd_take_job) */
-	ZSTD_DCtx *help_dctx;
+	ZSTD_DCtx *help_dctx; /* the merge's, for the blocks it decompresses ahead (rd_take_job) */
 	/* stacks: per id, where its frames are; canon maps an id to the first with equal frames. Ids
 	 * are the reader's own, 1.. in the order the file defines them, so that every table an
 	 * analysis sizes by nstacks is as large as what the file holds, whatever ids the file uses:
@@ -218,6 +223,7 @@ void rd_release_job(struct tprof_reader_priv *p, struct job *z);
 struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next);
 void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b);
 void rd_start_decoder(struct tprof_trace *t);
+void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c);
 void rd_stop_decoder(struct tprof_reader_priv *p);
 
 /* merge.c */

@@ -239,7 +239,8 @@ PY
 	# storm's main thread makes its last heap calls after the worker's pairs: the merge begins that
 	# block (at the end of the file) long before the others, and the pages behind the merge must
 	# still go as it passes them. The same program 10 times longer: the same memory, give or take
-	# a few MiB (the events decoded ahead are bounded)
+	# a few MiB (the payloads decompressed ahead are bounded, and the walk that opens the file
+	# gives back its pages every few MiB too)
 	ldd "$B/tprof" | grep -q libasan && skip "ASan's quarantine keeps what is freed"
 	for pairs in 2000000 20000000; do
 		rm -f t.trace
