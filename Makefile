@@ -25,7 +25,7 @@ SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 endif
 CFLAGS  := $(CFLAGS_COMMON) $(SANFLAGS)
 LDLIBS  := -lm -lpthread
-ANALYZER_LIBS := -ldw -lelf -lzstd -lstdc++
+ANALYZER_LIBS := -lzstd
 
 # The preload library lives inside other programs: hidden visibility, initial-exec TLS, no runtime
 # that would need its own preload. Under SAN=1 it traps on undefined behaviour (no UBSan runtime).

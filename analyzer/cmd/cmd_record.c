@@ -30,13 +30,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <gelf.h>
 
 #include "cmd/cmdline.h"
 #include "cmd/cmds.h"
 #include "analysis/leakclass.h"
 #include "recorder.h"
 #include "shm.h"
+#include "base/dwlib.h"
 #include "base/util.h"
 
 /* The AddressSanitizer runtime the program is linked with (a DT_NEEDED libasan.so.N or
@@ -68,6 +68,10 @@ static int asan_runtime(const char *prog, char *out, size_t cap)
 	}
 	if (fd < 0)
 		return 0;
+	if (tprof_dwlib_load(NULL) != 0) { /* without libelf the program is taken as it is */
+		close(fd);
+		return 0;
+	}
 	int found = 0;
 	elf_version(EV_CURRENT);
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);

@@ -1,5 +1,4 @@
 /* The tprof command: dispatches "tprof <verb> ..." to the cmd_<verb>() functions. */
-#include <elfutils/libdwfl.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h> /* its version macros only: libtprof.so's stack check loads it, not tprof */
 #include <errno.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "base/dwlib.h"
 #include "base/util.h"
 #include "cmd/cmdline.h"
 #include "cmd/cmds.h"
@@ -75,10 +75,10 @@ static int version(void)
 	printf("tprof %s\n", TPROF_RELEASE);
 	printf("trace format: reads versions %d to %d; libtprof.so writes version %d (docs/FORMAT.md)\n",
 	       TPROF_VERSION_OLDEST, TPROF_VERSION, TPROF_VERSION);
+	const char *dw = tprof_dwlib_load(NULL) == 0 ? dwfl_version(NULL) : "not found";
 	printf("built with gcc %s; libdw (elfutils) %s, libzstd %s at run time; libunwind %d.%d.%d for "
 	       "libtprof.so's stack check (TPROF_VERIFY_STACKS); uthash\n",
-	       __VERSION__, dwfl_version(NULL), ZSTD_versionString(), UNW_VERSION_MAJOR, UNW_VERSION_MINOR,
-	       UNW_VERSION_EXTRA);
+	       __VERSION__, dw, ZSTD_versionString(), UNW_VERSION_MAJOR, UNW_VERSION_MINOR, UNW_VERSION_EXTRA);
 	return 0;
 }
 

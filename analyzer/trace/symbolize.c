@@ -10,13 +10,12 @@
  * the code ranges of its functions, sorted, and the namespaces and classes around every function
  * declaration (for qualified names). A lookup is then a binary search plus a walk down the blocks
  * and inlined instances of one function. Results are cached per (file, virtual address), and kept
- * on disk between runs (trace/symcache.h, read before libdw is asked anything of a file); every
- * string is interned, so the frames handed out stay valid until sym_free. C++ names are demangled
- * with libstdc++'s __cxa_demangle. */
+ * on disk between runs (trace/symcache.h, read before libdw is asked anything of a file: libdw is
+ * loaded, and a file opened with it, only for an address the cache does not hold); every string is
+ * interned, so the frames handed out stay valid until sym_free. C++ names are demangled with
+ * libstdc++'s __cxa_demangle. */
 #include "trace/symbolize.h"
 
-#include <dwarf.h>
-#include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +24,9 @@
 
 #include <uthash.h>
 
+#include "base/dwlib.h"
 #include "base/util.h"
 #include "trace/symcache.h"
-
-/* libstdc++'s C entry point of abi::__cxa_demangle: a malloc'd string, or NULL with *status set. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* uint64 -> uint64 (uthash); the keys are addresses of mapped debug data. */
 struct u64ent {
@@ -68,9 +65,10 @@ struct sym_file {
 	const char *name; /* interned basename of path */
 	uint8_t build_id[64];
 	size_t build_id_len;
-	int tried; /* 1 once opening was attempted; status is final from then on */
-	enum tprof_sym_status status;
-	Dwfl *dwfl; /* non-NULL exactly when tried and status == TPROF_SYM_OK */
+	int tried; /* 1 once opening was attempted */
+	enum tprof_sym_status status; /* from then on; OK may still become MISSING or MISMATCH when
+				       * libdw opens a file known from the cache (cached) */
+	Dwfl *dwfl; /* non-NULL when status is OK and libdw opened the file */
 	Dwfl_Module *mod;
 	int loaded;      /* 1 once its symbols and debug information were asked for (load_info) */
 	int from_cache;  /* its persistent cache was read */
@@ -146,7 +144,7 @@ static const char *intern_symbol(struct tprof_symbolizer *s, const char *name)
 		return NULL;
 	if (name[0] == '_' && name[1] == 'Z') {
 		int status = -1;
-		char *d = __cxa_demangle(name, NULL, NULL, &status);
+		char *d = tprof_dwlib.cxa_demangle ? tprof_dwlib.cxa_demangle(name, NULL, NULL, &status) : NULL;
 		if (d && status == 0) {
 			const char *r = intern(s, d);
 			free(d);
@@ -229,9 +227,6 @@ static int cmp_mod(const void *a, const void *b)
 struct tprof_symbolizer *sym_new(const struct tprof_module *modules, size_t n, const char *exe)
 {
 	struct tprof_symbolizer *s = xcalloc(1, sizeof(*s));
-	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
-	s->cb.section_address = dwfl_offline_section_address;
 	u64map_init(&s->names);
 	u64map_init(&s->units);
 	if (symcache_dir(s->cache_dir, sizeof(s->cache_dir)) != 0)
@@ -410,27 +405,29 @@ static void cache_load_entry(void *ctx, uint64_t vaddr, const struct symcache_fr
 	cache_add(s, c->file, vaddr, first, n);
 }
 
-/* Opens f once: a file that cannot be opened is MISSING; one whose build-id is not the recorded
- * one (when one was recorded) is MISMATCH. Then its persistent cache, when there is a valid one,
- * holds what is known of it; otherwise load_info asks libdw (which may make it NO_INFO). */
-static void open_file(struct tprof_symbolizer *s, struct sym_file *f)
+/* Opens f with libdw, through fd (which it takes): 0 with f's status OK, or -1 with its status
+ * said (NO_INFO, or MISMATCH: its build-id is not the recorded one) and f without a session. libdw itself is loaded
+ * by the first file that needs it; without it every file is NO_INFO, which is said once. */
+static int open_dwfl(struct tprof_symbolizer *s, struct sym_file *f, int fd)
 {
-	f->tried = 1;
-	struct stat st;
-	/* O_NONBLOCK: a path in a trace may name a FIFO or a device, which must not hang us; only a
-	 * regular file is read, through this descriptor (the path may change meanwhile) */
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		if (fd >= 0)
-			close(fd);
-		f->status = TPROF_SYM_MISSING;
-		return;
-	}
 	f->status = TPROF_SYM_NO_INFO;
+	const char *why;
+	if (tprof_dwlib_load(&why) != 0) {
+		static int said;
+		if (!said++)
+			tprof_warn("cannot name functions: %s", why);
+		close(fd);
+		return -1;
+	}
+	if (!s->cb.find_elf) {
+		s->cb.find_elf = dwfl_build_id_find_elf;
+		s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+		s->cb.section_address = dwfl_offline_section_address;
+	}
 	f->dwfl = dwfl_begin(&s->cb);
 	if (!f->dwfl) {
 		close(fd);
-		return;
+		return -1;
 	}
 	dwfl_report_begin(f->dwfl);
 	/* Base 0 with add_p_vaddr: the module sits at its ELF virtual addresses (bias 0). libdwfl
@@ -448,31 +445,53 @@ static void open_file(struct tprof_symbolizer *s, struct sym_file *f)
 			f->status = TPROF_SYM_MISMATCH;
 			goto unusable;
 		}
-		struct symcache_head h;
-		struct cache_load c = {s, (uint32_t)(f - s->files)};
-		if (strlen(f->path) < sizeof(f->main.path)) {
-			memcpy(f->main.path, f->path, strlen(f->path) + 1);
-			f->main.size = (uint64_t)st.st_size;
-			f->main.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-			f->main.ino = (uint64_t)st.st_ino;
-		}
-		if (s->cache_dir[0] && symcache_load(s->cache_dir, f->build_id, f->build_id_len, &f->main, &h,
-						     cache_load_entry, &c) == 0) {
-			f->from_cache = 1;
-			f->sig = h.sig;
-			f->status = (enum tprof_sym_status)h.status;
-			if (f->status != TPROF_SYM_OK)
-				goto unusable;
-			return;
-		}
 	}
 	f->status = TPROF_SYM_OK;
-	load_info(f);
-	return;
+	return 0;
 unusable:
 	dwfl_end(f->dwfl);
 	f->dwfl = NULL;
 	f->mod = NULL;
+	return -1;
+}
+
+/* Opens f once: a file that cannot be opened is MISSING. Its persistent cache, when there is a
+ * valid one (the file the cache was written for, by its path, size, time and inode, and the
+ * recorded build-id, which libdw checked when it wrote it), holds what is known of it, and libdw is
+ * not asked (cached() opens it for an address the cache does not hold). Otherwise libdw opens it:
+ * one whose build-id is not the recorded one (when one was recorded) is MISMATCH, and load_info
+ * asks for its symbols and DWARF (which may make it NO_INFO). */
+static void open_file(struct tprof_symbolizer *s, struct sym_file *f)
+{
+	f->tried = 1;
+	struct stat st;
+	/* O_NONBLOCK: a path in a trace may name a FIFO or a device, which must not hang us; only a
+	 * regular file is read, through this descriptor (the path may change meanwhile) */
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		f->status = TPROF_SYM_MISSING;
+		return;
+	}
+	if (f->build_id_len && strlen(f->path) < sizeof(f->main.path)) {
+		memcpy(f->main.path, f->path, strlen(f->path) + 1);
+		f->main.size = (uint64_t)st.st_size;
+		f->main.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+		f->main.ino = (uint64_t)st.st_ino;
+		struct symcache_head h;
+		struct cache_load c = {s, (uint32_t)(f - s->files)};
+		if (s->cache_dir[0] && symcache_load(s->cache_dir, f->build_id, f->build_id_len, &f->main, &h,
+						     cache_load_entry, &c) == 0) {
+			close(fd);
+			f->from_cache = 1;
+			f->sig = h.sig;
+			f->status = (enum tprof_sym_status)h.status;
+			return;
+		}
+	}
+	if (open_dwfl(s, f, fd) == 0)
+		load_info(f);
 }
 
 /* Writes the persistent cache of every file that libdw answered something new for (or found
@@ -824,6 +843,19 @@ static const struct cache_ent *cached(struct tprof_symbolizer *s, uint32_t file,
 	if (e)
 		return e;
 	struct sym_file *f = &s->files[file];
+	if (!f->dwfl && f->status == TPROF_SYM_OK) { /* known from the cache until now */
+		int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != f->main.ino ||
+		    (uint64_t)st.st_size != f->main.size) {
+			if (fd >= 0)
+				close(fd);
+			f->status = TPROF_SYM_MISSING; /* gone, or another file since the cache was read */
+			return NULL;
+		}
+		if (open_dwfl(s, f, fd) != 0)
+			return NULL;
+	}
 	if (!f->loaded)
 		load_info(f);
 	if (f->status != TPROF_SYM_OK)

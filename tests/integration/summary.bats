@@ -100,4 +100,16 @@ compare() {
 	# an unwritable cache directory: the same answers
 	TPROF_SYMBOL_CACHE=/proc/nonexistent/cache "$B/tprof" summary t.trace >nodir.txt
 	diff cold_summary.txt nodir.txt
+	# another program's trace: the C library's file is known from the cache, but not the addresses
+	# this one calls it from, which libdw is then opened for: the same names as without a cache,
+	# the first time and the next, and no file is taken for one without symbols
+	TPROF_OUTPUT=o.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/stacks_leak" >/dev/null
+	settled o.trace
+	TPROF_SYMBOL_CACHE=off "$B/tprof" leaks --kinds all o.trace >o_off.txt
+	for _ in 1 2; do
+		"$B/tprof" leaks --kinds all o.trace >o_cached.txt 2>o_err.txt
+		diff o_off.txt o_cached.txt
+		! grep -q "neither symbols nor debug information" o_err.txt
+	done
+	grep -q "__libc_start_call_main" o_off.txt
 }
