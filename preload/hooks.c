@@ -535,7 +535,8 @@ TPROF_EXPORT void quick_exit(int status)
  * the parent leaves through the _exit hook above. The fork is the C library's (its fork handlers,
  * tprof's among them, run as in its daemon); the child makes itself a session leader, goes to /
  * unless nochdir, and unless noclose puts /dev/null on descriptors 0, 1 and 2, refusing a /dev/null
- * that is not the null device (ENODEV), as the C library does. */
+ * that is not the null device (ENODEV). Those steps are system calls, as the C library's internal
+ * calls are: neither the program's own open or close nor another preloaded library sees them. */
 TPROF_EXPORT int daemon(int nochdir, int noclose)
 {
 	pid_t pid = fork();
@@ -543,28 +544,29 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
 		return -1;
 	if (pid > 0)
 		_exit(0);
-	if (setsid() < 0)
+	if (pass_syscall(SYS_setsid, 0, 0, 0, 0, 0, 0) < 0)
 		return -1;
-	if (!nochdir && chdir("/") != 0) {
-		/* as the C library: a failed chdir is not daemon's failure */
-	}
+	if (!nochdir)
+		pass_syscall(SYS_chdir, (long)"/", 0, 0, 0, 0, 0); /* its failure is not daemon's */
 	if (noclose)
 		return 0;
-	int fd = open("/dev/null", O_RDWR);
+	long fd = pass_syscall(SYS_openat, AT_FDCWD, (long)"/dev/null", O_RDWR, 0, 0, 0);
 	if (fd < 0)
 		return -1;
 	struct stat st;
-	int bad = fstat(fd, &st) != 0 ? errno : !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3) ? ENODEV : 0;
+	int bad = pass_syscall(SYS_newfstatat, fd, (long)"", (long)&st, AT_EMPTY_PATH, 0, 0) != 0 ? errno
+		  : !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)                     ? ENODEV
+											      : 0;
 	if (bad) {
-		close(fd);
+		pass_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
 		errno = bad;
 		return -1;
 	}
-	dup2(fd, STDIN_FILENO);
-	dup2(fd, STDOUT_FILENO);
-	dup2(fd, STDERR_FILENO);
+	for (long to = 0; to < 3; to++)
+		if (fd != to)
+			pass_syscall(SYS_dup2, fd, to, 0, 0, 0, 0);
 	if (fd > 2)
-		close(fd);
+		pass_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
 	return 0;
 }
 

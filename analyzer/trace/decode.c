@@ -43,11 +43,12 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 	const struct tprof_reader_priv *p = t->priv;
 	const uint8_t *data = p->map + b->off;
 	size_t len = b->len;
-	if (b->raw_len && c->zready) { /* decompressed by the decode thread */
+	if (b->raw_len && c->zready) { /* decompressed ahead (prefetch.c) */
 		c->zready = 0;
 		data = c->zbuf;
 		len = b->raw_len;
 	} else if (b->raw_len) {
+		rd_zbuf_take(t->priv, c);
 		if (!*dctx)
 			*dctx = ZSTD_createDCtx();
 		if (c->zcap < b->raw_len) {

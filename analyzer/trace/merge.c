@@ -81,7 +81,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 		}
 		const struct block_ref *b = &c->blocks[c->next_block++];
 		struct job *z = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
-		if (z) { /* its payload, decompressed by the decode thread (else decompressed below) */
+		if (z) { /* its payload, decompressed ahead (else decompressed below) */
 			if (z->zok) {
 				uint8_t *buf = c->d.zbuf;
 				size_t cap = c->d.zcap;

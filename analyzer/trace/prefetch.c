@@ -56,19 +56,37 @@ static void zpool_put(struct tprof_reader_priv *p, uint8_t *buf, size_t cap)
 }
 
 /* A cursor has decoded its block: the payload buffer goes back to the pool while the decode thread
- * runs (fresh memory costs page faults), else it is freed (a trace of many threads holds no
- * decompressed payload between its blocks). */
+ * has blocks left (fresh memory costs page faults), else it is freed (a trace of many threads holds
+ * no decompressed payload between its blocks). */
 void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c)
 {
 	if (c->zbuf && p->threaded) {
 		pthread_mutex_lock(&p->lock);
-		zpool_put(p, c->zbuf, c->zcap);
+		if (p->decoder_done)
+			free(c->zbuf);
+		else
+			zpool_put(p, c->zbuf, c->zcap);
 		pthread_mutex_unlock(&p->lock);
 	} else {
 		free(c->zbuf);
 	}
 	c->zbuf = NULL;
 	c->zcap = 0;
+}
+
+/* A payload buffer for the merge to decompress a block into itself: the cursor's, else one from the
+ * pool while the decode thread runs, else none (the caller allocates it). */
+void rd_zbuf_take(struct tprof_reader_priv *p, struct blockdec *c)
+{
+	if (c->zbuf || !p->threaded)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (p->nzpool) {
+		p->nzpool--;
+		c->zbuf = p->zpool[p->nzpool].buf;
+		c->zcap = p->zpool[p->nzpool].cap;
+	}
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* Whether job z is one the decode thread (or the merge, helping) may take: free, compressed (a plain
@@ -140,6 +158,11 @@ static void *decoder_main(void *arg)
 		}
 		decompress_job(t, &p->jobs[j], &dctx);
 	}
+	/* no block left for it: the buffers kept for it go, and those in use are freed when done */
+	p->decoder_done = 1;
+	for (size_t k = 0; k < p->nzpool; k++)
+		free(p->zpool[k].buf);
+	p->nzpool = 0;
 	pthread_mutex_unlock(&p->lock);
 	ZSTD_freeDCtx(dctx);
 	return NULL;
@@ -234,7 +257,10 @@ void rd_start_decoder(struct tprof_trace *t)
 	static int on = -1; /* read (and a bad value said) once, however many traces are opened */
 	if (on < 0)
 		on = tprof_env_switch("TPROF_DECODE_THREAD", 1);
-	if (p->njobs < 2 || !on || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	size_t compressed = 0;
+	for (size_t j = 0; j < p->njobs && compressed < 2; j++)
+		compressed += p->jobs[j].b->raw_len != 0;
+	if (compressed < 2 || !on || sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return;
 	for (size_t i = 0; i < p->ncur; i++)
 		if (p->cur[i].nblocks)

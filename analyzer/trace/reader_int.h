@@ -29,7 +29,7 @@ struct block_ref {
 #define CHUNK_MIN 128
 
 /* Decoded events (a realloc as its two): a chunk. */
-/* What was wrong with a block, kept small (one per block decoded ahead, one per thread) and made
+/* What was wrong with a block, kept small (one per thread) and made
  * into a message only when the merge comes to it (rd_dec_err_text). */
 enum dec_err_kind { DEC_ERR_RECORD, DEC_ERR_DECOMPRESS, DEC_ERR_STACK };
 struct dec_err {
@@ -60,7 +60,8 @@ struct blockdec {
 	uint64_t a_seq, a_tick; /* the last measured record */
 	uint8_t *zbuf;          /* its decompressed payload */
 	size_t zcap;
-	int zready;             /* zbuf holds the next block's payload, decompressed by the decode thread */
+	int zready;             /* zbuf holds the next block's payload, decompressed ahead (by the decode
+				 * thread, or by the merge while it waited for that thread) */
 	uint64_t evno;          /* events decoded so far, over all blocks (the pairing's numbering) */
 };
 
@@ -99,8 +100,8 @@ struct zbuf {
 };
 
 /* How far the decode thread may run ahead of the merge: a few blocks, and a few MiB of payload; and
- * the largest block it takes (the recorder's default rings give blocks of about 60 KiB; larger ones,
- * from larger rings, the merge decompresses itself, so that what is held ahead stays bounded). */
+ * the largest block it takes (a payload is at most 1 MiB, TPROF_ZEVENTS_MAX_RAW, which the reader
+ * checks when it opens the file; one that compressed to more, the merge decompresses itself). */
 #define DECODE_AHEAD 10
 #define DECODE_AHEAD_BYTES (16u << 20)
 #define DECODE_MAX_RAW (1u << 20)
@@ -155,6 +156,7 @@ struct tprof_reader_priv {
 	uint64_t ahead_bytes; /* their payloads' bytes */
 	struct zbuf zpool[POOL]; /* payload buffers of blocks decoded, for the next ones */
 	size_t nzpool;
+	int decoder_done;        /* the decode thread has no block left to take */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
@@ -224,6 +226,7 @@ struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const 
 void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b);
 void rd_start_decoder(struct tprof_trace *t);
 void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c);
+void rd_zbuf_take(struct tprof_reader_priv *p, struct blockdec *c);
 void rd_stop_decoder(struct tprof_reader_priv *p);
 
 /* merge.c */
