@@ -1328,9 +1328,12 @@ int tprof_start_recording(void)
 	 * registers at its own next call. */
 	if (st == 0 && in_parents_memory())
 		return 0;
+	/* signals held from before the registration is claimed: a handler that ran between the claim
+	 * and the hold would wait below for its own thread's registration, which cannot go on until
+	 * the handler returns (a program whose timer fires again before then never did) */
+	struct signals_held held = hold_signals();
 	int expected = 0;
 	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
-		struct signals_held held = hold_signals();
 		tprof_tls.guard++;
 		forget_parent();
 		stacks_ready = 0;
@@ -1347,6 +1350,7 @@ int tprof_start_recording(void)
 		release_signals(held);
 		return ok;
 	}
+	release_signals(held);
 	/* another thread registers: a one-time wait of about a millisecond */
 	for (int k = 0; k < 100000 && atomic_load_explicit(&reg_state, memory_order_acquire) == 1; k++)
 		sched_yield();

@@ -703,6 +703,28 @@ EOF
 	[ "$(jget an.json complete)" = true ]
 }
 
+# A handler that ran between the registration's claim and its hold of signals waited for its own
+# thread's registration: with a timer every 100 us the program never went on (7 runs of 1000 hung)
+@test "signals: a timer's handler that allocates while the process registers never hangs it" {
+	printf '%s\n' '#include <signal.h>' '#include <stdlib.h>' '#include <string.h>' '#include <sys/time.h>' \
+		'#include "tprof.h"' \
+		'static void on_alarm(int s) { (void)s; void *volatile p = malloc(32); free(p); }' \
+		'int main(void) {' \
+		'	struct sigaction sa; memset(&sa, 0, sizeof(sa)); sa.sa_handler = on_alarm; sa.sa_flags = SA_RESTART;' \
+		'	sigaction(SIGALRM, &sa, NULL);' \
+		'	struct itimerval it = {{0, 100}, {0, 100}}; setitimer(ITIMER_REAL, &it, NULL);' \
+		'	for (int i = 0; i < 200; i++) { tprof_range_push("step"); tprof_range_pop(); }' \
+		'	return 0;' '}' >reg.c
+	cc -O2 -I"$TPROF_ROOT/include" -o reg reg.c -ldl
+	hung=0
+	for _ in $(seq 400); do
+		rm -f reg.trace*
+		TPROF_QUIET=1 TPROF_OUTPUT=reg.trace LD_PRELOAD="$B/libtprof.so" timeout 5 ./reg || hung=$((hung + 1))
+	done
+	echo "# $hung of 400 runs hung or failed"
+	[ "$hung" -eq 0 ]
+}
+
 # ---- threads, children, privileges, the rest of what a process sees of itself ----
 
 @test "threads: one task at the start of main and after mallocs" {
