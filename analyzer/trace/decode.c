@@ -35,6 +35,23 @@ static uint64_t interpolate(uint64_t seq, uint64_t a_seq, uint64_t a_tick, uint6
 	return a_tick + (uint64_t)(d / (b_seq - a_seq));
 }
 
+/* Decompresses block b's payload into *buf (grown to fit, its capacity in *cap), with *dctx (made
+ * on first use): 1 when it decompressed to its length, else 0. The merge and the decode thread
+ * (prefetch.c) both decompress so. */
+int rd_inflate(const struct tprof_reader_priv *p, ZSTD_DCtx **dctx, uint8_t **buf, size_t *cap,
+	       const struct block_ref *b)
+{
+	if (!*dctx)
+		*dctx = ZSTD_createDCtx();
+	if (*cap < b->raw_len) {
+		free(*buf);
+		*cap = b->raw_len;
+		*buf = xmalloc(*cap);
+	}
+	size_t got = *dctx ? ZSTD_decompressDCtx(*dctx, *buf, b->raw_len, p->map + b->off, b->len) : (size_t)-1;
+	return !ZSTD_isError(got) && got == b->raw_len;
+}
+
 /* Starts decoding block b with c: decompresses it when needed and sets up its streams and state.
  * 0, or -1 with the message in out->err. */
 int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockdec *c, const struct block_ref *b,
@@ -49,15 +66,7 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 		len = b->raw_len;
 	} else if (b->raw_len) {
 		rd_zbuf_take(t->priv, c);
-		if (!*dctx)
-			*dctx = ZSTD_createDCtx();
-		if (c->zcap < b->raw_len) {
-			free(c->zbuf);
-			c->zcap = b->raw_len;
-			c->zbuf = xmalloc(c->zcap);
-		}
-		size_t got = *dctx ? ZSTD_decompressDCtx(*dctx, c->zbuf, b->raw_len, data, len) : (size_t)-1;
-		if (ZSTD_isError(got) || got != b->raw_len) {
+		if (!rd_inflate(p, dctx, &c->zbuf, &c->zcap, b)) {
 			out->err = (struct dec_err){DEC_ERR_DECOMPRESS, NULL, b->off, b->raw_len, c->tid};
 			return -1;
 		}

@@ -45,14 +45,22 @@ void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b)
 	}
 }
 
-/* Keeps a payload buffer for the next block to decompress, or frees it when the pool is full.
- * Under lock. */
+/* Keeps a payload buffer for the next block to decompress, or frees it when the pool is full or
+ * the decode thread has no block left. Under lock. */
 static void zpool_put(struct tprof_reader_priv *p, uint8_t *buf, size_t cap)
 {
-	if (p->nzpool < POOL && buf)
+	if (p->nzpool < POOL && buf && !p->decoder_done)
 		p->zpool[p->nzpool++] = (struct zbuf){buf, cap};
 	else
 		free(buf);
+}
+
+/* Frees the pool's buffers. Under lock (or with the decode thread gone). */
+static void zpool_clear(struct tprof_reader_priv *p)
+{
+	for (size_t k = 0; k < p->nzpool; k++)
+		free(p->zpool[k].buf);
+	p->nzpool = 0;
 }
 
 /* A cursor has decoded its block: the payload buffer goes back to the pool while the decode thread
@@ -62,10 +70,7 @@ void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c)
 {
 	if (c->zbuf && p->threaded) {
 		pthread_mutex_lock(&p->lock);
-		if (p->decoder_done)
-			free(c->zbuf);
-		else
-			zpool_put(p, c->zbuf, c->zcap);
+		zpool_put(p, c->zbuf, c->zcap);
 		pthread_mutex_unlock(&p->lock);
 	} else {
 		free(c->zbuf);
@@ -111,14 +116,7 @@ static void decompress_job(struct tprof_trace *t, struct job *z, ZSTD_DCtx **dct
 	if (p->nzpool)
 		zb = p->zpool[--p->nzpool];
 	pthread_mutex_unlock(&p->lock);
-	if (zb.cap < b->raw_len) {
-		free(zb.buf);
-		zb.cap = b->raw_len;
-		zb.buf = xmalloc(zb.cap);
-	}
-	if (!*dctx)
-		*dctx = ZSTD_createDCtx();
-	size_t got = *dctx ? ZSTD_decompressDCtx(*dctx, zb.buf, b->raw_len, p->map + b->off, b->len) : (size_t)-1;
+	int ok = rd_inflate(p, dctx, &zb.buf, &zb.cap, b);
 	pthread_mutex_lock(&p->lock);
 	if (z->state == JOB_TAKEN) { /* the merge stopped waiting and decompressed it itself */
 		zpool_put(p, zb.buf, zb.cap);
@@ -126,7 +124,7 @@ static void decompress_job(struct tprof_trace *t, struct job *z, ZSTD_DCtx **dct
 	}
 	z->zbuf = zb.buf;
 	z->zcap = zb.cap;
-	z->zok = !ZSTD_isError(got) && got == b->raw_len;
+	z->zok = ok;
 	__atomic_store_n(&z->state, JOB_READY, __ATOMIC_RELEASE); /* take_job spins on it */
 	p->ahead_bytes += b->raw_len;
 	pthread_cond_broadcast(&p->ready);
@@ -160,9 +158,7 @@ static void *decoder_main(void *arg)
 	}
 	/* no block left for it: the buffers kept for it go, and those in use are freed when done */
 	p->decoder_done = 1;
-	for (size_t k = 0; k < p->nzpool; k++)
-		free(p->zpool[k].buf);
-	p->nzpool = 0;
+	zpool_clear(p);
 	pthread_mutex_unlock(&p->lock);
 	ZSTD_freeDCtx(dctx);
 	return NULL;
@@ -292,9 +288,7 @@ void rd_stop_decoder(struct tprof_reader_priv *p)
 	pthread_join(p->thread, NULL);
 	ZSTD_freeDCtx(p->help_dctx);
 	p->help_dctx = NULL;
-	for (size_t k = 0; k < p->nzpool; k++)
-		free(p->zpool[k].buf);
-	p->nzpool = 0;
+	zpool_clear(p);
 	for (size_t j = 0; j < p->njobs; j++) {
 		free(p->jobs[j].zbuf);
 		p->jobs[j].zbuf = NULL;

@@ -216,6 +216,8 @@ void rd_merge_duplicate_stacks(struct tprof_trace *t);
 /* decode.c */
 /* The message of a block's error ("FILE: byte N: corrupt: ..."), into buf. */
 void rd_dec_err_text(const struct tprof_trace *t, const struct dec_err *e, char *buf, size_t len);
+int rd_inflate(const struct tprof_reader_priv *p, ZSTD_DCtx **dctx, uint8_t **buf, size_t *cap,
+	       const struct block_ref *b);
 int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockdec *c, const struct block_ref *b,
 		   struct decoded *out);
 void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit);

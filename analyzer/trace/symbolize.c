@@ -405,9 +405,23 @@ static void cache_load_entry(void *ctx, uint64_t vaddr, const struct symcache_fr
 	cache_add(s, c->file, vaddr, first, n);
 }
 
+/* The regular file at path, opened for reading into *st: its descriptor, or -1. O_NONBLOCK: a path
+ * in a trace may name a FIFO or a device, which must not hang us; only a regular file is read,
+ * through this descriptor (the path may change meanwhile). */
+static int open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* Opens f with libdw, through fd (which it takes): 0 with f's status OK, or -1 with its status
- * said (NO_INFO, or MISMATCH: its build-id is not the recorded one) and f without a session. libdw itself is loaded
- * by the first file that needs it; without it every file is NO_INFO, which is said once. */
+ * said (NO_INFO, or MISMATCH: its build-id is not the recorded one) and f without a session.
+ * libdw itself is loaded by the first file that needs it; without it every file is NO_INFO,
+ * which is said once. */
 static int open_dwfl(struct tprof_symbolizer *s, struct sym_file *f, int fd)
 {
 	f->status = TPROF_SYM_NO_INFO;
@@ -465,12 +479,8 @@ static void open_file(struct tprof_symbolizer *s, struct sym_file *f)
 {
 	f->tried = 1;
 	struct stat st;
-	/* O_NONBLOCK: a path in a trace may name a FIFO or a device, which must not hang us; only a
-	 * regular file is read, through this descriptor (the path may change meanwhile) */
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		if (fd >= 0)
-			close(fd);
+	int fd = open_regular(f->path, &st);
+	if (fd < 0) {
 		f->status = TPROF_SYM_MISSING;
 		return;
 	}
@@ -844,10 +854,9 @@ static const struct cache_ent *cached(struct tprof_symbolizer *s, uint32_t file,
 		return e;
 	struct sym_file *f = &s->files[file];
 	if (!f->dwfl && f->status == TPROF_SYM_OK) { /* known from the cache until now */
-		int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;
-		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != f->main.ino ||
-		    (uint64_t)st.st_size != f->main.size) {
+		int fd = open_regular(f->path, &st);
+		if (fd < 0 || (uint64_t)st.st_ino != f->main.ino || (uint64_t)st.st_size != f->main.size) {
 			if (fd >= 0)
 				close(fd);
 			f->status = TPROF_SYM_MISSING; /* gone, or another file since the cache was read */
