@@ -149,25 +149,29 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
 	uint64_t base = c->evno;
 	uint32_t last_fid = 0, last_stack = 0; /* the last stack id looked up, and ours */
-	/* in locals: the stores into the events below could otherwise alias them (the compiler then
-	 * loads them again for every record) */
+	/* In locals, written back at the end: the stores into the events (byte stores among them,
+	 * which may alias anything) would otherwise make the compiler load each of these again for
+	 * every record, and store the counters back. */
 	struct tprof_rec_state *st = c->st;
 	uint64_t *alloc_at = c->alloc_at;
-	while (c->ri < c->count && (n < limit || run != SIZE_MAX)) {
-		if (n + 2 > out->cap) {
+	uint64_t ri = c->ri, count = c->count, a_seq = c->a_seq, a_tick = c->a_tick;
+	struct tprof_event *ev = out->ev;
+	size_t cap = out->cap;
+	while (ri < count && (n < limit || run != SIZE_MAX)) {
+		if (n + 2 > cap) {
 			/* first: what this chunk can hold (the room for a pair's two halves besides), so that
 			 * the many threads of a few events each hold a few events each */
-			out->cap = out->cap ? 2 * out->cap : (limit < c->count - c->ri ? limit : c->count - c->ri) + 2;
-			out->ev = xrealloc(out->ev, out->cap * sizeof(*out->ev));
+			cap = cap ? 2 * cap : (limit < count - ri ? limit : count - ri) + 2;
+			ev = out->ev = xrealloc(ev, cap * sizeof(*ev));
+			out->cap = cap;
 		}
-		struct tprof_event *ev = out->ev;
 		struct tprof_rec r;
 		if (tprof_rec_decode(c->s, st, &r)) {
 			what = "malformed event record";
 			goto bad;
 		}
 		uint32_t pushes = st->nalloc; /* before the stores below */
-		c->ri++;
+		ri++;
 		uint32_t stack = 0;
 		if (r.stack == last_fid) { /* most allocations repeat the last record's stack */
 			stack = last_stack;
@@ -190,17 +194,17 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 				run = n - 1;
 		} else {
 			if (run != SIZE_MAX) {
-				fill_ticks(ev, run, n - 1, c->a_seq, c->a_tick, r.seq, r.tick);
+				fill_ticks(ev, run, n - 1, a_seq, a_tick, r.seq, r.tick);
 				run = SIZE_MAX;
 			}
-			c->a_seq = r.seq;
-			c->a_tick = r.tick;
+			a_seq = r.seq;
+			a_tick = r.tick;
 			if (tprof_kind_is_realloc(r.kind)) {
 				e->old_ptr = r.old_ptr;
 				e[1] = e[0];
 				e[1].phase = 1;
-				e[1].seq = c->a_seq = r.seq2;
-				e[1].tick = c->a_tick = r.tick2;
+				e[1].seq = a_seq = r.seq2;
+				e[1].tick = a_tick = r.tick2;
 				n++;
 			}
 		}
@@ -217,7 +221,10 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 			alloc_at[(pushes - 1) % TPROF_PTR_HIST] = base + n;
 		}
 	}
-	if (c->ri == c->count) {
+	c->ri = ri;
+	c->a_seq = a_seq;
+	c->a_tick = a_tick;
+	if (ri == count) {
 		for (int k = 0; k < TPROF_NSTREAMS; k++)
 			if (c->s[k].p != c->s[k].end) {
 				what = "bytes left over after the last record";
@@ -239,8 +246,11 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	return;
 bad:
 	out->n = run == SIZE_MAX ? n : run;
-	out->err = (struct dec_err){DEC_ERR_RECORD, what, b->off, c->ri, c->tid};
+	out->err = (struct dec_err){DEC_ERR_RECORD, what, b->off, ri, c->tid};
 fail:
+	c->ri = ri;
+	c->a_seq = a_seq;
+	c->a_tick = a_tick;
 	/* a pair may span the events kept and the ones dropped: keep none */
 	for (size_t i = 0; i < out->n; i++)
 		out->ev[i].paired = 0;
