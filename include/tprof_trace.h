@@ -682,11 +682,45 @@ static inline uint32_t tprof_crc32c_sw(uint32_t crc, const uint8_t *p, size_t le
 	return crc;
 }
 
+/* The product a * b of two polynomials in the CRC's reflected form (bit 31: x^0), modulo the
+ * CRC-32C polynomial. The register after n more zero bytes is its product with x^(8n) mod P. */
+static inline uint32_t tprof_crc32c_mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+	for (int i = 31; i >= 0; i--) {
+		prod ^= b & -((a >> i) & 1u);
+		b = (b >> 1) ^ (0x82f63b78u & -(b & 1u));
+	}
+	return prod;
+}
+
+/* The hardware CRC runs in three lanes of TPROF_CRC_LANE bytes at once: each instruction waits for
+ * its lane's last one, three lanes keep the unit busy. The lanes are joined by the linearity of the
+ * CRC: crc(r, A B) = r * x^(8|AB|) xor crc(0, A) * x^(8|B|) xor crc(0, B), all mod P; the two
+ * powers are constants (tests/unit/test_codec.c computes them again). */
+#define TPROF_CRC_LANE 1024u
+#define TPROF_CRC_X_LANE 0xe4172b16u   /* x^(8 * TPROF_CRC_LANE) mod P, reflected */
+#define TPROF_CRC_X_2LANES 0x0d65762au /* x^(16 * TPROF_CRC_LANE) mod P, reflected */
+
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) static inline uint32_t tprof_crc32c_hw(uint32_t crc, const uint8_t *p,
 									size_t len)
 {
 	uint64_t c = crc;
+	for (; len >= 3 * TPROF_CRC_LANE; len -= 3 * TPROF_CRC_LANE, p += 3 * TPROF_CRC_LANE) {
+		uint64_t c1 = 0, c2 = 0;
+		for (size_t i = 0; i < TPROF_CRC_LANE; i += 8) {
+			uint64_t w0, w1, w2;
+			__builtin_memcpy(&w0, p + i, 8);
+			__builtin_memcpy(&w1, p + TPROF_CRC_LANE + i, 8);
+			__builtin_memcpy(&w2, p + 2 * TPROF_CRC_LANE + i, 8);
+			c = __builtin_ia32_crc32di(c, w0);
+			c1 = __builtin_ia32_crc32di(c1, w1);
+			c2 = __builtin_ia32_crc32di(c2, w2);
+		}
+		c = tprof_crc32c_mulmod((uint32_t)c, TPROF_CRC_X_2LANES) ^
+		    tprof_crc32c_mulmod((uint32_t)c1, TPROF_CRC_X_LANE) ^ (uint32_t)c2;
+	}
 	for (; len >= 8; len -= 8, p += 8) {
 		uint64_t w;
 		__builtin_memcpy(&w, p, 8);

@@ -79,6 +79,25 @@ static void test_crc32c(void)
 	uint32_t parts = tprof_crc32c_update(tprof_crc32c_update(0, data, 333), data + 333, 667);
 	CHECK_EQ(whole, parts);
 	CHECK_EQ(~tprof_crc32c_sw(~0u, data, sizeof(data)), whole);
+
+	/* the lanes' constants: the register x^0 after one and two lanes of zero bytes */
+	uint8_t *zero = calloc(2 * TPROF_CRC_LANE, 1);
+	CHECK_EQ(tprof_crc32c_sw(0x80000000u, zero, TPROF_CRC_LANE), TPROF_CRC_X_LANE);
+	CHECK_EQ(tprof_crc32c_sw(0x80000000u, zero, 2 * TPROF_CRC_LANE), TPROF_CRC_X_2LANES);
+	free(zero);
+	/* lengths below, at and over one and two rounds of three lanes, at odd addresses, against the
+	 * software CRC byte by byte */
+	size_t big = 7 * TPROF_CRC_LANE + 9;
+	uint8_t *b = malloc(big);
+	for (size_t i = 0; i < big; i++)
+		b[i] = (uint8_t)(i * 131 + (i >> 9));
+	const size_t lens[] = {3 * TPROF_CRC_LANE - 1, 3 * TPROF_CRC_LANE, 3 * TPROF_CRC_LANE + 7,
+			       6 * TPROF_CRC_LANE, 7 * TPROF_CRC_LANE + 8};
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		uint32_t sw = ~tprof_crc32c_sw(~0x1234u, b + 1, lens[k]);
+		CHECK_EQ(tprof_crc32c_update(0x1234u, b + 1, lens[k]), sw);
+	}
+	free(b);
 }
 
 static uint64_t rnd_state = 88172645463325252ull;
