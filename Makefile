@@ -81,6 +81,7 @@ $(BUILD)/obj/analyzer/cmd/tprof.o: VERSION
 # the two fields one by one; the 16-byte load of what two 8-byte stores just wrote waits for both to
 # leave the store buffer. The summary of the 2 M-pair storm took 4% longer so.
 $(BUILD)/obj/analyzer/cmd/cmd_summary.o: CFLAGS += -fno-tree-slp-vectorize
+$(BUILD)/obj/analyzer/cmd/cmd_summary.o: Makefile
 
 $(BUILD)/obj/recorder/%.o: recorder/%.c $(HEADERS)
 	@mkdir -p $(dir $@)

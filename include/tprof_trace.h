@@ -1,4 +1,4 @@
-/* The tprof trace format, version 8: the contract between the recorder (tprof-recorder, fed by
+/* The tprof trace format (TPROF_VERSION below): the contract between the recorder (tprof-recorder, fed by
  * libtprof.so through shared memory) and the reader
  * (the tprof analyzer). Constants, block and record kinds, and the byte-level codec (little-endian
  * fixed fields, LEB128 varints, zigzag signed varints, CRC-32C) that both sides share. Every layout
@@ -701,6 +701,7 @@ static inline uint32_t tprof_crc32c_mulmod(uint32_t a, uint32_t b)
 #define TPROF_CRC_LANE 1024u
 #define TPROF_CRC_X_LANE 0xe4172b16u   /* x^(8 * TPROF_CRC_LANE) mod P, reflected */
 #define TPROF_CRC_X_2LANES 0x0d65762au /* x^(16 * TPROF_CRC_LANE) mod P, reflected */
+_Static_assert(TPROF_CRC_LANE % 8 == 0, "the lanes are read 8 bytes at a time");
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) static inline uint32_t tprof_crc32c_hw(uint32_t crc, const uint8_t *p,

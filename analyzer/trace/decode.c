@@ -149,9 +149,10 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	size_t n = 0, run = SIZE_MAX; /* run: first event of the open unmeasured run */
 	uint64_t base = c->evno;
 	uint32_t last_fid = 0, last_stack = 0; /* the last stack id looked up, and ours */
-	/* In locals, written back at the end: the stores into the events (byte stores among them,
-	 * which may alias anything) would otherwise make the compiler load each of these again for
-	 * every record, and store the counters back. */
+	/* In locals: the stores into the events (byte stores among them, which may alias anything)
+	 * would otherwise make the compiler load each of these again for every record, and store the
+	 * counters back. The counters go back into c when the loop ends and on every error; ev and
+	 * cap into out when the buffer grows. */
 	struct tprof_rec_state *st = c->st;
 	uint64_t *alloc_at = c->alloc_at;
 	uint64_t ri = c->ri, count = c->count, a_seq = c->a_seq, a_tick = c->a_tick;
