@@ -169,3 +169,40 @@ for n in "$small" "$PAIRS"; do
 	rss=$(/usr/bin/time -f %M "$B/tprof" report m.trace 2>&1 >/dev/null | tail -1)
 	echo "analyzer peak RSS, storm of $n pairs ($(stat -c %s m.trace) byte trace): $rss KiB"
 done
+
+# Optional (STORM_BIG_PAIRS=N, e.g. 215000000 for a trace of about 1 GB): the same storm on 2 threads
+# of N pairs each, traced by tprof and by heaptrack, and tprof summary against heaptrack_print on
+# those traces (time, CPU and peak memory, best of 2). It takes minutes and a few GB of disk.
+if [ -n "${STORM_BIG_PAIRS:-}" ]; then
+	echo
+	rm -f big.trace hbig.*
+	TPROF_QUIET=1 TPROF_OUTPUT=big.trace LD_PRELOAD="$B/libtprof.so" "$STORM" 2 "$STORM_BIG_PAIRS" >/dev/null
+	flock -s big.trace true
+	line="large trace: storm of 2 x $STORM_BIG_PAIRS pairs, tprof $(stat -c %s big.trace) bytes"
+	if [ $have_heaptrack = 1 ]; then
+		heaptrack -o hbig "$STORM" 2 "$STORM_BIG_PAIRS" >/dev/null 2>&1
+		line="$line, heaptrack $(stat -c %s "$(ls hbig.* | head -1)") bytes"
+	fi
+	echo "$line"
+	"$B/tprof" summary big.trace >/dev/null # the symbol cache, as above
+	big() { # NAME COMMAND...: the best wall time of 2 runs, with that run's CPU time and peak RSS
+		local name=$1 best=999999 cpu=0 rss=0 r w u s m
+		shift
+		for r in 1 2; do
+			/usr/bin/time -f '%e %U %S %M' -o big.txt "$@" >/dev/null 2>&1
+			read -r w u s m <big.txt
+			if awk -v a="$w" -v b="$best" 'BEGIN{exit !(a < b)}'; then
+				best=$w cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{printf "%.1f", u + s}') rss=$m
+			fi
+		done
+		echo "  $name: $best s (cpu $cpu s, peak RSS $rss KiB)"
+		big_s=$best
+	}
+	big "tprof summary" "$B/tprof" summary big.trace
+	ts=$big_s
+	if [ $have_heaptrack = 1 ]; then
+		big heaptrack_print heaptrack_print "$(ls hbig.* | head -1)"
+		echo "  summary $(awk -v a="$ts" -v b="$big_s" 'BEGIN{printf "%.1f", b / (a > 0 ? a : 0.01)}')x faster"
+	fi
+	rm -f big.trace hbig.*
+fi
