@@ -575,7 +575,7 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
 /* env_ is the environment the new image gets: the caller's, or a copy on the stack with the
  * recorder's name added (tprof_region_exec_env) or LD_PRELOAD without this library
  * (tprof_region_exec_unpreload); the forms without one then call the form with. */
-#define EXEC_HOOK(name, envp_in, call, ...)                                                       \
+#define EXEC_HOOK(name, path_in, envp_in, call, ...)                                              \
 	TPROF_EXPORT int name(__VA_ARGS__)                                                        \
 	{                                                                                         \
 		if (!ready() || !tprof_real.name) {                                               \
@@ -586,7 +586,7 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
 		char rec_[160], pre_[512]; /* a longer LD_PRELOAD is left as it is */            \
 		size_t at_ = 0, k_ = 0;                                                           \
 		size_t n1_ = tprof_region_exec_env(env_, rec_, sizeof(rec_), 1024);               \
-		size_t n2_ = tprof_region_exec_unpreload(env_, pre_, sizeof(pre_), 1024, &at_);   \
+		size_t n2_ = tprof_region_exec_unpreload(path_in, argv, env_, pre_, sizeof(pre_), 1024, &at_); \
 		size_t n_ = n1_ > n2_ ? n1_ : n2_;                                                \
 		char *more_[n_ ? n_ + 2 : 1];                                                     \
 		if (n_) {                                                                         \
@@ -608,17 +608,17 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
 		return rc_;                                                                       \
 	}
 
-EXEC_HOOK(execve, envp, tprof_real.execve(path, argv, env_), const char *path, char *const argv[],
+EXEC_HOOK(execve, path, envp, tprof_real.execve(path, argv, env_), const char *path, char *const argv[],
 	  char *const envp[])
-EXEC_HOOK(execv, environ,
+EXEC_HOOK(execv, path, environ,
 	  n_ && tprof_real.execve ? tprof_real.execve(path, argv, env_) : tprof_real.execv(path, argv),
 	  const char *path, char *const argv[])
-EXEC_HOOK(execvp, environ,
+EXEC_HOOK(execvp, file, environ,
 	  n_ && tprof_real.execvpe ? tprof_real.execvpe(file, argv, env_) : tprof_real.execvp(file, argv),
 	  const char *file, char *const argv[])
-EXEC_HOOK(execvpe, envp, tprof_real.execvpe(file, argv, env_), const char *file, char *const argv[],
+EXEC_HOOK(execvpe, file, envp, tprof_real.execvpe(file, argv, env_), const char *file, char *const argv[],
 	  char *const envp[])
-EXEC_HOOK(fexecve, envp, tprof_real.fexecve(fd, argv, env_), int fd, char *const argv[], char *const envp[])
+EXEC_HOOK(fexecve, NULL, envp, tprof_real.fexecve(fd, argv, env_), int fd, char *const argv[], char *const envp[])
 
 /* ---- libunwind's memory validation, without a descriptor ----
  * libunwind checks an address by writing one byte from it into a pipe it opens at its first

@@ -919,9 +919,40 @@ size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t m
 	return n;
 }
 
+/* Whether an exec of path with argv runs the dynamic loader itself to list a program's libraries
+ * (ld.so --list PROGRAM, after any of its other options): the loader, named as it is (ld-*.so*,
+ * ld.so*, ld64.so*), and the same file as this process's when that can be told. */
+static int loader_lists(const char *path, char *const argv[])
+{
+	static const char *const takes_arg[] = {"library-path", "inhibit-rpath", "audit", "preload", "argv0",
+						"glibc-hwcaps-prefer", "glibc-hwcaps-mask", NULL};
+	if (!path || !argv || !argv[0])
+		return 0;
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	if (strncmp(b, "ld-", 3) != 0 && strncmp(b, "ld.so", 5) != 0 && strncmp(b, "ld64.so", 7) != 0)
+		return 0;
+	int list = 0;
+	for (size_t i = 1; argv[i] && strncmp(argv[i], "--", 2) == 0 && !list; i++) {
+		list = strcmp(argv[i] + 2, "list") == 0;
+		for (size_t k = 0; takes_arg[k]; k++)
+			if (strcmp(argv[i] + 2, takes_arg[k]) == 0 && !argv[++i])
+				return 0;
+	}
+	if (!list)
+		return 0;
+	Dl_info di;
+	struct stat a, l;
+	unsigned long base = getauxval(AT_BASE); /* 0 when the loader was run as the program */
+	if (base && dladdr((void *)base, &di) && di.dli_fname && stat(di.dli_fname, &l) == 0 && stat(path, &a) == 0)
+		return a.st_dev == l.st_dev && a.st_ino == l.st_ino;
+	return 1;
+}
+
 /* LD_PRELOAD for the new image of an exec, without this library when the loader could not load it
  * or it would only show: the environment asks the loader to list the program's libraries and stop
- * (LD_TRACE_LOADED_OBJECTS, what ldd sets), where libtprof.so would be listed, a line a bare run
+ * (LD_TRACE_LOADED_OBJECTS, what ldd sets), or the exec runs the loader to list them (ld.so
+ * --list), where libtprof.so would be listed, a line a bare run
  * does not print, and nothing of the program runs; or this library's path cannot be read from
  * here (chroot, a mount namespace with another root, a bind mount over its directory), where the
  * loader would print an error for it on the new image's stderr. Entries are split at ':' and ' ',
@@ -929,13 +960,14 @@ size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t m
  * without a '/' is looked up by the loader in the system's directories: left. Writes
  * "LD_PRELOAD=rest" into out ("" when nothing is left: the variable is dropped), sets *at to its
  * entry and returns the count of envp's entries (at most max), or 0 when the environment stays. */
-size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, size_t max, size_t *at)
+size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *const envp[], char *out, size_t cap,
+				   size_t max, size_t *at)
 {
 	static const char pre[] = "LD_PRELOAD=";
 	if (!envp)
 		return 0;
 	size_t n = 0, where = SIZE_MAX;
-	int trace = 0;
+	int trace = loader_lists(path, argv);
 	for (; envp[n]; n++) {
 		if (n >= max)
 			return 0;
@@ -967,10 +999,10 @@ size_t tprof_region_exec_unpreload(char *const envp[], char *out, size_t cap, si
 				b--;
 			int ours = (size_t)(p + len - b) == mel && memcmp(b, me, mel) == 0, drop = ours && trace;
 			if (ours && !drop && b > p && len < 4096) {
-				char path[len + 1]; /* the exec may run on a small stack (a clone child's) */
-				memcpy(path, p, len);
-				path[len] = 0;
-				drop = access(path, R_OK) != 0;
+				char lib[len + 1]; /* the exec may run on a small stack (a clone child's) */
+				memcpy(lib, p, len);
+				lib[len] = 0;
+				drop = access(lib, R_OK) != 0;
 			}
 			if (drop) {
 				dropped = 1;

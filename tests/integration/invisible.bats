@@ -1254,6 +1254,28 @@ true exited with 0"
 	[[ "$output" != *libtprof* ]]
 }
 
+@test "ld.so --list: the loader run as a program lists a bare run's libraries; run to start a program, it traces it" {
+	# the loader, run itself, lists the preloaded libraries as well (no LD_TRACE_LOADED_OBJECTS
+	# here): an exec of it with --list, after its other options, gets LD_PRELOAD without libtprof.so
+	ld=$(readelf -l /bin/true | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+	[ -x "$ld" ] || skip "no program interpreter found for /bin/true"
+	pair sh -c "'$ld' --list /bin/true | sed 's/ (0x.*//'; '$ld' --library-path /usr/lib --list /bin/true | wc -l"
+	expect out "$("$ld" --list /bin/true | sed 's/ (0x.*//')
+$("$ld" --list /bin/true | wc -l)"
+	same
+	# the loader starting a program is no list: the program is traced
+	rm -rf tr/*
+	pair "$ld" /bin/sh -c 'echo started'
+	expect out started
+	same
+	traces_ok 1
+	local t found=0 # the program's trace: its command is the loader's name, its events sh's
+	for t in tr/*; do
+		[ "$(rj "$t" program)" = "$(basename "$ld")" ] && [ "$(rj "$t" events)" -gt 0 ] && found=1
+	done
+	[ $found = 1 ]
+}
+
 @test "an exec where libtprof.so cannot be read (a mount over its directory, as a chroot): no loader error, the rest as bare" {
 	unshare -m true 2>/dev/null || skip "unshare -m needs privileges here"
 	# the loader would print "object ... cannot be preloaded" on the new image's stderr
