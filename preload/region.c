@@ -949,11 +949,28 @@ static int loader_lists(const char *path, char *const argv[])
 	return 1;
 }
 
+/* Whether the new image of an exec will find no descriptor free under its RLIMIT_NOFILE: every
+ * number below the limit holds one the exec keeps (no FD_CLOEXEC). Its loader then cannot open
+ * libtprof.so, and says so on stderr, a line a bare run does not print (nor, mostly, anything else:
+ * the image fails as bare). Looked at only under a low limit, where it costs a system call a number. */
+static int exec_leaves_no_fd(void)
+{
+	struct rlimit rl;
+	int saved = errno, full = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur <= 256;
+	for (int fd = 0; full && fd < (int)rl.rlim_cur; fd++) {
+		int f = fcntl(fd, F_GETFD);
+		full = f >= 0 && !(f & FD_CLOEXEC);
+	}
+	errno = saved;
+	return full;
+}
+
 /* LD_PRELOAD for the new image of an exec, without this library when the loader could not load it
  * or it would only show: the environment asks the loader to list the program's libraries and stop
  * (LD_TRACE_LOADED_OBJECTS, what ldd sets), or the exec runs the loader to list them (ld.so
  * --list), where libtprof.so would be listed, a line a bare run
- * does not print, and nothing of the program runs; or this library's path cannot be read from
+ * does not print, and nothing of the program runs; or the new image will have no descriptor to
+ * open it with (exec_leaves_no_fd); or this library's path cannot be read from
  * here (chroot, a mount namespace with another root, a bind mount over its directory), where the
  * loader would print an error for it on the new image's stderr. Entries are split at ':' and ' ',
  * as the loader does; an entry is this library when its file name is libtprof.so's, and one
@@ -967,7 +984,7 @@ size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *c
 	if (!envp)
 		return 0;
 	size_t n = 0, where = SIZE_MAX;
-	int trace = loader_lists(path, argv);
+	int trace = loader_lists(path, argv), nofd = -1; /* -1: not looked at yet */
 	for (; envp[n]; n++) {
 		if (n >= max)
 			return 0;
@@ -998,6 +1015,11 @@ size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *c
 			while (b > p && b[-1] != '/')
 				b--;
 			int ours = (size_t)(p + len - b) == mel && memcmp(b, me, mel) == 0, drop = ours && trace;
+			if (ours && !drop) {
+				if (nofd < 0)
+					nofd = exec_leaves_no_fd();
+				drop = nofd;
+			}
 			if (ours && !drop && b > p && len < 4096) {
 				char lib[len + 1]; /* the exec may run on a small stack (a clone child's) */
 				memcpy(lib, p, len);

@@ -266,6 +266,24 @@ fd 4 holds 5 bytes: four|"
 	[ "$(cat traced/four.txt)" = four ]
 }
 
+@test "fds: an exec that leaves no descriptor free under the limit: the loader prints nothing of libtprof.so, the rest as bare" {
+	# the new image's loader could not open libtprof.so (nor libc: it fails as bare) and would say
+	# so on stderr: such an exec gets LD_PRELOAD without it
+	pair bash -c 'ulimit -n 3; /bin/echo hi; echo $?'
+	expect out 127
+	cmp bare.rc traced.rc
+	grep -q 'libc.so.6' bare.err
+	grep -v '^tprof: ' traced.err | cmp - bare.err
+	# one number free: the exec keeps it, and echo is traced (when it may raise the limit to
+	# register) or says why not
+	pair bash -c 'ulimit -n 4; /bin/echo hi; echo $?'
+	expect out "hi
+0"
+	grep -v '^tprof: ' traced.err | cmp - bare.err
+	reports
+	[ -n "$(traces_where program echo)" ] || grep -q '^tprof: echo (pid [0-9]*): too few descriptors' traced.err
+}
+
 @test "fds: at ulimit -n 4 the program opens as many files as bare; traced when privileged, else it says why not" {
 	# registering holds two descriptors at once (the shared memory, the socket): with one free
 	# under a hard limit of 4, a process with CAP_SYS_RESOURCE raises the limit for the moment and
