@@ -919,34 +919,42 @@ size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t m
 	return n;
 }
 
+/* Whether path is the file this process's loader was loaded from (device and inode); 0 when that
+ * cannot be told (the process was started through the loader). A function of its own, asked only
+ * for an exec that names a loader with --list: no other exec's stack carries its frame. */
+__attribute__((noinline)) static int is_our_loader(const char *path)
+{
+	Dl_info di;
+	struct stat a, l;
+	unsigned long base = getauxval(AT_BASE); /* 0 when the loader was run as the program */
+	return base && dladdr((void *)base, &di) && di.dli_fname && stat(di.dli_fname, &l) == 0 &&
+	       stat(path, &a) == 0 && a.st_dev == l.st_dev && a.st_ino == l.st_ino;
+}
+
 /* Whether an exec of path with argv runs the dynamic loader itself to list a program's libraries
- * (ld.so --list PROGRAM, after any of its other options): the loader, named as it is (ld-*.so*,
- * ld.so*, ld64.so*), and the same file as this process's when that can be told. */
+ * (ld.so --list PROGRAM, after any of its other options): a path (with a '/') named as the loader
+ * is (ld-*.so*, ld.so*, ld64.so*) to this process's loader. Not under a seccomp filter, which a
+ * call more than the program's could end. */
 static int loader_lists(const char *path, char *const argv[])
 {
 	static const char *const takes_arg[] = {"library-path", "inhibit-rpath", "audit", "preload", "argv0",
-						"glibc-hwcaps-prefer", "glibc-hwcaps-mask", NULL};
-	if (!path || !argv || !argv[0])
+						"glibc-hwcaps-prepend", "glibc-hwcaps-mask", NULL};
+	if (!path || !argv || !argv[0] || !strchr(path, '/') || atomic_load(&tprof_sandboxed))
 		return 0;
-	const char *b = strrchr(path, '/');
-	b = b ? b + 1 : path;
+	const char *b = strrchr(path, '/') + 1;
 	if (strncmp(b, "ld-", 3) != 0 && strncmp(b, "ld.so", 5) != 0 && strncmp(b, "ld64.so", 7) != 0)
 		return 0;
 	int list = 0;
 	for (size_t i = 1; argv[i] && strncmp(argv[i], "--", 2) == 0 && !list; i++) {
 		list = strcmp(argv[i] + 2, "list") == 0;
 		for (size_t k = 0; takes_arg[k]; k++)
-			if (strcmp(argv[i] + 2, takes_arg[k]) == 0 && !argv[++i])
-				return 0;
+			if (strcmp(argv[i] + 2, takes_arg[k]) == 0) {
+				if (!argv[++i])
+					return 0;
+				break;
+			}
 	}
-	if (!list)
-		return 0;
-	Dl_info di;
-	struct stat a, l;
-	unsigned long base = getauxval(AT_BASE); /* 0 when the loader was run as the program */
-	if (base && dladdr((void *)base, &di) && di.dli_fname && stat(di.dli_fname, &l) == 0 && stat(path, &a) == 0)
-		return a.st_dev == l.st_dev && a.st_ino == l.st_ino;
-	return 1;
+	return list && is_our_loader(path);
 }
 
 /* Whether the new image of an exec will find no descriptor free under its RLIMIT_NOFILE: every
@@ -956,6 +964,8 @@ static int loader_lists(const char *path, char *const argv[])
 static int exec_leaves_no_fd(void)
 {
 	struct rlimit rl;
+	if (atomic_load(&tprof_sandboxed)) /* a filter may end the process at a call it does not make */
+		return 0;
 	int saved = errno, full = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur <= 256;
 	for (int fd = 0; full && fd < (int)rl.rlim_cur; fd++) {
 		int f = fcntl(fd, F_GETFD);

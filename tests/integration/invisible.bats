@@ -1281,6 +1281,10 @@ true exited with 0"
 	expect out "$("$ld" --list /bin/true | sed 's/ (0x.*//')
 $("$ld" --list /bin/true | wc -l)"
 	same
+	# options that take an argument, an argument that looks like an option's name, one of a letter
+	pair sh -c "for o in '--glibc-hwcaps-prepend x' '--library-path ./preload' '--argv0 x' '--library-path --list'; do '$ld' \$o --list /bin/true | wc -l; done"
+	same
+	grep -qv '^0$' bare.out
 	# the loader starting a program is no list: the program is traced
 	rm -rf tr/*
 	pair "$ld" /bin/sh -c 'echo started'
