@@ -1,12 +1,20 @@
-/* Implementation of base/util.h: checked allocation, messages, formatting, and names written as
+/* Implementation of base/util.h: checked allocation (and prefaulting of large tables), messages, formatting, and names written as
  * JSON strings, CSV fields and escaped text. */
 #include "base/util.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+
+#ifdef MADV_POPULATE_WRITE
+#define TPROF_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define TPROF_MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL */
+#endif
 
 void tprof_oom(size_t n, const char *file, int line)
 {
@@ -100,8 +108,37 @@ void *tprof_xzalloc(size_t n, size_t size, const char *file, int line)
 	if (size && n > SIZE_MAX / size)
 		tprof_oom(SIZE_MAX, file, line);
 	void *p = tprof_xmalloc(n * size, file, line);
+	tprof_prefault(p, n * size);
 	memset(p, 0, n * size);
 	return p;
+}
+
+void tprof_prefault(void *p, size_t n)
+{
+	if (!p || n < (1u << 20))
+		return;
+	uintptr_t huge = 2u << 20, page = 4096;
+	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+	int saved = errno;
+	if (e > a)
+		madvise((void *)a, e - a, MADV_HUGEPAGE);
+	a = ((uintptr_t)p + page - 1) & ~(page - 1);
+	e = ((uintptr_t)p + n) & ~(page - 1);
+	if (e > a)
+		madvise((void *)a, e - a, TPROF_MADV_POPULATE_WRITE);
+	errno = saved;
+}
+
+void *tprof_xgrow(void *p, size_t old, size_t n, const char *file, int line)
+{
+	if (n < (1u << 20))
+		return tprof_xrealloc(p, n, file, line);
+	void *q = tprof_xmalloc(n, file, line);
+	tprof_prefault(q, n);
+	if (p)
+		memcpy(q, p, old < n ? old : n);
+	free(p);
+	return q;
 }
 
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line)

@@ -192,7 +192,7 @@ static uint32_t *id_slot(struct tprof_reader_priv *p, uint32_t fid)
 			ncap *= 2;
 		if (ncap > bound)
 			ncap = (uint32_t)bound;
-		p->idmap = xrealloc(p->idmap, ncap * sizeof(*p->idmap));
+		p->idmap = xgrow(p->idmap, p->idmap_cap * sizeof(*p->idmap), ncap * sizeof(*p->idmap));
 		memset(p->idmap + p->idmap_cap, 0, (ncap - p->idmap_cap) * sizeof(*p->idmap));
 		p->idmap_cap = ncap;
 		return &p->idmap[fid];
@@ -229,7 +229,7 @@ int rd_parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **
 		uint32_t our = p->nstacks ? p->nstacks : 1;
 		if (our >= p->cap_stacks) {
 			uint32_t ncap = p->cap_stacks ? 2 * p->cap_stacks : 256;
-			p->stacks = xrealloc(p->stacks, ncap * sizeof(*p->stacks));
+			p->stacks = xgrow(p->stacks, p->cap_stacks * sizeof(*p->stacks), ncap * sizeof(*p->stacks));
 			memset(p->stacks + p->cap_stacks, 0, (ncap - p->cap_stacks) * sizeof(*p->stacks));
 			p->cap_stacks = ncap;
 		}
@@ -237,8 +237,9 @@ int rd_parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **
 		p->nstacks = our + 1;
 		struct stack_def *s = &p->stacks[our];
 		if (p->nframes + depth * 10 > p->cap_frames) {
+			size_t had = p->cap_frames;
 			p->cap_frames = (p->cap_frames ? p->cap_frames * 2 : 65536) + depth * 10;
-			p->frames = xrealloc(p->frames, p->cap_frames);
+			p->frames = xgrow(p->frames, had, p->cap_frames);
 		}
 		uint8_t *out = p->frames + p->nframes;
 		for (uint64_t i = 0; i < depth; i++) {
@@ -518,7 +519,7 @@ void rd_merge_duplicate_stacks(struct tprof_trace *t)
 		cap *= 2;
 	struct {
 		uint32_t id, tag;
-	} *slot = xcalloc(cap, sizeof(*slot));
+	} *slot = xzalloc(cap, sizeof(*slot)); /* probed all over (util.h) */
 	for (uint32_t id = 1; id < p->nstacks; id++) {
 		struct stack_def *s = &p->stacks[id];
 		if (!s->depth)
