@@ -24,19 +24,20 @@ void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
 void tprof_sort_top(void *base, size_t n, size_t k, size_t size, int (*cmp)(const void *, const void *));
 
 void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
-/* n zeroed elements, zeroed by writing: for a table that is read all over long before most of it
- * is written. A page calloc leaves unwritten is the shared zero page until its first write, which
+/* n zeroed elements, zeroed by writing (after tprof_prefault): for a table that is read all over
+ * long before most of it is written. A page calloc leaves unwritten is the shared zero page until its first write, which
  * then copies it and flushes the TLB of every CPU the process runs on (the decode thread's too: an
  * interprocessor interrupt per page). calloc stays best where most pages are never touched. */
 void *tprof_xzalloc(size_t n, size_t size, const char *file, int line);
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
-/* Makes the pages of [p, p + n) present and writable at once, on 2 MiB pages where the system
- * gives them on request (transparent huge pages): for a large table about to be written all over.
- * Page by page, each first touch of a 4 KiB page costs a fault (on a VM about 11 us, again at the
- * hypervisor's level after the kernel has made it present): 37 MB took 120 ms so, 7 ms on huge
- * pages. Ranges under 1 MiB, and kernels without MADV_POPULATE_WRITE (before Linux 5.14), are left
- * as they are. The huge-page request splits the block's mapping, which realloc then cannot move
- * (mremap): such a block grows with xgrow. */
+/* Makes the pages of [p, p + n) present and writable at once, its 2 MiB-aligned part on huge pages
+ * where the system gives them on request (transparent huge pages): for a large table about to be
+ * written all over. Page by page, each first touch of a 4 KiB page costs a fault (on a VM about
+ * 11 us, again at the hypervisor's level after the kernel has made it present): 37 MB took 120 ms
+ * so, 7 ms on huge pages. Ranges under 1 MiB are left as they are; before Linux 5.14 (no
+ * MADV_POPULATE_WRITE) only the huge-page request is made. That request splits the block's
+ * mapping, which realloc then cannot move (mremap) and copies instead: such a block grows with
+ * xgrow, which copies into a block made present so. */
 void tprof_prefault(void *p, size_t n);
 /* p, of which old bytes are kept, grown to n bytes: a large one into a new block made present at
  * once (tprof_prefault), the old bytes copied, p freed; a small one by realloc. */

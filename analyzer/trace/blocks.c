@@ -237,9 +237,8 @@ int rd_parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **
 		p->nstacks = our + 1;
 		struct stack_def *s = &p->stacks[our];
 		if (p->nframes + depth * 10 > p->cap_frames) {
-			size_t had = p->cap_frames;
 			p->cap_frames = (p->cap_frames ? p->cap_frames * 2 : 65536) + depth * 10;
-			p->frames = xgrow(p->frames, had, p->cap_frames);
+			p->frames = xgrow(p->frames, p->nframes, p->cap_frames);
 		}
 		uint8_t *out = p->frames + p->nframes;
 		for (uint64_t i = 0; i < depth; i++) {
