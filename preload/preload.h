@@ -283,7 +283,8 @@ int tprof_region_fork_ready(void);
  * chain (region.c); the count of envp's entries, or 0 when none is to be added. */
 size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max);
 /* LD_PRELOAD less this library for an exec in which the loader only lists libraries (ldd, ld.so
- * --list; path and argv: the exec's, path NULL for fexecve) or could not read it (chroot): the count of envp's entries and the one replaced (*at), or 0 (region.c). */
+ * --list; path and argv: the exec's, path NULL for fexecve) or could not open it (chroot, no
+ * descriptor free): the count of envp's entries and the one replaced (*at), or 0 (region.c). */
 size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *const envp[], char *out, size_t cap,
 				   size_t max, size_t *at);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;

@@ -978,9 +978,9 @@ static int exec_leaves_no_fd(void)
 /* LD_PRELOAD for the new image of an exec, without this library when the loader could not load it
  * or it would only show: the environment asks the loader to list the program's libraries and stop
  * (LD_TRACE_LOADED_OBJECTS, what ldd sets), or the exec runs the loader to list them (ld.so
- * --list), where libtprof.so would be listed, a line a bare run
- * does not print, and nothing of the program runs; or the new image will have no descriptor to
- * open it with (exec_leaves_no_fd); or this library's path cannot be read from
+ * --list), where libtprof.so would be listed, a line a bare run does not print, and nothing of the
+ * program runs; or the new image will have no descriptor to open it with (exec_leaves_no_fd); or
+ * this library's path cannot be read from
  * here (chroot, a mount namespace with another root, a bind mount over its directory), where the
  * loader would print an error for it on the new image's stderr. Entries are split at ':' and ' ',
  * as the loader does; an entry is this library when its file name is libtprof.so's, and one
@@ -994,7 +994,7 @@ size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *c
 	if (!envp)
 		return 0;
 	size_t n = 0, where = SIZE_MAX;
-	int trace = loader_lists(path, argv), nofd = -1; /* -1: not looked at yet */
+	int trace = 0, nofd = -1; /* nofd -1: not looked at yet */
 	for (; envp[n]; n++) {
 		if (n >= max)
 			return 0;
@@ -1006,6 +1006,8 @@ size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *c
 	static const char *me; /* this library's file name, found once: the loader's string */
 	if (where == SIZE_MAX)
 		return 0;
+	if (!trace)
+		trace = loader_lists(path, argv);
 	if (!me) {
 		Dl_info di;
 		if (!dladdr((void *)&tprof_region_exec_unpreload, &di) || !di.dli_fname)

@@ -1,5 +1,5 @@
-/* Implementation of base/util.h: checked allocation (and prefaulting of large tables), messages, formatting, and names written as
- * JSON strings, CSV fields and escaped text. */
+/* Implementation of base/util.h: checked allocation (and prefaulting of large tables), messages,
+ * formatting, and names written as JSON strings, CSV fields and escaped text. */
 #include "base/util.h"
 
 #include <errno.h>

@@ -25,8 +25,8 @@ void tprof_sort_top(void *base, size_t n, size_t k, size_t size, int (*cmp)(cons
 
 void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
 /* n zeroed elements, zeroed by writing (after tprof_prefault): for a table that is read all over
- * long before most of it is written. A page calloc leaves unwritten is the shared zero page until its first write, which
- * then copies it and flushes the TLB of every CPU the process runs on (the decode thread's too: an
+ * long before most of it is written. A page calloc leaves unwritten is the shared zero page until
+ * its first write, which then copies it and flushes the TLB of every CPU the process runs on (the decode thread's too: an
  * interprocessor interrupt per page). calloc stays best where most pages are never touched. */
 void *tprof_xzalloc(size_t n, size_t size, const char *file, int line);
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
