@@ -586,7 +586,13 @@ static struct tprof_thread *attach_held(int *no_room);
 #define ATTACH_BACKOFF_FIRST 64u
 #define ATTACH_BACKOFF_MAX 65536u
 
-struct tprof_thread *tprof_thread_attach(void)
+/* keep: the caller is a hook about to make its real call, which it makes with every signal still
+ * held (*kept set; tprof_signals_release after it) when this thread had no slot yet. A thread's
+ * first heap call sets up the C library's per-thread cache, under its arena's lock; a process's
+ * first comes late under tprof (after the registration), so a timer that a bare run never saw
+ * expire there would land inside it, and a handler that forks would leave the child a locked
+ * arena (single-threaded, the C library's fork takes no malloc lock). */
+static struct tprof_thread *attach(int keep, int *kept)
 {
 	/* nothing to attach to, for good: every heap call of a process that is not traced (its
 	 * registration failed, and said why) comes here, and must cost what a bare call costs */
@@ -599,7 +605,12 @@ struct tprof_thread *tprof_thread_attach(void)
 	int no_room = 0;
 	struct signals_held h = hold_signals();
 	struct tprof_thread *t = attach_held(&no_room);
-	release_signals(h);
+	if (keep && h.held) {
+		memcpy(&tprof_tls.kept_mask, &h.old, sizeof(tprof_tls.kept_mask));
+		*kept = 1;
+	} else {
+		release_signals(h);
+	}
 	if (t) {
 		tprof_tls.attach_fails = 0;
 	} else if (no_room) {
@@ -608,6 +619,23 @@ struct tprof_thread *tprof_thread_attach(void)
 		tprof_tls.attach_fails++;
 	}
 	return t;
+}
+
+struct tprof_thread *tprof_thread_attach(void)
+{
+	return attach(0, NULL);
+}
+
+struct tprof_thread *tprof_thread_attach_kept(int *kept)
+{
+	return attach(1, kept);
+}
+
+void tprof_signals_release(void)
+{
+	int saved = errno;
+	syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &tprof_tls.kept_mask, NULL, 8L);
+	errno = saved;
 }
 
 /* A slot and a ring for the calling thread, or NULL; *no_room set when there was no free slot or

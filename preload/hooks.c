@@ -79,13 +79,14 @@ static inline int ready(void)
 struct hook_state {
 	struct tprof_thread *t;
 	uint32_t inflight; /* the mark as it was: a hook interrupted by a handler's heap call */
+	int kept;          /* the thread's first hook: its real call runs with signals held */
 };
 
 static inline struct hook_state enter(void)
 {
-	struct hook_state h = {tprof_tls.thread, 0};
+	struct hook_state h = {tprof_tls.thread, 0, 0};
 	if (unlikely(!h.t))
-		h.t = tprof_thread_attach();
+		h.t = tprof_thread_attach_kept(&h.kept);
 	if (likely(h.t != NULL)) {
 		h.inflight = atomic_load_explicit(&h.t->slot->inflight, memory_order_relaxed);
 		atomic_store_explicit(&h.t->slot->inflight, 1, memory_order_relaxed);
@@ -98,6 +99,8 @@ static inline void leave(struct hook_state h)
 	if (likely(h.t != NULL))
 		atomic_store_explicit(&h.t->slot->inflight, h.inflight, memory_order_release);
 	tprof_tls.frame = NULL; /* none: a hook a handler's hook interrupted is not checked again */
+	if (unlikely(h.kept))
+		tprof_signals_release();
 }
 
 /* A free's event is in the ring before the real free runs: a process that ends from then on (a
