@@ -1185,6 +1185,16 @@ seccomp status 7"
 	is "$n" "$(cat traced/children.txt)"
 }
 
+@test "signals: a thread's first heap call is made with signals held, the real call included (the C library sets up the thread's cache there, under its arena's lock)" {
+	# the spy, preloaded after libtprof.so, is the malloc tprof calls: it raises SIGUSR1 inside it
+	(cd bare && LD_PRELOAD="$P/libfirst_call_spy.so" "$P/inv_firstcall" >../bare.out)
+	(cd traced && TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so:$P/libfirst_call_spy.so" \
+		"$P/inv_firstcall" >../traced.out)
+	is "$(cat bare.out)" "first call: inside, second call: inside, handled 2"
+	is "$(cat traced.out)" "first call: after, second call: inside, handled 2"
+	traces_ok
+}
+
 @test "vfork: the child's failed execve and _exit(9) leave the parent's trace complete and exact" {
 	pair "$P/inv_fork" vfork
 	expect rc 0
