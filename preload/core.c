@@ -608,6 +608,17 @@ static struct tprof_thread *attach(int keep, int *kept)
 	if (keep && h.held) {
 		memcpy(&tprof_tls.kept_mask, &h.old, sizeof(tprof_tls.kept_mask));
 		*kept = 1;
+		/* the signals the real call may raise itself stay as the program had them: blocked, such a
+		 * fault (a corrupt heap's SIGSEGV, a seccomp filter's SIGSYS at its brk) would end the
+		 * process at once instead of running the program's handler */
+		static const int own[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
+		uint64_t open = 0;
+		for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++)
+			if (!sigismember(&h.old, own[k]))
+				open |= 1ull << (own[k] - 1);
+		int saved = errno;
+		syscall(SYS_rt_sigprocmask, (long)SIG_UNBLOCK, &open, NULL, 8L);
+		errno = saved;
 	} else {
 		release_signals(h);
 	}

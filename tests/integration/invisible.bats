@@ -1195,6 +1195,20 @@ seccomp status 7"
 	traces_ok
 }
 
+@test "signals: a fault inside a thread's first heap call still reaches the program's SIGSEGV handler, as bare" {
+	local rc=0
+	(cd bare && exec env LD_PRELOAD="$P/libfirst_call_spy.so" "$P/inv_firstcall" segv >../bare.out 2>../bare.err) || rc=$?
+	echo $rc >bare.rc
+	rc=0
+	(cd traced && exec env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so:$P/libfirst_call_spy.so" \
+		"$P/inv_firstcall" segv >../traced.out 2>../traced.err) || rc=$?
+	echo $rc >traced.rc
+	expect rc 5
+	expect out "SIGSEGV handled in the first call"
+	same
+	reports
+}
+
 @test "vfork: the child's failed execve and _exit(9) leave the parent's trace complete and exact" {
 	pair "$P/inv_fork" vfork
 	expect rc 0
