@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/single_threaded.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -586,12 +587,15 @@ static struct tprof_thread *attach_held(int *no_room);
 #define ATTACH_BACKOFF_FIRST 64u
 #define ATTACH_BACKOFF_MAX 65536u
 
-/* keep: the caller is a hook about to make its real call, which it makes with every signal still
- * held (*kept set; tprof_signals_release after it) when this thread had no slot yet. A thread's
- * first heap call sets up the C library's per-thread cache, under its arena's lock; a process's
- * first comes late under tprof (after the registration), so a timer that a bare run never saw
- * expire there would land inside it, and a handler that forks would leave the child a locked
- * arena (single-threaded, the C library's fork takes no malloc lock). */
+/* keep: the caller is a hook about to make its real call, which it makes with signals still held
+ * (*kept set; tprof_signals_release after it) when this thread had no slot yet and the process has
+ * one thread. Its first heap call sets up the C library's per-thread cache, under the arena's lock;
+ * it comes late under tprof (after the registration), so a timer that a bare run never saw expire
+ * there would land inside it, and a handler that forks would leave the child a locked arena (with
+ * one thread, the C library's fork takes no malloc lock). Not with more threads: there the fork
+ * takes the locks itself, and the real call may wait for a lock that another thread holds, stopped
+ * in a handler until this one answers a signal (a collector's stop-the-world). Once per window:
+ * a hook that runs inside it (an allocator after this one calling a public name) keeps nothing. */
 static struct tprof_thread *attach(int keep, int *kept)
 {
 	/* nothing to attach to, for good: every heap call of a process that is not traced (its
@@ -605,7 +609,8 @@ static struct tprof_thread *attach(int keep, int *kept)
 	int no_room = 0;
 	struct signals_held h = hold_signals();
 	struct tprof_thread *t = attach_held(&no_room);
-	if (keep && h.held) {
+	if (keep && h.held && __libc_single_threaded && !tprof_tls.kept_open) {
+		tprof_tls.kept_open = 1;
 		memcpy(&tprof_tls.kept_mask, &h.old, sizeof(tprof_tls.kept_mask));
 		*kept = 1;
 		/* the signals the real call may raise itself stay as the program had them: blocked, such a
@@ -645,6 +650,7 @@ struct tprof_thread *tprof_thread_attach_kept(int *kept)
 void tprof_signals_release(void)
 {
 	int saved = errno;
+	tprof_tls.kept_open = 0;
 	syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &tprof_tls.kept_mask, NULL, 8L);
 	errno = saved;
 }

@@ -79,7 +79,7 @@ static inline int ready(void)
 struct hook_state {
 	struct tprof_thread *t;
 	uint32_t inflight; /* the mark as it was: a hook interrupted by a handler's heap call */
-	int kept;          /* the thread's first hook: its real call runs with signals held */
+	int kept;          /* a first hook of a lone thread: its real call runs with signals held */
 };
 
 static inline struct hook_state enter(void)

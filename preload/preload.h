@@ -131,7 +131,10 @@ struct tprof_tls {
 	uint32_t attach_skip, attach_fails;
 	/* the alternate signal stack this thread set through sigaltstack (hooks.c), [alt_lo, alt_hi) */
 	uintptr_t alt_lo, alt_hi;
-	uint64_t kept_mask;          /* the signal mask a hook's first real call is made without (core.c) */
+	/* a hook's first real call holds signals (core.c, attach): the thread's own mask, put back
+	 * after the call, and whether one such window is open */
+	uint64_t kept_mask;
+	int kept_open;
 	/* last: the hot fields above share the first cache lines */
 	struct tprof_deferred defer[TPROF_DEFER_MAX];
 };
@@ -210,8 +213,9 @@ int tprof_boot_owns(const void *p);
 size_t tprof_boot_size(const void *p);
 void tprof_boot_range(uint64_t *start, uint64_t *end); /* the bootstrap pool's blocks */
 struct tprof_thread *tprof_thread_attach(void);
-/* As tprof_thread_attach, for a hook before its real call: *kept set when it returns with every
- * signal held, which tprof_signals_release ends after the real call (core.c, attach) */
+/* As tprof_thread_attach, for a hook before its real call: *kept set when it returns with signals
+ * held (all but those a fault raises), which tprof_signals_release ends after the real call
+ * (core.c, attach) */
 struct tprof_thread *tprof_thread_attach_kept(int *kept);
 void tprof_signals_release(void);
 /* An event dropped because its thread has no slot or ring (tprof_thread_attach failed): counted

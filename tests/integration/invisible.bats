@@ -1185,26 +1185,47 @@ seccomp status 7"
 	is "$n" "$(cat traced/children.txt)"
 }
 
-@test "signals: a thread's first heap call is made with signals held, the real call included (the C library sets up the thread's cache there, under its arena's lock)" {
-	# the spy, preloaded after libtprof.so, is the malloc tprof calls: it raises SIGUSR1 inside it
-	(cd bare && LD_PRELOAD="$P/libfirst_call_spy.so" "$P/inv_firstcall" >../bare.out)
-	(cd traced && TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so:$P/libfirst_call_spy.so" \
-		"$P/inv_firstcall" >../traced.out)
-	is "$(cat bare.out)" "first call: inside, second call: inside, handled 2"
-	is "$(cat traced.out)" "first call: after, second call: inside, handled 2"
+# first_call ARGS...: inv_firstcall bare with the spy malloc preloaded, then traced with the spy
+# after libtprof.so (the malloc tprof's hooks call), as `pair` runs a command
+first_call() {
+	local how pre rc
+	for how in bare traced; do
+		pre="$P/libfirst_call_spy.so"
+		[ $how = traced ] && pre="$B/libtprof.so:$pre"
+		rc=0
+		(cd $how && exec timeout -s KILL 60 env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$pre" \
+			"$P/inv_firstcall" "$@" </dev/null >../$how.out 2>../$how.err) || rc=$?
+		echo $rc >$how.rc
+	done
+}
+
+@test "signals: the first heap call of a process with one thread is made with signals held, the real call included (the C library sets up the thread's cache there, under the arena's lock)" {
+	first_call
+	expect out "first call: inside, second call: inside, a new thread's first call: inside, handled 3"
+	is "$(cat traced.out)" "first call: after, second call: inside, a new thread's first call: inside, handled 3"
 	traces_ok
 }
 
-@test "signals: a fault inside a thread's first heap call still reaches the program's SIGSEGV handler, as bare" {
-	local rc=0
-	(cd bare && exec env LD_PRELOAD="$P/libfirst_call_spy.so" "$P/inv_firstcall" segv >../bare.out 2>../bare.err) || rc=$?
-	echo $rc >bare.rc
-	rc=0
-	(cd traced && exec env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$B/libtprof.so:$P/libfirst_call_spy.so" \
-		"$P/inv_firstcall" segv >../traced.out 2>../traced.err) || rc=$?
-	echo $rc >traced.rc
+@test "signals: a fault inside the first heap call still reaches the program's SIGSEGV handler, as bare" {
+	first_call segv
 	expect rc 5
 	expect out "SIGSEGV handled in the first call"
+	same
+	reports
+}
+
+@test "signals: a vfork child's calloc whose real call makes a malloc inside it leaves the child's signal mask as it was" {
+	first_call vfork
+	expect rc 0
+	expect out "vfork child: the mask after calloc is the same"
+	same
+	reports
+}
+
+@test "signals: a stop-the-world by signals (a collector's) completes while a new thread makes its first heap call" {
+	pair env MALLOC_ARENA_MAX=1 "$P/inv_stw" 100
+	expect rc 0
+	expect out "ok 100 rounds"
 	same
 	reports
 }
