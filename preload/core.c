@@ -11,13 +11,13 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/single_threaded.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <linux/kcmp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/single_threaded.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -588,14 +588,15 @@ static struct tprof_thread *attach_held(int *no_room);
 #define ATTACH_BACKOFF_MAX 65536u
 
 /* keep: the caller is a hook about to make its real call, which it makes with signals still held
- * (*kept set; tprof_signals_release after it) when this thread had no slot yet and the process has
- * one thread. Its first heap call sets up the C library's per-thread cache, under the arena's lock;
- * it comes late under tprof (after the registration), so a timer that a bare run never saw expire
- * there would land inside it, and a handler that forks would leave the child a locked arena (with
- * one thread, the C library's fork takes no malloc lock). Not with more threads: there the fork
- * takes the locks itself, and the real call may wait for a lock that another thread holds, stopped
- * in a handler until this one answers a signal (a collector's stop-the-world). Once per window:
- * a hook that runs inside it (an allocator after this one calling a public name) keeps nothing. */
+ * (*kept set; tprof_signals_release after it) when this call gave the thread its slot and the
+ * process has never started a thread (__libc_single_threaded, the test the C library's fork makes
+ * before it takes the malloc locks). The first heap call sets up the C library's per-thread cache,
+ * under the arena's lock; it comes late under tprof (after the registration), so a timer that a
+ * bare run never saw expire there would land inside it, and a handler that forks would leave the
+ * child a locked arena. Not once a thread was started: the fork then takes the locks itself, and
+ * the real call may wait for a lock that another thread holds, stopped in a handler until this one
+ * answers a signal (a collector's stop-the-world). Never two windows at once: a fork child made by
+ * a fault handler inside one inherits it open. */
 static struct tprof_thread *attach(int keep, int *kept)
 {
 	/* nothing to attach to, for good: every heap call of a process that is not traced (its
@@ -609,7 +610,7 @@ static struct tprof_thread *attach(int keep, int *kept)
 	int no_room = 0;
 	struct signals_held h = hold_signals();
 	struct tprof_thread *t = attach_held(&no_room);
-	if (keep && h.held && __libc_single_threaded && !tprof_tls.kept_open) {
+	if (keep && t && h.held && __libc_single_threaded && !tprof_tls.kept_open) {
 		tprof_tls.kept_open = 1;
 		memcpy(&tprof_tls.kept_mask, &h.old, sizeof(tprof_tls.kept_mask));
 		*kept = 1;
@@ -621,9 +622,11 @@ static struct tprof_thread *attach(int keep, int *kept)
 		for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++)
 			if (!sigismember(&h.old, own[k]))
 				open |= 1ull << (own[k] - 1);
-		int saved = errno;
-		syscall(SYS_rt_sigprocmask, (long)SIG_UNBLOCK, &open, NULL, 8L);
-		errno = saved;
+		if (open) {
+			int saved = errno;
+			syscall(SYS_rt_sigprocmask, (long)SIG_UNBLOCK, &open, NULL, 8L);
+			errno = saved;
+		}
 	} else {
 		release_signals(h);
 	}

@@ -1186,14 +1186,14 @@ seccomp status 7"
 }
 
 # first_call ARGS...: inv_firstcall bare with the spy malloc preloaded, then traced with the spy
-# after libtprof.so (the malloc tprof's hooks call), as `pair` runs a command
+# after libtprof.so (the malloc tprof's hooks call), each as `one` runs a command
 first_call() {
 	local how pre rc
 	for how in bare traced; do
 		pre="$P/libfirst_call_spy.so"
 		[ $how = traced ] && pre="$B/libtprof.so:$pre"
 		rc=0
-		(cd $how && exec timeout -s KILL 60 env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$pre" \
+		(cd $how && close_fds && exec timeout -s KILL 60 env TPROF_OUTPUT="$WORK/tr/%p.trace" LD_PRELOAD="$pre" \
 			"$P/inv_firstcall" "$@" </dev/null >../$how.out 2>../$how.err) || rc=$?
 		echo $rc >$how.rc
 	done
@@ -1201,8 +1201,11 @@ first_call() {
 
 @test "signals: the first heap call of a process with one thread is made with signals held, the real call included (the C library sets up the thread's cache there, under the arena's lock)" {
 	first_call
+	expect rc 0
 	expect out "first call: inside, second call: inside, a new thread's first call: inside, handled 3"
+	is "$(cat traced.rc)" 0
 	is "$(cat traced.out)" "first call: after, second call: inside, a new thread's first call: inside, handled 3"
+	cmp bare.err traced.err
 	traces_ok
 }
 
