@@ -1207,7 +1207,6 @@ static void set_handlers(void)
 
 static void before_fork(void)
 {
-	tprof_alive_check(); /* a fork child that forks before its first hook: its own state first */
 	/* done once: nothing written (a page the last child shares would be copied for each fork) */
 	if (!((tprof_cfg.depth == 0 || tprof_tls.unwound) && tprof_region_fork_ready()) &&
 	    atomic_load(&reg_state) != 2 && atomic_load(&tprof_ready) && !tprof_tls.guard &&
@@ -1273,13 +1272,6 @@ static void forget_registration(void);
 
 static void after_fork_child(void)
 {
-	/* The child of a process that registered finds its alive page zeroed: its first way into
-	 * tprof forgets the parent's registration then (tprof_alive_lost), as a child made by _Fork
-	 * or a raw fork system call does, and one that ends or execs without any pays nothing here
-	 * (about 150 us a child on a VM: the pages written and the code run, each copied or faulted
-	 * in for every child). */
-	if (alive_page && !*alive_page)
-		return;
 	/* signals held: a handler's heap call meanwhile would find the state half forgotten (the
 	 * alive page, which the kernel zeroed, makes it come here too) */
 	struct signals_held h = hold_signals();

@@ -502,12 +502,6 @@ TPROF_EXPORT void exit(int status)
 
 TPROF_EXPORT void _exit(int status)
 {
-	if (unlikely(!*tprof_alive) && tprof_real.exit_) {
-		/* a fork child that has not come into tprof since the fork: nothing of it to note, but
-		 * the registrations of the children it made, which its end waits for */
-		tprof_region_barrier();
-		tprof_real.exit_(status);
-	}
 	tprof_end_interrupted();
 	tprof_note_end(TPROF_END__EXIT, status);
 	tprof_scan_at_end(TPROF_END__EXIT);
