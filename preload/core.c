@@ -931,6 +931,9 @@ static void crit_abandon(void)
  * inside its deferral or publishing (left to be counted lost, as before). */
 void tprof_end_interrupted(void)
 {
+	/* first: a child that _Fork or a raw fork made from a handler inside a hook's critical part has
+	 * that hook's crit, and its parent's thread record, whose memory it does not have */
+	tprof_alive_check();
 	if (likely(!tprof_tls.crit) || tprof_tls.guard || tprof_tls.deferring || tprof_tls.flushing)
 		return;
 	int saved = errno;

@@ -737,6 +737,8 @@ static long pass_syscall(long nr, long a1, long a2, long a3, long a4, long a5, l
  * cleared only by a call that succeeded without it. */
 static long lock_call(long nr, long flags)
 {
+	tprof_alive_check(); /* a child of _Fork: forgetting its parent's registration later would
+			      * forget this call's MCL_FUTURE too */
 	if (nr == SYS_mlockall && (flags & MCL_FUTURE))
 		atomic_store(&tprof_lock_future, 1);
 	long r = pass_syscall(nr, flags, 0, 0, 0, 0, 0);

@@ -1233,6 +1233,18 @@ first_call() {
 	reports
 }
 
+@test "fork: children a signal handler makes with _Fork inside heap calls end by exit, _Exit, quick_exit or _exit as bare" {
+	local how
+	for how in exit _Exit quick_exit _exit; do
+		rm -rf bare/* traced/* tr/*
+		pair "$P/inv_sigfork" $how
+		expect rc 0
+		expect out "all children ended with 7"
+		same
+	done
+	reports
+}
+
 @test "vfork: the child's failed execve and _exit(9) leave the parent's trace complete and exact" {
 	pair "$P/inv_fork" vfork
 	expect rc 0

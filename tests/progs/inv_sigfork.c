@@ -5,9 +5,12 @@
  * into children.txt. Most handlers interrupt a heap call: under tprof, often inside its stack walk
  * or ring write. The interval is longer than a handler takes under tprof (a fork child that
  * registers costs about 3 ms on a 2-CPU VM): with a shorter one each handler's end found the next
- * expiry pending, and main never ran again. */
+ * expiry pending, and main never ran again. With an argument the handler makes its child with _Fork
+ * (which runs no fork handler) and the child ends at once by the function named: exit, _Exit,
+ * quick_exit or _exit; it may have interrupted a hook in its critical part, whose state it has. */
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/time.h>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -16,13 +19,21 @@
 #include "inv.h"
 
 static volatile sig_atomic_t forks, sevens;
+static const char *end; /* NULL: fork, malloc/free, _exit; else _Fork and this end */
 
 static void handler(int sig)
 {
 	(void)sig;
-	pid_t p = fork();
+	pid_t p = end ? _Fork() : fork();
 	if (p == 0) {
-		free(malloc(5051));
+		if (!end)
+			free(malloc(5051));
+		else if (strcmp(end, "exit") == 0)
+			exit(7);
+		else if (strcmp(end, "_Exit") == 0)
+			_Exit(7);
+		else if (strcmp(end, "quick_exit") == 0)
+			quick_exit(7);
 		_exit(7);
 	}
 	int st;
@@ -31,8 +42,9 @@ static void handler(int sig)
 	forks++;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	end = argc > 1 ? argv[1] : NULL;
 	struct sigaction sa = {.sa_handler = handler, .sa_flags = SA_RESTART};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
