@@ -1049,18 +1049,29 @@ uint64_t tprof_rss_now(int *tasks)
 
 int tprof_end_threads = -1;
 
+/* This process's shared memory, or NULL in a vfork child (the memory is its parent's). */
+static struct tprof_shm *own_shm(void)
+{
+	struct tprof_shm *shm = tprof_shm;
+	return shm && shm->pid == (int32_t)syscall(SYS_getpid) ? shm : NULL;
+}
+
+/* The way out is noted before anything else that takes time: another thread's exit may end the
+ * process at any moment from the start of this one's. */
 void tprof_note_end(int reason, int value)
 {
 	tprof_alive_check(); /* a fork child's first call of tprof's (_exit) */
 	tprof_end_threads = -1;
+	struct tprof_shm *shm = own_shm();
+	if (shm) {
+		atomic_store(&shm->end_value, value);
+		atomic_store(&shm->end_reason, reason);
+	}
 	tprof_region_barrier(); /* the trace files of the children it made exist once it has ended */
-	struct tprof_shm *shm = tprof_shm;
-	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
-		return; /* a vfork child: the memory is its parent's */
+	if (!shm)
+		return;
 	if (!tprof_tls.guard && atomic_load(&tprof_recording))
 		tprof_modules_scan_if_changed(); /* a module loaded since is named in the trace */
-	atomic_store(&shm->end_value, value);
-	atomic_store(&shm->end_reason, reason);
 	if (shm->rss_interval_ms) {
 		uint64_t b = tprof_rss_now(&tprof_end_threads);
 		if (b) {
@@ -1068,6 +1079,22 @@ void tprof_note_end(int reason, int value)
 			atomic_store(&shm->exit_rss_bytes, b);
 		}
 	}
+}
+
+/* An exit call has begun: the process ends by exit from now on, unless a later call says otherwise
+ * (an exit handler's _exit, a signal; the recorder takes the status from the zombie). Its handlers
+ * note it again, with all else (on_exit_status); but threads that call exit at once share the
+ * handlers out, and the one that ends the process may find them all taken (or that note claimed)
+ * while another thread is still in one, preempted before it noted: its end was then an _exit. */
+void tprof_note_exit_begun(int status)
+{
+	tprof_alive_check();
+	struct tprof_shm *shm = own_shm();
+	int32_t none = 0;
+	if (!shm || atomic_load(&shm->end_reason) != 0)
+		return;
+	atomic_store(&shm->end_value, status);
+	atomic_compare_exchange_strong(&shm->end_reason, &none, TPROF_END_EXIT);
 }
 
 void tprof_note_exec(int pending)

@@ -945,6 +945,18 @@ MAIN_TOTALS="allocations 100 frees 60 bytes 300100"
 	done
 }
 
+@test "ends: threads call exit at once after a fork child registered: the trace says exit, whichever thread ends it" {
+	# the exit handlers of a process that made a child wait for the recorder to have taken the
+	# child's registration: a thread held up there while another's exit ends the process
+	for i in 1 2 3 4 5 6 7 8; do
+		rm -rf d && mkdir d
+		run "$B/tprof" record -o d/%p.trace -- "$P/exit_race" fork
+		"$B/tprof" report --json "$(ls -S d/* | head -1)" >x.json # the parent's: the child made 2 events
+		[ "$(jget x.json end)" = exit ]
+		[ "$(jget x.json exit_status)" = "$status" ]
+	done
+}
+
 @test "ends: raise(SIGTERM)" {
 	end_case sigterm 143
 	totals_are "$t" "$MAIN_TOTALS"
