@@ -23,8 +23,11 @@ tp_rc=$?
 /usr/bin/python3 - "$vg_rc" "$tp_rc" <<'PY'
 import json, re, sys
 vg = open("vg.log").read()
-m = re.search(r"in use at exit: ([\d,]+) bytes in ([\d,]+) blocks", vg)
-h = re.search(r"total heap usage: ([\d,]+) allocs, ([\d,]+) frees, ([\d,]+) bytes allocated", vg)
+# the command's own summary: a child it forks is memcheck's too, and one that ends first prints
+# its summary first; the log's first line is the command's
+pid = re.match(r"==(\d+)==", vg)[1]
+m = re.search(r"==%s== +in use at exit: ([\d,]+) bytes in ([\d,]+) blocks" % pid, vg)
+h = re.search(r"==%s== +total heap usage: ([\d,]+) allocs, ([\d,]+) frees, ([\d,]+) bytes allocated" % pid, vg)
 n = lambda s: int(s.replace(",", ""))
 want = dict(leaked_bytes=n(m[1]), leaked_blocks=n(m[2]), allocations=n(h[1]), frees=n(h[2]),
             bytes_allocated=n(h[3]))
