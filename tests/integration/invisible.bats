@@ -1400,6 +1400,31 @@ if __name__ == "__main__":
 	traces_ok 3
 }
 
+@test "python3: multiprocessing pools started by forkserver and by spawn (descriptors passed over a socket)" {
+	for how in forkserver spawn; do
+		# a builtin: a worker that spawn starts cannot import a function of a -c program
+		pair $PY -c 'import multiprocessing as mp, sys
+if __name__ == "__main__":
+    mp.set_start_method(sys.argv[1])
+    with mp.Pool(2) as p:
+        print(sum(p.map(abs, range(-50, 50))))' "$how"
+		expect out 2500
+		same
+		traces_ok 4
+		rm -rf tr bare.* traced.* && mkdir tr
+	done
+}
+
+@test "unshare -r: a shell in a user namespace of its own runs as bare" {
+	need unshare
+	unshare -r true 2>/dev/null || skip "no user namespaces here"
+	pair unshare -r sh -c 'id -u; ls /proc/self/fd | wc -l'
+	expect out "0
+4"
+	same
+	traces_ok 2
+}
+
 @test "perl -e: a hash, stdout, stderr, exit 3" {
 	need perl
 	pair perl -e 'my %h; $h{$_} = $_ * 2 for 1 .. 20000; my $s = 0; $s += $_ for values %h;
