@@ -1081,20 +1081,19 @@ void tprof_note_end(int reason, int value)
 	}
 }
 
-/* An exit call has begun: the process ends by exit from now on, unless a later call says otherwise
- * (an exit handler's _exit, a signal; the recorder takes the status from the zombie). Its handlers
- * note it again, with all else (on_exit_status); but threads that call exit at once share the
- * handlers out, and the one that ends the process may find them all taken (or that note claimed)
- * while another thread is still in one, preempted before it noted: its end was then an _exit. */
-void tprof_note_exit_begun(int status)
+/* An exit call has begun. Its handlers note the end, with all else (on_exit_status); but threads
+ * that call exit at once share the handlers out, and the one that ends the process may find them
+ * all taken (or that note claimed) while another thread is still in one, preempted before it noted:
+ * its end was then an _exit. Provisional: for the recorder a process that ends with an exit status
+ * after this ended by exit, but one that execs meanwhile (an exit handler's exec of an image that
+ * never registers) by exec, and one whose status is not known did not say how it ended. */
+void tprof_note_exit_begun(void)
 {
 	tprof_alive_check();
 	struct tprof_shm *shm = own_shm();
 	int32_t none = 0;
-	if (!shm || atomic_load(&shm->end_reason) != 0)
-		return;
-	atomic_store(&shm->end_value, status);
-	atomic_compare_exchange_strong(&shm->end_reason, &none, TPROF_END_EXIT);
+	if (shm)
+		atomic_compare_exchange_strong(&shm->end_reason, &none, TPROF_END_EXIT_BEGUN);
 }
 
 void tprof_note_exec(int pending)

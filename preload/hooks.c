@@ -487,7 +487,7 @@ TPROF_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 TPROF_EXPORT void exit(int status)
 {
 	tprof_end_interrupted();
-	tprof_note_exit_begun(status);
+	tprof_note_exit_begun();
 	/* a library constructor's exit, before tprof's constructor: tprof's destructor, which would
 	 * note it after the exit handlers (on_exit_status), never runs; noted now, or the recorder
 	 * takes the bare exit for an _exit */

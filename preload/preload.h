@@ -239,7 +239,7 @@ static inline int tprof_ring_room(struct tprof_thread *t, uint32_t n)
  * the parent's memory and must never speak for it). */
 void tprof_sandbox_inherited(void); /* sets tprof_sandboxed for an image exec'd under a filter */
 void tprof_note_end(int reason, int value);
-void tprof_note_exit_begun(int status);
+void tprof_note_exit_begun(void);
 void tprof_note_exec(int pending);
 uint64_t tprof_rss_now(int *tasks);
 int tprof_lone_task(void);

@@ -141,7 +141,10 @@ struct tprof_shm {
 	_Atomic uint64_t exit_rss_bytes, exit_rss_tick;
 
 	/* how the process ended, as far as it could say */
-	_Atomic int32_t end_reason; /* enum tprof_end_reason, 0 while running */
+	/* enum tprof_end_reason; 0 while running, TPROF_END_EXIT_BEGUN once an exit call has begun
+	 * (core.c, tprof_note_exit_begun) */
+	_Atomic int32_t end_reason;
+#define TPROF_END_EXIT_BEGUN 0x100 /* never in a trace: the recorder makes it exit or _exit */
 	_Atomic int32_t end_value;
 	_Atomic uint32_t exec_pending; /* an exec call is under way */
 

@@ -1412,8 +1412,8 @@ static void end_of(struct tprof_writer *w, int exec_seen, int *reason, int *valu
 	} else if (noted) {
 		*reason = r;
 		*value = known && WIFEXITED(status) ? WEXITSTATUS(status) : atomic_load(&w->shm->end_value);
-	} else if (known && WIFEXITED(status)) {
-		*reason = TPROF_END__EXIT;
+	} else if (known && WIFEXITED(status)) { /* an exit call began, or none was seen */
+		*reason = r == TPROF_END_EXIT_BEGUN ? TPROF_END_EXIT : TPROF_END__EXIT;
 		*value = WEXITSTATUS(status);
 	} else {
 		*reason = TPROF_END_VANISHED;

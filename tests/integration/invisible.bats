@@ -1064,6 +1064,17 @@ PY
 	[ -z "$(traces_where program true)" ]
 }
 
+@test "ends: exit(3) whose exit handler execs /bin/true: the trace ends by exec, not by exit" {
+	pair "$P/inv_ends" exit_exec
+	expect rc 0
+	same
+	reports
+	t=$(the_trace program inv_ends)
+	totals_are "$t" "$MAIN_TOTALS"
+	[ "$(rj "$t" complete)" = true ]
+	[ "$(rj "$t" end)" = exec ]
+}
+
 # ---- destructors and exit handlers ----
 
 @test "destructors and exit handlers: their heap calls are traced; in use at exit as valgrind says" {

@@ -19,6 +19,7 @@
  *   kill_threads      two threads allocate KT_BLOCKS blocks of KT_SIZE bytes each (kept), then main
  *                     sends SIGKILL to the process
  *   exec              execv("/bin/true")
+ *   exit_exec         exit(3), whose atexit handler execs /bin/true (which makes no heap call)
  * The sizes are used by nothing else, so a trace's events of each size are the program's own. */
 #include <pthread.h>
 #include <signal.h>
@@ -106,6 +107,13 @@ static void *kt_thread(void *arg)
 	return NULL;
 }
 
+static void exec_true(void)
+{
+	char *args[] = {"true", NULL};
+	execv("/bin/true", args);
+	_exit(127);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "return";
@@ -170,6 +178,10 @@ int main(int argc, char **argv)
 		char *args[] = {"true", NULL};
 		execv("/bin/true", args);
 		return 127;
+	}
+	if (!strcmp(mode, "exit_exec")) {
+		atexit(exec_true);
+		exit(3);
 	}
 	out(2, "unknown mode %s\n", mode);
 	return 2;
