@@ -826,7 +826,7 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 	int re = tprof_kind_is_realloc(kind);
 	uint32_t n = re ? 2 : 1, head = tprof_tls.defer_head;
 	/* between a realloc's two halves, in a handler interrupting this one, or with no room: lost */
-	if (tprof_tls.crit == 2 || tprof_tls.deferring || head - tprof_tls.defer_tail >= TPROF_DEFER_MAX) {
+	if (tprof_tls.crit == 2 || tprof_tls.deferring || head + n - tprof_tls.defer_tail > TPROF_DEFER_MAX) {
 		defer_lost(n);
 		errno = saved;
 		return;
@@ -834,20 +834,19 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 	tprof_tls.deferring = 1;
 	atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed); /* not listed: scan */
 	__asm__ volatile("" ::: "memory");
-	struct tprof_deferred *d = &tprof_tls.defer[head % TPROF_DEFER_MAX];
+	struct tprof_ev *d = &tprof_tls.defer[head % TPROF_DEFER_MAX];
 	uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
-	d->n = n;
 	/* no stack: the interrupted capture owns the stack walk's caches */
 	if (re) {
-		d->ev[0] = (struct tprof_ev){tick_before, tprof_ev_pack(seq_before, 0, kind), size,
-					     (uint64_t)(uintptr_t)ptr};
-		d->ev[1] = (struct tprof_ev){tprof_now(), tprof_ev_pack(seq, 0, TPROF_RING_REALLOC_TAIL), 0,
-					     (uint64_t)(uintptr_t)old};
+		*d = (struct tprof_ev){tick_before, tprof_ev_pack(seq_before, 0, kind), size,
+				       (uint64_t)(uintptr_t)ptr};
+		tprof_tls.defer[(head + 1) % TPROF_DEFER_MAX] = (struct tprof_ev){
+			tprof_now(), tprof_ev_pack(seq, 0, TPROF_RING_REALLOC_TAIL), 0, (uint64_t)(uintptr_t)old};
 	} else {
-		d->ev[0] = (struct tprof_ev){tprof_now(), tprof_ev_pack(seq, 0, kind), size, (uint64_t)(uintptr_t)ptr};
+		*d = (struct tprof_ev){tprof_now(), tprof_ev_pack(seq, 0, kind), size, (uint64_t)(uintptr_t)ptr};
 	}
 	__asm__ volatile("" ::: "memory");
-	tprof_tls.defer_head = head + 1;
+	tprof_tls.defer_head = head + n;
 	/* a call that returned (to the handler) with its event out of the ring: lost if the process
 	 * ends now, which the slot's mark says (3) until the interrupted call publishes it */
 	struct tprof_thread *t = tprof_tls.thread;
@@ -869,18 +868,20 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 static void publish_deferred(struct tprof_thread *t, struct tprof_ring *r)
 {
 	while (tprof_tls.defer_tail != tprof_tls.defer_head) {
-		__asm__ volatile("" ::: "memory"); /* the entry is read after its head was seen */
-		const struct tprof_deferred *d = &tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX];
-		if (!tprof_ring_room(t, d->n)) {
-			tprof_tls.defer_tail++; /* counted lost by tprof_ring_full */
+		__asm__ volatile("" ::: "memory"); /* the entries are read after their head was seen */
+		uint32_t tail = tprof_tls.defer_tail;
+		unsigned kind = (unsigned)(tprof_tls.defer[tail % TPROF_DEFER_MAX].seq_kind & 0xf);
+		uint32_t n = tprof_kind_is_realloc(kind) ? 2 : 1; /* a realloc's pair: its two entries */
+		if (!tprof_ring_room(t, n)) {
+			tprof_tls.defer_tail = tail + n; /* counted lost by tprof_ring_full */
 			continue;
 		}
-		for (uint32_t i = 0; i < d->n; i++)
-			*tprof_ring_slot(r, i) = d->ev[i];
-		tprof_ring_publish(r, d->n);
-		tprof_ring_kick(r, d->n);
+		for (uint32_t i = 0; i < n; i++)
+			*tprof_ring_slot(r, i) = tprof_tls.defer[(tail + i) % TPROF_DEFER_MAX];
+		tprof_ring_publish(r, n);
+		tprof_ring_kick(r, n);
 		__asm__ volatile("" ::: "memory");
-		tprof_tls.defer_tail++;
+		tprof_tls.defer_tail = tail + n;
 	}
 }
 
@@ -926,9 +927,10 @@ static void crit_abandon(void)
 }
 
 /* A handler that ends the process inside a hook's crit: the heap calls on the way out (exit
- * handlers, destructors, __libc_freeres) were deferred behind the hook, 16 at most, the rest counted
- * lost, and none published: the trace ended incomplete. Not inside tprof's own code (guard), nor
- * inside its deferral or publishing (left to be counted lost, as before). */
+ * handlers, destructors, __libc_freeres) were deferred behind the hook, 16 entries at most (a
+ * realloc takes two), the rest counted lost, and none published: the trace ended incomplete. Not
+ * inside tprof's own code (guard), nor inside its deferral or publishing (left to be counted lost,
+ * as before). */
 void tprof_end_interrupted(void)
 {
 	/* first: a child that _Fork or a raw fork made from a handler inside a hook's critical part has
@@ -942,7 +944,7 @@ void tprof_end_interrupted(void)
 }
 
 /* A hook that a handler left by siglongjmp never ends its crit: every heap call of the thread after
- * it was deferred behind it, 16 kept and none published, the rest counted lost, for the rest of the
+ * it was deferred behind it, 16 entries kept and none published, the rest counted lost, for the rest of the
  * process. The hook's frame word tells (tprof_tls.frame): a handler's call inside the hook runs
  * below the hook's frame, on the same stack, which leaves the word as it was, or on the alternate
  * signal stack; after the jump, the program's calls reuse the stack where the hook's frame was (a
@@ -981,10 +983,10 @@ void tprof_defer_drop(void)
 {
 	for (;;) { /* with crit held, a handler only adds to the list: then end it, as tprof_crit_end */
 		uint32_t n = 0;
-		while (tprof_tls.defer_tail != tprof_tls.defer_head) {
-			__asm__ volatile("" ::: "memory");
-			n += tprof_tls.defer[tprof_tls.defer_tail % TPROF_DEFER_MAX].n;
-			tprof_tls.defer_tail++;
+		while (tprof_tls.defer_tail != tprof_tls.defer_head) { /* entries: a realloc counts two */
+			uint32_t head = tprof_tls.defer_head;
+			n += head - tprof_tls.defer_tail;
+			tprof_tls.defer_tail = head;
 		}
 		if (n)
 			defer_lost(n);

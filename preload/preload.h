@@ -93,13 +93,11 @@ struct tprof_thread {
 	uintptr_t few[TPROF_FEW];
 };
 
-/* A heap call that a signal handler made while the thread it interrupted was inside tprof's stack
- * capture or ring write (tprof_tls.crit): its ring entries (two for a realloc), numbered and
- * stamped when it was made, kept until the interrupted call has published its own. */
-struct tprof_deferred {
-	uint32_t n;
-	struct tprof_ev ev[2];
-};
+/* The heap calls that signal handlers made while the thread they interrupted was inside tprof's
+ * stack capture or ring write (tprof_tls.crit) are kept as their ring entries (two for a realloc,
+ * whose first entry's kind says so), numbered and stamped when made, until the interrupted call has
+ * published its own: room for this many entries. In the thread's TLS, which the C library carves
+ * out of the stack of a thread the program sized: 512 bytes. */
 #define TPROF_DEFER_MAX 16u
 
 /* Per-thread state in initial-exec TLS: a glibc TLS access of another model can call malloc. */
@@ -112,7 +110,7 @@ struct tprof_tls {
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
 	volatile int deferring;      /* a nested heap call fills defer[] */
 	volatile int flushing;       /* defer[] is being published */
-	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring: filled by nested calls, drained by the outer */
+	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring of entries: filled by nested calls, drained by the outer */
 	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
 	/* the word in the frame of the hook that runs (hooks.c, FRAME), and the value it wrote there:
 	 * while that hook holds crit, the word holds the value, unless a signal handler left the hook by
@@ -136,7 +134,7 @@ struct tprof_tls {
 	uint64_t kept_mask;
 	int kept_open;
 	/* last: the hot fields above share the first cache lines */
-	struct tprof_deferred defer[TPROF_DEFER_MAX];
+	struct tprof_ev defer[TPROF_DEFER_MAX];
 };
 extern __thread struct tprof_tls tprof_tls __attribute__((tls_model("initial-exec")));
 

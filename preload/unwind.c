@@ -67,6 +67,27 @@ struct memo {
 	uint64_t frames[MEMO_FRAMES];
 };
 
+/* The rule state of the CFA program, for the registers a walk needs: unchanged, saved at CFA + off,
+ * undefined, saved at register `base` + off (DW_CFA_expression), or anything else. */
+enum { K_SAME, K_OFFSET, K_UNDEF, K_OTHER, K_AT };
+struct regrule {
+	uint8_t kind, base;
+	int64_t off;
+};
+/* The callee-saved registers, in the order the exit scan keeps them: rbx, rbp, r12 to r15. */
+#define NSAVED 6
+static const uint8_t saved_dwarf[NSAVED] = {3, 6, 12, 13, 14, 15};
+#define S_RBP 1
+
+struct state {
+	uint8_t cfa_reg;   /* DWARF number: 7 rsp, 6 rbp; else unsupported */
+	uint8_t cfa_expr;  /* given by an expression beyond simple_expr */
+	uint8_t cfa_deref; /* the CFA is the word at cfa_reg + cfa_off */
+	uint8_t signal;    /* a signal frame ('S' augmentation) */
+	int64_t cfa_off;
+	struct regrule saved[NSAVED], ra;
+};
+
 struct cache {
 	uint64_t generation;
 	struct rule r[RULES];
@@ -74,6 +95,11 @@ struct cache {
 	uint64_t page[PAGES]; /* page number + 1; 0: empty */
 	struct memo memo;
 	int memo_hit;         /* the last walk was the memo's, whose stack id is still good */
+	/* a new frame's CFA program runs here (frame_state, run_cfa), not on the thread's stack,
+	 * which may be small (a thread made with 16 KiB, an alternate signal stack): a kilobyte and a
+	 * half less below a hook. A walk is never reentered on its thread: a heap call a signal
+	 * handler makes during one is deferred, and an exit from one never comes back to it. */
+	struct state cfa_init, cfa_now, cfa_remembered[8];
 };
 #define F_VALID 1u
 #define F_LAST 2u
@@ -294,27 +320,6 @@ static unsigned enc_size(uint8_t enc)
 	}
 }
 
-/* The rule state of the CFA program, for the registers a walk needs: unchanged, saved at CFA + off,
- * undefined, saved at register `base` + off (DW_CFA_expression), or anything else. */
-enum { K_SAME, K_OFFSET, K_UNDEF, K_OTHER, K_AT };
-struct regrule {
-	uint8_t kind, base;
-	int64_t off;
-};
-/* The callee-saved registers, in the order the exit scan keeps them: rbx, rbp, r12 to r15. */
-#define NSAVED 6
-static const uint8_t saved_dwarf[NSAVED] = {3, 6, 12, 13, 14, 15};
-#define S_RBP 1
-
-struct state {
-	uint8_t cfa_reg;   /* DWARF number: 7 rsp, 6 rbp; else unsupported */
-	uint8_t cfa_expr;  /* given by an expression beyond simple_expr */
-	uint8_t cfa_deref; /* the CFA is the word at cfa_reg + cfa_off */
-	uint8_t signal;    /* a signal frame ('S' augmentation) */
-	int64_t cfa_off;
-	struct regrule saved[NSAVED], ra;
-};
-
 #define DW_RBP 6
 #define DW_RSP 7
 
@@ -350,9 +355,8 @@ static struct regrule *reg_of(struct state *s, uint64_t reg, uint64_t ra_reg)
 /* Runs a CFA program until the location passes pc; 0 on success. init: the CIE's state (for
  * DW_CFA_restore). */
 static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align, int64_t data_align,
-		   uint64_t ra_reg, struct state *s, const struct state *init)
+		   uint64_t ra_reg, struct state *s, const struct state *init, struct state stack[8])
 {
-	struct state stack[8];
 	int depth = 0;
 	while (r->p < r->end && !r->bad) {
 		uint8_t op = *r->p++;
@@ -504,7 +508,7 @@ static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align,
 /* The CFA program's state at pc (a return address less 1, or an interrupted instruction); 0 on
  * success. */
 #define NO_FDE (-2) /* no unwind information covers pc */
-static int frame_state(uint64_t pc, struct state *out)
+static int frame_state(struct cache *cc, uint64_t pc)
 {
 	struct dl_find_object fo;
 	if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0 || !fo.dlfo_eh_frame)
@@ -605,22 +609,21 @@ static int frame_state(uint64_t pc, struct state *out)
 			return -1;
 		f.p += n;
 	}
-	struct state init, s;
-	memset(&init, 0, sizeof(init)); /* every saved register: K_SAME */
-	init.cfa_reg = DW_RSP;
-	init.cfa_off = 8;
-	init.ra.kind = K_UNDEF;
-	s = init;
-	if (run_cfa(&c, start, UINT64_MAX, code_align, data_align, ra_reg, &s, &init) != 0)
+	struct state *init = &cc->cfa_init, *s = &cc->cfa_now;
+	memset(init, 0, sizeof(*init)); /* every saved register: K_SAME */
+	init->cfa_reg = DW_RSP;
+	init->cfa_off = 8;
+	init->ra.kind = K_UNDEF;
+	*s = *init;
+	if (run_cfa(&c, start, UINT64_MAX, code_align, data_align, ra_reg, s, init, cc->cfa_remembered) != 0)
 		return -1;
-	init = s;
-	if (run_cfa(&f, start, pc, code_align, data_align, ra_reg, &s, &init) != 0)
+	*init = *s;
+	if (run_cfa(&f, start, pc, code_align, data_align, ra_reg, s, init, cc->cfa_remembered) != 0)
 		return -1;
-	if (s.cfa_expr || (s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) ||
-	    s.cfa_off < (s.cfa_deref ? -(int64_t)MAX_FRAME : 0) || s.cfa_off > (int64_t)MAX_FRAME)
+	if (s->cfa_expr || (s->cfa_reg != DW_RSP && s->cfa_reg != DW_RBP) ||
+	    s->cfa_off < (s->cfa_deref ? -(int64_t)MAX_FRAME : 0) || s->cfa_off > (int64_t)MAX_FRAME)
 		return -1;
-	s.signal = (uint8_t)signal;
-	*out = s;
+	s->signal = (uint8_t)signal;
 	return 0;
 }
 
@@ -634,26 +637,26 @@ static inline uint64_t rule_addr(const struct regrule *r, uint64_t cfa, uint64_t
 
 /* Computes the rule for return address ip (the call is at ip - 1), or with exact for the
  * interrupted instruction at ip; 0 on success. */
-static int compute_rule(uint64_t ip, int exact, struct rule *out, uint16_t *flags)
+static int compute_rule(struct cache *c, uint64_t ip, int exact, struct rule *out, uint16_t *flags)
 {
-	struct state s;
-	int rc = frame_state(exact ? ip : ip - 1, &s);
+	int rc = frame_state(c, exact ? ip : ip - 1);
 	if (rc != 0)
 		return rc;
+	const struct state *st = &c->cfa_now;
 	uint16_t fl = F_VALID;
-	if (s.ra.kind == K_UNDEF)
+	if (st->ra.kind == K_UNDEF)
 		fl |= F_LAST;
-	else if ((s.ra.kind != K_OFFSET && s.ra.kind != K_AT) || s.ra.off < -32768 || s.ra.off > 32767)
+	else if ((st->ra.kind != K_OFFSET && st->ra.kind != K_AT) || st->ra.off < -32768 || st->ra.off > 32767)
 		return -1;
-	if (s.ra.kind == K_AT)
-		fl |= F_RA_AT | (s.ra.base == DW_RBP ? F_RA_RBP : 0);
-	if (s.cfa_reg == DW_RBP)
+	if (st->ra.kind == K_AT)
+		fl |= F_RA_AT | (st->ra.base == DW_RBP ? F_RA_RBP : 0);
+	if (st->cfa_reg == DW_RBP)
 		fl |= F_CFA_RBP;
-	if (s.cfa_deref)
+	if (st->cfa_deref)
 		fl |= F_CFA_DEREF;
-	if (s.signal)
+	if (st->signal)
 		fl |= F_SIGNAL;
-	const struct regrule *rbp = &s.saved[S_RBP];
+	const struct regrule *rbp = &st->saved[S_RBP];
 	if (rbp->kind == K_OFFSET || rbp->kind == K_AT) {
 		if (rbp->off < -32768 || rbp->off > 32767)
 			return -1;
@@ -661,7 +664,8 @@ static int compute_rule(uint64_t ip, int exact, struct rule *out, uint16_t *flag
 	} else if (rbp->kind != K_SAME) {
 		return -1;
 	}
-	*out = (struct rule){ip | (exact ? KEY_EXACT : 0), (int32_t)s.cfa_off, (int16_t)rbp->off, (int16_t)s.ra.off};
+	*out = (struct rule){ip | (exact ? KEY_EXACT : 0), (int32_t)st->cfa_off, (int16_t)rbp->off,
+			     (int16_t)st->ra.off};
 	*flags = fl;
 	return 0;
 }
@@ -739,7 +743,7 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 		if (unlikely(ru->ip != key || !(c->flags[k] & F_VALID))) {
 			struct rule nr;
 			uint16_t fl;
-			int rc = compute_rule(ip, exact, &nr, &fl);
+			int rc = compute_rule(c, ip, exact, &nr, &fl);
 			/* Code without unwind information (JIT code; the loader's entry, which runs
 			 * the constructors) is taken, as libunwind takes it, to keep a frame pointer:
 			 * the caller's rbp at rbp, its return address above it. */
@@ -850,8 +854,10 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, const uintpt
 	int exact = 0, in_after = 0, have_cand = 0;
 	uint64_t cand_sp = 0, cand_regs[NSAVED] = {0};
 	for (int depth = 0; depth < 64; depth++) {
-		struct state st;
-		if (frame_state(exact ? ip : ip - 1, &st) != 0 || (st.ra.kind != K_OFFSET && st.ra.kind != K_AT))
+		if (frame_state(c, exact ? ip : ip - 1) != 0)
+			goto fail;
+		const struct state st = c->cfa_now;
+		if (st.ra.kind != K_OFFSET && st.ra.kind != K_AT)
 			goto fail;
 		int uses_rbp = st.cfa_reg == DW_RBP || (st.ra.kind == K_AT && st.ra.base == DW_RBP);
 		for (int i = 0; i < NSAVED; i++)
