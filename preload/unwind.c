@@ -97,8 +97,10 @@ struct cache {
 	int memo_hit;         /* the last walk was the memo's, whose stack id is still good */
 	/* a new frame's CFA program runs here (frame_state, run_cfa), not on the thread's stack,
 	 * which may be small (a thread made with 16 KiB, an alternate signal stack): a kilobyte and a
-	 * half less below a hook. A walk is never reentered on its thread: a heap call a signal
-	 * handler makes during one is deferred, and an exit from one never comes back to it. */
+	 * half less below a hook. A heap call a signal handler makes during a walk is deferred, and
+	 * an exit from one never comes back to it; a walk can run inside another only once the code
+	 * has been forgotten (a fork child's first hook, a hook a handler left by siglongjmp), which
+	 * the outer walk sees when it has worked out a rule: it gives up (walk). */
 	struct state cfa_init, cfa_now, cfa_remembered[8];
 };
 #define F_VALID 1u
@@ -703,7 +705,12 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 	m->ret = 0;
 	m->nreads = 0;
 	m->id = 0;
+	uint64_t gen = c->generation;
 	int r = walk(c, buf, cap, ip, sp, rbp);
+	if (unlikely(atomic_load_explicit(&unwind_generation, memory_order_acquire) != gen)) {
+		m->ret = 0; /* a walk inside this one kept its reads in the same memo */
+		return r;
+	}
 	if (r > 0 && r <= MEMO_FRAMES && m->nreads <= MEMO_READS) {
 		for (int k = 0; k < r; k++)
 			m->frames[k] = (uint64_t)(uintptr_t)buf[k] ^ MEMO_KEY;
@@ -719,6 +726,7 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
 {
 #define GIVE_UP (-n - 1)
+	const uint64_t gen = c->generation;
 	int n = 0, exact = 0;
 	/* Code built without a frame pointer uses rbp as any register: a saved rbp is read at every
 	 * frame that saves it, but the walk depends on it only where a later rule computes with rbp.
@@ -744,6 +752,11 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 			struct rule nr;
 			uint16_t fl;
 			int rc = compute_rule(c, ip, exact, &nr, &fl);
+			/* a walk inside this one (a signal handler's heap call, in a fork child that
+			 * forgot its parent's state, or after the handler left a hook: both forget the
+			 * code first) may have worked out its own rule in the same scratch meanwhile */
+			if (unlikely(atomic_load_explicit(&unwind_generation, memory_order_acquire) != gen))
+				return GIVE_UP;
 			/* Code without unwind information (JIT code; the loader's entry, which runs
 			 * the constructors) is taken, as libunwind takes it, to keep a frame pointer:
 			 * the caller's rbp at rbp, its return address above it. */

@@ -403,6 +403,23 @@ check_walk() {
 	check_walk "$B/progs/unwind_check_O0"
 }
 
+@test "stack walk: a fork child that returns from a handler into an interrupted capture walks right" {
+	# the rule computation of a new return address works in the thread's walk cache; a handler
+	# that forks there and has the child allocate walks in it too, and the capture it interrupted
+	# then read the other walk's rule (a wrong stack, kept for the child's life) before it gave up
+	command -v gdb >/dev/null || skip "gdb is not installed"
+	printf '%s\n' 'set startup-with-shell off' 'set breakpoint pending on' 'set follow-fork-mode parent' \
+		'handle SIGUSR1 nostop noprint pass' "set environment LD_PRELOAD=$B/libtprof.so" \
+		"set environment TPROF_OUTPUT=$WORK/f.%p.trace" 'set environment TPROF_VERIFY_STACKS=1' \
+		'break frame_state if armed == 1' run 'set var armed = 0' finish delete 'signal SIGUSR1' >cmds
+	run timeout 120 gdb -q -batch -x cmds "$B/progs/stacks_forkwalk"
+	echo "$output"
+	[[ "$output" == *"parent done"* ]]
+	[[ "$output" == *"child done"* ]]
+	[ "$(echo "$output" | grep -c 'captures compared with libunwind, 0 differed')" = 2 ]
+	[ "$(echo "$output" | grep -c 'differed')" = 2 ]
+}
+
 @test "export --folded: a module named with a line break and a ';' stays one frame of one line" {
 	n=$(printf 'lib\nx;y.so')
 	cp "$B/progs/libstacks_plugin.so" "./$n"
