@@ -824,16 +824,24 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 		return;
 	int saved = errno;
 	int re = tprof_kind_is_realloc(kind);
-	uint32_t n = re ? 2 : 1, head = tprof_tls.defer_head;
-	/* between a realloc's two halves, in a handler interrupting this one, or with no room: lost */
-	if (tprof_tls.crit == 2 || tprof_tls.deferring || head + n - tprof_tls.defer_tail > TPROF_DEFER_MAX) {
+	uint32_t n = re ? 2 : 1;
+	/* between a realloc's two halves, or in a handler interrupting this one: lost */
+	if (tprof_tls.crit == 2 || tprof_tls.deferring) {
 		defer_lost(n);
 		errno = saved;
 		return;
 	}
 	tprof_tls.deferring = 1;
-	atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed); /* not listed: scan */
 	__asm__ volatile("" ::: "memory");
+	/* read once deferring is set: a handler's call before that has listed itself whole */
+	uint32_t head = tprof_tls.defer_head;
+	if (head + n - tprof_tls.defer_tail > TPROF_DEFER_MAX) { /* no room: lost */
+		tprof_tls.deferring = 0;
+		defer_lost(n);
+		errno = saved;
+		return;
+	}
+	atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed); /* not listed: scan */
 	struct tprof_ev *d = &tprof_tls.defer[head % TPROF_DEFER_MAX];
 	uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
 	/* no stack: the interrupted capture owns the stack walk's caches */
