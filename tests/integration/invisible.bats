@@ -1074,27 +1074,19 @@ PY
 	[ "$(traces_where program inv_exitflush complete true | wc -l)" -eq 2 ]
 }
 
-@test "ends: exec of /bin/true: the first image's trace ends by exec; true, which makes no heap call, leaves none" {
-	pair "$P/inv_ends" exec
-	expect rc 0
-	same
-	reports
-	t=$(the_trace program inv_ends)
-	totals_are "$t" "$MAIN_TOTALS"
-	[ "$(rj "$t" complete)" = true ]
-	[ "$(rj "$t" end)" = exec ]
-	[ -z "$(traces_where program true)" ]
-}
-
-@test "ends: exit(3) whose exit handler execs /bin/true: the trace ends by exec, not by exit" {
-	pair "$P/inv_ends" exit_exec
-	expect rc 0
-	same
-	reports
-	t=$(the_trace program inv_ends)
-	totals_are "$t" "$MAIN_TOTALS"
-	[ "$(rj "$t" complete)" = true ]
-	[ "$(rj "$t" end)" = exec ]
+@test "ends: exec of /bin/true, from main or from the exit handler of an exit(3): the first image's trace ends by exec; true, which makes no heap call, leaves none" {
+	for mode in exec exit_exec; do
+		rm -rf tr rep bare.* traced.* && mkdir tr
+		pair "$P/inv_ends" $mode
+		expect rc 0
+		same
+		reports
+		t=$(the_trace program inv_ends)
+		totals_are "$t" "$MAIN_TOTALS"
+		[ "$(rj "$t" complete)" = true ]
+		[ "$(rj "$t" end)" = exec ]
+		[ -z "$(traces_where program true)" ]
+	done
 }
 
 # ---- destructors and exit handlers ----
