@@ -820,6 +820,17 @@ deny: exec'd exit 2"
 	[ -n "$(traces_where seccomp true)" ]
 }
 
+@test "signals: a crash handler on an alternate stack of SIGSTKSZ (8 KiB) takes its first backtrace as bare" {
+	# backtrace() loads libgcc_s the first time, which calls the heap on the signal stack: with
+	# the stack walk's rule computation on that stack too, the handler needed 8,837 bytes traced
+	# (6,950 bare) and died of SIGSEGV
+	pair "$P/inv_crashstack" 8192
+	expect rc 7
+	expect out "caught 11"
+	same
+	traces_ok 1
+}
+
 # smallstack_max [ENV...]: the most bytes of a 16 KiB thread stack inv_smallstack can take in one
 # frame and still make its heap calls from there (to 16 bytes), run with the environment given
 smallstack_max() {
