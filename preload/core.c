@@ -952,11 +952,11 @@ void tprof_end_interrupted(void)
 }
 
 /* A hook that a handler left by siglongjmp never ends its crit: every heap call of the thread after
- * it was deferred behind it, 16 entries kept and none published, the rest counted lost, for the rest of the
- * process. The hook's frame word tells (tprof_tls.frame): a handler's call inside the hook runs
- * below the hook's frame, on the same stack, which leaves the word as it was, or on the alternate
- * signal stack; after the jump, the program's calls reuse the stack where the hook's frame was (a
- * hook at the same depth writes its own word there first thing), or run above it. */
+ * it was deferred behind it, 16 entries kept and none published, the rest counted lost, for the
+ * rest of the process. The hook's frame word tells (tprof_tls.frame): a handler's call inside the
+ * hook runs below the hook's frame, on the same stack, which leaves the word as it was, or on the
+ * alternate signal stack; after the jump, the program's calls reuse the stack where the hook's
+ * frame was (a hook at the same depth writes its own word there first thing), or run above it. */
 int tprof_crit_left(const volatile uint32_t *mine)
 {
 	const volatile uint32_t *f = tprof_tls.frame;
@@ -1109,8 +1109,8 @@ void tprof_note_exit_begun(void)
 void tprof_note_exec(int pending)
 {
 	tprof_alive_check(); /* a fork child's first call of tprof's */
-	struct tprof_shm *shm = tprof_shm;
-	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid))
+	struct tprof_shm *shm = own_shm();
+	if (!shm)
 		return;
 	if (pending && !tprof_tls.guard && atomic_load(&tprof_recording))
 		tprof_modules_scan_if_changed();

@@ -110,7 +110,8 @@ struct tprof_tls {
 	volatile int crit;           /* in a stack capture or a ring write: a nested heap call is deferred */
 	volatile int deferring;      /* a nested heap call fills defer[] */
 	volatile int flushing;       /* defer[] is being published */
-	volatile uint32_t defer_head, defer_tail; /* defer[] as a ring of entries: filled by nested calls, drained by the outer */
+	/* defer[] as a ring of entries: filled by nested calls, drained by the outer */
+	volatile uint32_t defer_head, defer_tail;
 	uint32_t defer_mark;         /* the slot's inflight mark before defer[] held calls (it is 3 then) */
 	/* the word in the frame of the hook that runs (hooks.c, FRAME), and the value it wrote there:
 	 * while that hook holds crit, the word holds the value, unless a signal handler left the hook by

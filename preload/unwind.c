@@ -507,8 +507,8 @@ static int run_cfa(struct rd *r, uint64_t loc, uint64_t pc, uint64_t code_align,
 	return r->bad ? -1 : 0;
 }
 
-/* The CFA program's state at pc (a return address less 1, or an interrupted instruction); 0 on
- * success. */
+/* The CFA program's state at pc (a return address less 1, or an interrupted instruction), left in
+ * cc->cfa_now; 0 on success. */
 #define NO_FDE (-2) /* no unwind information covers pc */
 static int frame_state(struct cache *cc, uint64_t pc)
 {
