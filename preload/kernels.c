@@ -296,7 +296,7 @@ void tprof_kernels_forget(void)
 #define TP_GET_REAL(NAME, PARAMS)                                                                        \
 	__typeof__(NAME) *real = atomic_load_explicit(&tprof_kernel_real[TPROF_OP_##NAME], memory_order_acquire); \
 	if (unlikely(!real))                                                                             \
-		real = (__typeof__(NAME) *)tprof_kernel_resolve(TPROF_OP_##NAME, #NAME, (void *)NAME,     \
+		real = (__typeof__(NAME) *)tprof_kernel_resolve(TPROF_OP_##NAME, #NAME, (void *)tp_self_##NAME, \
 								__builtin_return_address(0));            \
 	int rec = !tprof_tls.guard && (atomic_load_explicit(&tprof_recording, memory_order_relaxed) ||  \
 				       tprof_start_recording())
@@ -330,8 +330,13 @@ void tprof_kernels_forget(void)
 
 #define TP_WRAP(RK, RET, NAME, PARAMS, ARGS, SNAMES, SVALS, ...) TP_WRAP_##RK(RET, NAME, PARAMS, ARGS, SVALS)
 
-/* Prototypes, for -Wmissing-prototypes (the kernels' own headers are not ours to include). */
-#define TP_PROTO(RK, RET, NAME, PARAMS, ...) TPROF_EXPORT RET NAME PARAMS;
+/* Prototypes, for -Wmissing-prototypes (the kernels' own headers are not ours to include), and each
+ * wrapper's own address under a hidden name: the exported name's address would be read from a
+ * table the loader fills by looking each name up, 140 lookups at the start of every process (and
+ * another module's definition of the name would stand in for ours). */
+#define TP_PROTO(RK, RET, NAME, PARAMS, ...)  \
+	TPROF_EXPORT RET NAME PARAMS;        \
+	extern __typeof__(NAME) tp_self_##NAME __attribute__((alias(#NAME), visibility("hidden")));
 TPROF_OPS(TP_PROTO)
 #undef TP_PROTO
 

@@ -102,10 +102,12 @@ typedef void (*omp_fn)(void *);
 /* The wrappers: each passes region_body and the region, or the real body when not recording. */
 #define OMP_WRAP(WHICH, NAME, PARAMS, ARGS)                                                               \
 	TPROF_EXPORT void NAME(omp_fn fn, void *data, TP_OMP_UNPAREN PARAMS);                             \
+	/* its own address, not the exported name's: see kernels.c */                                     \
+	extern __typeof__(NAME) omp_self_##NAME __attribute__((alias(#NAME), visibility("hidden")));     \
 	TPROF_EXPORT void NAME(omp_fn fn, void *data, TP_OMP_UNPAREN PARAMS)                              \
 	{                                                                                                 \
 		void (*real)(omp_fn, void *, TP_OMP_UNPAREN PARAMS) =                                     \
-			real_of(WHICH, #NAME, (void *)NAME, __builtin_return_address(0));                 \
+			real_of(WHICH, #NAME, (void *)omp_self_##NAME, __builtin_return_address(0));      \
 		struct omp_region r;                                                                      \
 		if (region_open(&r, fn, data))                                                            \
 			real(region_body, &r, TP_OMP_UNPAREN ARGS);                                       \
@@ -166,6 +168,7 @@ static void task_copy(void *dst, void *src)
 typedef void (*omp_cpyfn)(void *, void *);
 TPROF_EXPORT void GOMP_task(omp_fn fn, void *data, omp_cpyfn cpyfn, long arg_size, long arg_align, bool if_clause,
 			    unsigned flags, void **depend, int priority, void *detach);
+extern __typeof__(GOMP_task) omp_self_GOMP_task __attribute__((alias("GOMP_task"), visibility("hidden")));
 
 /* libgomp's task entry point (gcc 9 and later; older compilers pass fewer arguments, which the
  * runtime reads only when flags say they are there). A task created inside a recorded region gets
@@ -174,7 +177,7 @@ TPROF_EXPORT void GOMP_task(omp_fn fn, void *data, omp_cpyfn cpyfn, long arg_siz
 			    unsigned flags, void **depend, int priority, void *detach)
 {
 	void (*real)(omp_fn, void *, omp_cpyfn, long, long, bool, unsigned, void **, int, void *) =
-		real_of(OMP_TASK, "GOMP_task", (void *)GOMP_task, __builtin_return_address(0));
+		real_of(OMP_TASK, "GOMP_task", (void *)omp_self_GOMP_task, __builtin_return_address(0));
 	int64_t id = tprof_tls.omp_region;
 	/* a detached task's event handle is written by the runtime into the first word of data, which
 	 * must then be the program's own block: such tasks pass through */
