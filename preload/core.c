@@ -193,15 +193,37 @@ static void bad_value(const char *name, const char *v, const char *allowed)
 	tprof_sb_emit(&s);
 }
 
+/* The configuration is read by tprof's own loops, not getenv and strcasecmp: every process pays for
+ * it in its constructor, where each page of the C library's code or tables touched first costs a
+ * fault (5 to 20 us on a VM), more than the work. */
+extern char **environ;
+
+/* The value of the first NAME=value in the environment, as getenv gives it. */
+static const char *env_get(const char *name)
+{
+	for (char **e = environ; e && *e; e++) {
+		const char *a = *e, *b = name;
+		while (*b && *a == *b)
+			a++, b++;
+		if (!*b && *a == '=')
+			return a + 1;
+	}
+	return NULL;
+}
+
+/* v equals w, ASCII letters in any case (w is lower case) */
 static int word_is(const char *v, const char *w)
 {
-	return strcasecmp(v, w) == 0;
+	for (; *w; v++, w++)
+		if ((*v >= 'A' && *v <= 'Z' ? *v + ('a' - 'A') : *v) != *w)
+			return 0;
+	return !*v;
 }
 
 /* 1, yes, true, on; 0, no, false, off (any case); unset or empty: the default. */
 static int env_flag(const char *name, int dflt)
 {
-	const char *v = getenv(name);
+	const char *v = env_get(name);
 	if (!v || !*v)
 		return dflt;
 	if (word_is(v, "1") || word_is(v, "yes") || word_is(v, "y") || word_is(v, "true") || word_is(v, "on"))
@@ -215,7 +237,7 @@ static int env_flag(const char *name, int dflt)
 /* A decimal number from lo to hi into *out: 1; unset or empty: 0; anything else is said, 0. */
 static int env_number(const char *name, unsigned long lo, unsigned long hi, const char *allowed, unsigned long *out)
 {
-	const char *v = getenv(name);
+	const char *v = env_get(name);
 	if (!v || !*v)
 		return 0;
 	unsigned long n = 0;
@@ -239,13 +261,13 @@ static void read_config(void)
 	tprof_cfg.leakscan = env_flag("TPROF_LEAKSCAN", 1);
 	tprof_cfg.verify_stacks = env_flag("TPROF_VERIFY_STACKS", 0);
 	tprof_cfg.trust_seccomp = env_flag("TPROF_SECCOMP", 0);
-	tprof_cfg.output = getenv("TPROF_OUTPUT");
-	const char *ts = getenv("TPROF_TIMESTAMPS");
+	tprof_cfg.output = env_get("TPROF_OUTPUT");
+	const char *ts = env_get("TPROF_TIMESTAMPS");
 	if (ts && strcmp(ts, "all") == 0)
 		tprof_cfg.stamp_every = 1;
 	else if (ts && *ts)
 		bad_value("TPROF_TIMESTAMPS", ts, "all");
-	const char *c = getenv("TPROF_CLOCK");
+	const char *c = env_get("TPROF_CLOCK");
 	if (c && strcmp(c, "monotonic") == 0)
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
 	else if (c && *c && strcmp(c, "tsc") != 0)
@@ -258,7 +280,7 @@ static void read_config(void)
 		tprof_cfg.rss_interval_ms = (uint32_t)n; /* at most an hour */
 	if (env_number("TPROF_RING_ENTRIES", 64, 1ul << 24, "a power of two from 64 to 16777216", &n)) {
 		if (n & (n - 1))
-			bad_value("TPROF_RING_ENTRIES", getenv("TPROF_RING_ENTRIES"), "a power of two from 64 to 16777216");
+			bad_value("TPROF_RING_ENTRIES", env_get("TPROF_RING_ENTRIES"), "a power of two from 64 to 16777216");
 		else
 			tprof_cfg.ring_entries = (uint32_t)n;
 	}
@@ -278,6 +300,20 @@ static int tsc_is_invariant(void)
 #else
 	return 0;
 #endif
+}
+
+/* The clock, chosen at the first registration (a fork child keeps its parent's): nothing reads it
+ * before (every tprof_now() is a recording's), and the CPUID instructions cost about 15 us on a VM,
+ * where each one traps to the hypervisor: a process that never records pays nothing. */
+static void choose_clock(void)
+{
+	static int chosen;
+	if (chosen)
+		return;
+	chosen = 1;
+	if (tprof_cfg.clock == TPROF_CLOCK_TSC && !tsc_is_invariant())
+		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
+	tprof_clock_is_tsc = tprof_cfg.clock == TPROF_CLOCK_TSC;
 }
 
 /* ---- init ---- */
@@ -425,7 +461,10 @@ static void note_foreign(void)
 {
 	Dl_info a, b;
 	void *lm = dlsym(RTLD_NEXT, "__libc_malloc");
-	if (!lm || !dladdr(lm, &a) || !dladdr((void *)tprof_real.malloc, &b) || a.dli_fbase == b.dli_fbase)
+	/* the usual case: the C library's malloc is its __libc_malloc, one address; dladdr, which looks
+	 * through a whole symbol table for the nearest name, would cost every process about 40 us */
+	if (!lm || lm == (void *)tprof_real.malloc || !dladdr(lm, &a) || !dladdr((void *)tprof_real.malloc, &b) ||
+	    a.dli_fbase == b.dli_fbase)
 		return;
 	RESOLVE(libc_malloc, "__libc_malloc");
 	RESOLVE(libc_free, "__libc_free");
@@ -499,9 +538,6 @@ void tprof_init(void)
 		abort();
 	}
 	read_config();
-	if (tprof_cfg.clock == TPROF_CLOCK_TSC && !tsc_is_invariant())
-		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
-	tprof_clock_is_tsc = tprof_cfg.clock == TPROF_CLOCK_TSC;
 	atomic_store(&init_state, 2);
 	atomic_store_explicit(&tprof_ready, 1, memory_order_release);
 	errno = saved;
@@ -1423,6 +1459,8 @@ int tprof_start_recording(void)
 	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
 		tprof_tls.guard++;
 		forget_parent();
+		tprof_stacks_learn_exit(); /* for the scan at the end: a process that never records needs none */
+		choose_clock();
 		stacks_ready = 0;
 		int ok = tprof_region_start(forked) == 0;
 		if (ok && !stacks_ready)
@@ -1452,7 +1490,6 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	pthread_atfork(before_fork, NULL, after_fork_child);
 	tprof_tls.guard++;
 	set_handlers();
-	tprof_stacks_learn_exit();
 	tprof_tls.guard--;
 	if (tprof_cfg.verify_stacks) {
 		tprof_tls.guard++;

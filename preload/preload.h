@@ -21,6 +21,11 @@
  * section, which the linker puts after .bss), so that the small variables a fork child writes share
  * a few pages: each page the child writes first is copied, a fault of a few microseconds. */
 #define TPROF_LARGE __attribute__((section(".lbss.tprof")))
+/* Code that every process runs, recording or not (the constructor's, the configuration, the exit
+ * of a process that never registered): kept beside the constructor, which the compiler places first
+ * in the code, so that it is one run of pages. The process's first touch of each run of pages costs
+ * it a fault, 5 to 20 us on a VM. */
+#define TPROF_STARTUP __attribute__((section(".text.startup")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 

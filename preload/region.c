@@ -507,17 +507,15 @@ static struct {
 	ino_t ino;
 } start_stderr;
 
-void tprof_region_note_stderr(void)
+TPROF_STARTUP void tprof_region_note_stderr(void)
 {
 	struct stat st;
 	if (start_stderr.seen)
 		return;
-	int saved = errno;
-	if (fstat(2, &st) == 0)
+	if (tprof_raw_syscall2(SYS_fstat, 2, (long)&st) == 0)
 		start_stderr.dev = st.st_dev, start_stderr.ino = st.st_ino, start_stderr.seen = 1;
 	else
 		start_stderr.seen = -1;
-	errno = saved;
 }
 
 int tprof_stderr_is_start(void)
@@ -1074,7 +1072,7 @@ void tprof_region_forget(int inherited)
 /* The module whose malloc this program's calls reach, when it is not ours: the executable defines
  * one, or an allocator was preloaded ahead of us. Looked up once (the constructor asks first): no
  * library loaded later can come before those in the global scope. */
-void tprof_malloc_owner(char *out, size_t cap)
+TPROF_STARTUP void tprof_malloc_owner(char *out, size_t cap)
 {
 	static char owner[sizeof(((struct tprof_shm *)0)->malloc_owner)];
 	static int known;
@@ -1343,7 +1341,7 @@ void tprof_region_before_fork(void)
  * (TPROF_HELLO_ASYNC): one message to the recorder, answered once it has taken every registration
  * queued before it, so that when a process has ended the trace files of the children it made
  * exist, as they do when a child waits at registration. One round trip, at most 10 s. */
-void tprof_region_barrier(void)
+TPROF_STARTUP void tprof_region_barrier(void)
 {
 	if (!children_async || children_async != (pid_t)syscall(SYS_getpid) || !recorder_name_len ||
 	    atomic_load(&tprof_sandboxed))

@@ -153,11 +153,16 @@ static const void *libc_exit(void)
 	return tprof_real.exit ? (const void *)tprof_real.exit : dlsym(RTLD_NEXT, "exit");
 }
 
-/* exit()'s own code, learnt once in the constructor: the frame above exit's called it. */
+/* exit()'s own code, learnt once at the first registration (a fork child inherits it): the frame
+ * above exit's called it. */
 static uintptr_t exit_fn[2];
+static int exit_learnt;
 
 void tprof_stacks_learn_exit(void)
 {
+	if (exit_learnt)
+		return;
+	exit_learnt = 1;
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
 	const void *fn = libc_exit();

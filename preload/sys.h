@@ -42,6 +42,26 @@ static inline int tprof_proc_is_own(void)
 	return v == (uint64_t)getpid();
 }
 
+/* A system call of two arguments made here, not through the C library: -errno on failure, errno
+ * untouched. For the start-up of every process, where the C library's wrapper may be a page not
+ * touched yet (a fault costs more than the call on a VM; its fstat also makes the kernel read an
+ * empty path from another page). */
+static inline long tprof_raw_syscall2(long nr, long a1, long a2)
+{
+#if defined(__x86_64__)
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a1), "S"(a2) : "rcx", "r11", "memory");
+	return r;
+#else
+	int saved = errno;
+	long r = syscall(nr, a1, a2);
+	if (r == -1)
+		r = -errno;
+	errno = saved;
+	return r;
+#endif
+}
+
 static inline pid_t tprof_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
