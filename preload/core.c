@@ -591,14 +591,16 @@ struct signals_held {
 	int held;
 };
 
+/* Every signal blocked but the C library's own two (SIGCANCEL and SIGSETXID, the first two real-time
+ * signals), which it never lets a program block, as pthread_sigmask does; by the system call, as a
+ * fork child on its way to exec runs it, where each page of the C library's code touched first is
+ * a fault. */
+#define SIGRTMIN_LIBC __SIGRTMIN /* SIGCANCEL; SIGSETXID is the next */
 static struct signals_held hold_signals(void)
 {
 	struct signals_held h = {.held = 0};
-	sigset_t all;
-	int saved = errno;
-	sigfillset(&all);
-	h.held = pthread_sigmask(SIG_BLOCK, &all, &h.old) == 0;
-	errno = saved;
+	uint64_t all = ~(uint64_t)0 & ~((uint64_t)1 << (SIGRTMIN_LIBC - 1)) & ~((uint64_t)1 << SIGRTMIN_LIBC);
+	h.held = tprof_raw_syscall4(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&h.old, 8) == 0;
 	return h;
 }
 
@@ -607,10 +609,8 @@ static struct signals_held hold_signals(void)
  * helper thread of a SIGEV_THREAD timer, which a second expiry would then kill). */
 static void release_signals(struct signals_held h)
 {
-	int saved = errno;
 	if (h.held)
-		syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &h.old, NULL, 8L);
-	errno = saved;
+		tprof_raw_syscall4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&h.old, 0, 8);
 }
 
 static struct tprof_thread *attach_held(int *no_room);
@@ -1099,7 +1099,7 @@ int tprof_end_threads = -1;
 static struct tprof_shm *own_shm(void)
 {
 	struct tprof_shm *shm = tprof_shm;
-	return shm && shm->pid == (int32_t)syscall(SYS_getpid) ? shm : NULL;
+	return shm && shm->pid == (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0) ? shm : NULL;
 }
 
 /* The way out is noted before anything else that takes time: another thread's exit may end the
@@ -1142,7 +1142,7 @@ void tprof_note_exit_begun(void)
 		atomic_compare_exchange_strong(&shm->end_reason, &none, TPROF_END_EXIT_BEGUN);
 }
 
-void tprof_note_exec(int pending)
+TPROF_STARTUP void tprof_note_exec(int pending)
 {
 	tprof_alive_check(); /* a fork child's first call of tprof's */
 	struct tprof_shm *shm = own_shm();
@@ -1345,16 +1345,17 @@ static void forget_parent(void)
 
 static void forget_registration(void);
 
-static void after_fork_child(void)
+TPROF_STARTUP static void after_fork_child(void)
 {
 	/* signals held: a handler's heap call meanwhile would find the state half forgotten (the
 	 * alive page, which the kernel zeroed, makes it come here too) */
 	struct signals_held h = hold_signals();
 	forget_registration();
+	tprof_alive = &alive_always; /* forgotten: nothing for the first hook to do (alive_lost) */
 	release_signals(h);
 }
 
-static void forget_registration(void)
+TPROF_STARTUP static void forget_registration(void)
 {
 	/* Only this thread survives, in memory that is still the parent's: the child forgets it and
 	 * registers on its first recorded call, with memory, slots and stacks of its own. Every page
@@ -1399,7 +1400,7 @@ static void forget_registration(void)
 	}
 }
 
-void tprof_alive_lost(void)
+TPROF_STARTUP void tprof_alive_lost(void)
 {
 	/* A fork child: after_fork_child ran in it, unless the C library did not make the fork; its
 	 * parent's registration, shared memory and thread records are then still taken for its own.
@@ -1410,8 +1411,9 @@ void tprof_alive_lost(void)
 		int st = atomic_load(&reg_state);
 		if (st == 1 || st == 2 || tprof_tls.thread)
 			forget_registration();
-		if (alive_page) /* the page, zeroed for this process: it is the one that registers next */
-			*alive_page = 1;
+		/* this process is the one that registers next, and arms the page again then: written now,
+		 * the page would cost a fault, and a fork child on its way to exec comes here */
+		tprof_alive = &alive_always;
 	}
 	release_signals(h);
 }

@@ -580,7 +580,7 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
  * recorder's name added (tprof_region_exec_env) or LD_PRELOAD without this library
  * (tprof_region_exec_unpreload); the forms without one then call the form with. */
 #define EXEC_HOOK(name, path_in, envp_in, call, ...)                                              \
-	TPROF_EXPORT int name(__VA_ARGS__)                                                        \
+	TPROF_EXPORT TPROF_STARTUP int name(__VA_ARGS__)                                          \
 	{                                                                                         \
 		if (!ready() || !tprof_real.name) {                                               \
 			errno = ENOSYS;                                                           \

@@ -22,9 +22,11 @@
  * a few pages: each page the child writes first is copied, a fault of a few microseconds. */
 #define TPROF_LARGE __attribute__((section(".lbss.tprof")))
 /* Code that every process runs, recording or not (the constructor's, the configuration, the exit
- * of a process that never registered): kept beside the constructor, which the compiler places first
- * in the code, so that it is one run of pages. The process's first touch of each run of pages costs
- * it a fault, 5 to 20 us on a VM. */
+ * of a process that never registered), and that a fork child runs on its way to exec (the fork
+ * handler, the exec hooks): kept beside the constructor, which the compiler places first in the
+ * code, so that it is one run of pages. A process's first touch of each run of pages costs it a
+ * fault, 5 to 20 us on a VM (a fork child's too: the kernel does not copy the parent's entries for
+ * a library's code). */
 #define TPROF_STARTUP __attribute__((section(".text.startup")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)

@@ -15,6 +15,7 @@
  * piece is unmapped again. Address space is so taken only as the file is used. */
 #include <alloca.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -896,23 +897,49 @@ static int await_answer(int sock)
  * does), which the namespace's other processes inherit. Only an environment that keeps LD_PRELOAD
  * and does not name a recorder gets it. Writes "TPROF_RECORDER=name" into out and returns the
  * number of entries of envp (at most max), or 0 when nothing is to be added. */
-size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max)
+/* Whether s begins with p. The exec hooks' own loops, here and below: a fork child on its way to
+ * exec runs them, where each page of the C library's code touched first is a fault (5 to 20 us on a
+ * VM). */
+TPROF_STARTUP static int starts(const char *s, const char *p)
+{
+	while (*p && *s == *p)
+		s++, p++;
+	return !*p;
+}
+
+/* memcpy and memcmp of the exec hooks, as loops the compiler does not turn back into calls */
+TPROF_STARTUP __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void copy(char *d, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
+
+TPROF_STARTUP __attribute__((optimize("no-tree-loop-distribute-patterns"))) static int same(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+TPROF_STARTUP size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max)
 {
 	static const char key[] = TPROF_RECORDER_ENV "=";
-	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || (getppid() != 0 && tprof_proc_is_own()) ||
+	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 ||
+	    (tprof_raw_syscall2(SYS_getppid, 0, 0) != 0 && tprof_proc_is_own()) ||
 	    sizeof(key) - 1 + recorder_name_len > cap)
 		return 0;
 	size_t n = 0;
 	int preload = 0;
 	for (; envp[n]; n++) {
-		if (n >= max || strncmp(envp[n], key, sizeof(key) - 1) == 0)
+		if (n >= max || starts(envp[n], key))
 			return 0;
-		preload |= strncmp(envp[n], "LD_PRELOAD=", 11) == 0;
+		preload |= starts(envp[n], "LD_PRELOAD=");
 	}
 	if (!preload)
 		return 0;
-	memcpy(out, key, sizeof(key) - 1);
-	memcpy(out + sizeof(key) - 1, recorder_name + 1, recorder_name_len - 1);
+	copy(out, key, sizeof(key) - 1);
+	copy(out + sizeof(key) - 1, recorder_name + 1, recorder_name_len - 1);
 	out[sizeof(key) - 1 + recorder_name_len - 1] = 0;
 	return n;
 }
@@ -933,14 +960,17 @@ __attribute__((noinline)) static int is_our_loader(const char *path)
  * (ld.so --list PROGRAM, after any of its other options): a path (with a '/') named as the loader
  * is (ld-*.so*, ld.so*, ld64.so*) to this process's loader. Not under a seccomp filter, which a
  * call more than the program's could end. */
-static int loader_lists(const char *path, char *const argv[])
+TPROF_STARTUP static int loader_lists(const char *path, char *const argv[])
 {
 	static const char *const takes_arg[] = {"library-path", "inhibit-rpath", "audit", "preload", "argv0",
 						"glibc-hwcaps-prepend", "glibc-hwcaps-mask", NULL};
-	if (!path || !argv || !argv[0] || !strchr(path, '/') || atomic_load(&tprof_sandboxed))
+	if (!path || !argv || !argv[0] || atomic_load(&tprof_sandboxed))
 		return 0;
-	const char *b = strrchr(path, '/') + 1;
-	if (strncmp(b, "ld-", 3) != 0 && strncmp(b, "ld.so", 5) != 0 && strncmp(b, "ld64.so", 7) != 0)
+	const char *b = NULL;
+	for (const char *c = path; *c; c++)
+		if (*c == '/')
+			b = c + 1;
+	if (!b || (!starts(b, "ld-") && !starts(b, "ld.so") && !starts(b, "ld64.so")))
 		return 0;
 	int list = 0;
 	for (size_t i = 1; argv[i] && strncmp(argv[i], "--", 2) == 0 && !list; i++) {
@@ -959,18 +989,46 @@ static int loader_lists(const char *path, char *const argv[])
  * number below the limit holds one the exec keeps (no FD_CLOEXEC). Its loader then cannot open
  * libtprof.so, and says so on stderr, a line a bare run does not print (nor, mostly, anything else:
  * the image fails as bare). Looked at only under a low limit, where it costs a system call a number. */
-static int exec_leaves_no_fd(void)
+TPROF_STARTUP static int exec_leaves_no_fd(void)
 {
 	struct rlimit rl;
 	if (atomic_load(&tprof_sandboxed)) /* a filter may end the process at a call it does not make */
 		return 0;
-	int saved = errno, full = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur <= 256;
+	int full = tprof_raw_syscall4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl) == 0 && rl.rlim_cur <= 256;
 	for (int fd = 0; full && fd < (int)rl.rlim_cur; fd++) {
-		int f = fcntl(fd, F_GETFD);
+		long f = tprof_raw_syscall2(SYS_fcntl, fd, F_GETFD);
 		full = f >= 0 && !(f & FD_CLOEXEC);
 	}
-	errno = saved;
 	return full;
+}
+
+/* This library's file name, as the loader has it (the path LD_PRELOAD named), without its
+ * directory: learnt once, by a process before its first fork (tprof_region_before_fork), so that
+ * its children, which exec, find it known. Without dladdr, which takes the loader's lock and looks
+ * through a whole symbol table for the nearest name. 0 when it cannot be known. */
+static const char *own_name;
+static size_t own_name_len;
+
+TPROF_STARTUP static int own_name_learn(void)
+{
+	if (own_name)
+		return 1;
+	struct dl_find_object fo;
+	const char *f = _dl_find_object((void *)&own_name_learn, &fo) == 0 && fo.dlfo_link_map
+				? fo.dlfo_link_map->l_name
+				: NULL;
+	Dl_info di;
+	if (!f && dladdr((void *)&own_name_learn, &di))
+		f = di.dli_fname;
+	if (!f)
+		return 0;
+	const char *b = f;
+	for (; *f; f++)
+		if (*f == '/')
+			b = f + 1;
+	own_name_len = (size_t)(f - b);
+	own_name = b;
+	return 1;
 }
 
 /* LD_PRELOAD for the new image of an exec, without this library when the loader could not load it
@@ -985,7 +1043,7 @@ static int exec_leaves_no_fd(void)
  * without a '/' is looked up by the loader in the system's directories: left. Writes
  * "LD_PRELOAD=rest" into out ("" when nothing is left: the variable is dropped), sets *at to its
  * entry and returns the count of envp's entries (at most max), or 0 when the environment stays. */
-size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *const envp[], char *out, size_t cap,
+TPROF_STARTUP size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *const envp[], char *out, size_t cap,
 				   size_t max, size_t *at)
 {
 	static const char pre[] = "LD_PRELOAD=";
@@ -996,35 +1054,32 @@ size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *c
 	for (; envp[n]; n++) {
 		if (n >= max)
 			return 0;
-		if (strncmp(envp[n], "LD_TRACE_LOADED_OBJECTS=", 24) == 0)
+		if (starts(envp[n], "LD_TRACE_LOADED_OBJECTS="))
 			trace = 1;
-		else if (strncmp(envp[n], pre, sizeof(pre) - 1) == 0)
+		else if (starts(envp[n], pre))
 			where = n;
 	}
-	static const char *me; /* this library's file name, found once: the loader's string */
 	if (where == SIZE_MAX)
 		return 0;
 	if (!trace)
 		trace = loader_lists(path, argv);
-	if (!me) {
-		Dl_info di;
-		if (!dladdr((void *)&tprof_region_exec_unpreload, &di) || !di.dli_fname)
-			return 0;
-		const char *slash = strrchr(di.dli_fname, '/');
-		me = slash ? slash + 1 : di.dli_fname;
-	}
-	size_t mel = strlen(me), o = sizeof(pre) - 1;
+	if (!own_name_learn())
+		return 0;
+	const char *me = own_name;
+	size_t mel = own_name_len, o = sizeof(pre) - 1;
 	if (o >= cap)
 		return 0;
-	memcpy(out, pre, o);
+	copy(out, pre, o);
 	int dropped = 0;
 	for (const char *p = envp[where] + sizeof(pre) - 1; *p;) {
-		size_t len = strcspn(p, ": ");
+		size_t len = 0;
+		while (p[len] && p[len] != ':' && p[len] != ' ')
+			len++;
 		if (len) {
 			const char *b = p + len;
 			while (b > p && b[-1] != '/')
 				b--;
-			int ours = (size_t)(p + len - b) == mel && memcmp(b, me, mel) == 0, drop = ours && trace;
+			int ours = (size_t)(p + len - b) == mel && same(b, me, mel), drop = ours && trace;
 			if (ours && !drop) {
 				if (nofd < 0)
 					nofd = exec_leaves_no_fd();
@@ -1032,9 +1087,9 @@ size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *c
 			}
 			if (ours && !drop && b > p && len < 4096) {
 				char lib[len + 1]; /* the exec may run on a small stack (a clone child's) */
-				memcpy(lib, p, len);
+				copy(lib, p, len);
 				lib[len] = 0;
-				drop = access(lib, R_OK) != 0;
+				drop = tprof_raw_syscall2(SYS_access, (long)lib, R_OK) != 0;
 			}
 			if (drop) {
 				dropped = 1;
@@ -1043,7 +1098,7 @@ size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *c
 					return 0;
 				if (o > sizeof(pre) - 1)
 					out[o++] = ':';
-				memcpy(out + o, p, len);
+				copy(out + o, p, len);
 				o += len;
 			}
 		}
@@ -1330,6 +1385,7 @@ out:
 
 void tprof_region_before_fork(void)
 {
+	own_name_learn(); /* once: what a child's exec asks (tprof_region_exec_unpreload) */
 	if (recorder_async) {
 		pid_t pid = (pid_t)syscall(SYS_getpid);
 		if (children_async != pid) /* written once: a page written here is copied for each child */

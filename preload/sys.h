@@ -25,23 +25,6 @@
 #define TPROF_SYS_LOCK_FUTURE 1
 #endif
 
-/* Whether /proc is this process's: after entering another mount namespace (nsenter -m) it may be
- * that of another pid namespace, where this process is not, or is under another number. */
-static inline int tprof_proc_is_own(void)
-{
-	char buf[24];
-	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return 0;
-	uint64_t v = 0;
-	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] < '0' || buf[i] > '9')
-			return 0;
-		v = v * 10 + (uint64_t)(buf[i] - '0');
-	}
-	return v == (uint64_t)getpid();
-}
-
 /* A system call of two arguments made here, not through the C library: -errno on failure, errno
  * untouched. For the start-up of every process, where the C library's wrapper may be a page not
  * touched yet (a fault costs more than the call on a VM; its fstat also makes the kernel read an
@@ -60,6 +43,41 @@ static inline long tprof_raw_syscall2(long nr, long a1, long a2)
 	errno = saved;
 	return r;
 #endif
+}
+
+/* The same with four arguments. */
+static inline long tprof_raw_syscall4(long nr, long a1, long a2, long a3, long a4)
+{
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = a4;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10) : "rcx", "r11", "memory");
+	return r;
+#else
+	int saved = errno;
+	long r = syscall(nr, a1, a2, a3, a4);
+	if (r == -1)
+		r = -errno;
+	errno = saved;
+	return r;
+#endif
+}
+
+/* Whether /proc is this process's: after entering another mount namespace (nsenter -m) it may be
+ * that of another pid namespace, where this process is not, or is under another number. */
+static inline int tprof_proc_is_own(void)
+{
+	char buf[24], self[] = "/proc/self"; /* on the stack: a fork child on its way to exec reads no page more */
+	long n = tprof_raw_syscall4(SYS_readlink, (long)self, (long)buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	uint64_t v = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] < '0' || buf[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(buf[i] - '0');
+	}
+	return v == (uint64_t)tprof_raw_syscall2(SYS_getpid, 0, 0);
 }
 
 static inline pid_t tprof_gettid(void)
