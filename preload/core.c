@@ -307,13 +307,13 @@ static int tsc_is_invariant(void)
  * where each one traps to the hypervisor: a process that never records pays nothing. */
 static void choose_clock(void)
 {
-	static int chosen;
-	if (chosen)
+	static _Atomic int chosen; /* set last: a child forked meanwhile by another thread chooses again */
+	if (atomic_load(&chosen))
 		return;
-	chosen = 1;
 	if (tprof_cfg.clock == TPROF_CLOCK_TSC && !tsc_is_invariant())
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
 	tprof_clock_is_tsc = tprof_cfg.clock == TPROF_CLOCK_TSC;
+	atomic_store(&chosen, 1);
 }
 
 /* ---- init ---- */
@@ -975,7 +975,7 @@ static void crit_abandon(void)
  * realloc takes two), the rest counted lost, and none published: the trace ended incomplete. Not
  * inside tprof's own code (guard), nor inside its deferral or publishing (left to be counted lost,
  * as before). */
-void tprof_end_interrupted(void)
+TPROF_STARTUP void tprof_end_interrupted(void)
 {
 	/* first: a child that _Fork or a raw fork made from a handler inside a hook's critical part has
 	 * that hook's crit, and its parent's thread record, whose memory it does not have */
@@ -1104,7 +1104,7 @@ static struct tprof_shm *own_shm(void)
 
 /* The way out is noted before anything else that takes time: another thread's exit may end the
  * process at any moment from the start of this one's. */
-void tprof_note_end(int reason, int value)
+TPROF_STARTUP void tprof_note_end(int reason, int value)
 {
 	tprof_alive_check(); /* a fork child's first call of tprof's (_exit) */
 	tprof_end_threads = -1;
@@ -1171,7 +1171,7 @@ static _Atomic pid_t status_noted;
 static void on_exit_status(int status, void *arg)
 {
 	(void)arg;
-	pid_t me = (pid_t)syscall(SYS_getpid), was = atomic_load(&status_noted);
+	pid_t me = (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0), was = atomic_load(&status_noted);
 	if (was == me || !atomic_compare_exchange_strong(&status_noted, &was, me))
 		return;
 	tprof_note_end(TPROF_END_EXIT, status);
@@ -1431,8 +1431,8 @@ static int in_parents_memory(void)
 	if (atomic_load(&tprof_sandboxed))
 		return 0;
 	int saved = errno;
-	long pp = syscall(SYS_getppid);
-	int shared = pp > 0 && syscall(SYS_kcmp, syscall(SYS_getpid), pp, (long)KCMP_VM, 0L, 0L) == 0;
+	long pp = tprof_raw_syscall2(SYS_getppid, 0, 0);
+	int shared = pp > 0 && tprof_raw_syscall6(SYS_kcmp, tprof_raw_syscall2(SYS_getpid, 0, 0), pp, KCMP_VM, 0, 0, 0) == 0;
 	errno = saved;
 	return shared;
 }
@@ -1461,8 +1461,8 @@ int tprof_start_recording(void)
 	if (atomic_compare_exchange_strong(&reg_state, &expected, 1)) {
 		tprof_tls.guard++;
 		forget_parent();
-		tprof_stacks_learn_exit(); /* for the scan at the end: a process that never records needs none */
 		choose_clock();
+		tprof_stacks_learn_exit(); /* a registration before the constructor's */
 		stacks_ready = 0;
 		int ok = tprof_region_start(forked) == 0;
 		if (ok && !stacks_ready)
@@ -1492,6 +1492,7 @@ __attribute__((constructor)) static void tprof_constructor(void)
 	pthread_atfork(before_fork, NULL, after_fork_child);
 	tprof_tls.guard++;
 	set_handlers();
+	tprof_stacks_learn_exit();
 	tprof_tls.guard--;
 	if (tprof_cfg.verify_stacks) {
 		tprof_tls.guard++;

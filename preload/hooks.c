@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "preload.h"
+#include "sys.h"
 #include "unwind.h"
 
 extern char **environ;
@@ -501,7 +502,7 @@ TPROF_EXPORT void exit(int status)
 		syscall(SYS_exit_group, status);
 }
 
-TPROF_EXPORT void _exit(int status)
+TPROF_EXPORT TPROF_STARTUP void _exit(int status)
 {
 	tprof_end_interrupted();
 	tprof_note_end(TPROF_END__EXIT, status);
@@ -512,7 +513,7 @@ TPROF_EXPORT void _exit(int status)
 		syscall(SYS_exit_group, status);
 }
 
-TPROF_EXPORT void _Exit(int status)
+TPROF_EXPORT TPROF_STARTUP void _Exit(int status)
 {
 	tprof_end_interrupted();
 	tprof_note_end(TPROF_END__EXIT, status);
@@ -675,7 +676,7 @@ static int sandbox_enter(void)
 	tprof_alive_check(); /* a fork child's first call of tprof's */
 	int was = atomic_load(&tprof_sandboxed);
 	struct tprof_shm *shm = tprof_shm;
-	if (tprof_cfg.trust_seccomp || (shm && shm->pid != (int32_t)syscall(SYS_getpid)))
+	if (tprof_cfg.trust_seccomp || (shm && shm->pid != (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0)))
 		return was; /* trusted; or a vfork child, in its parent's memory: its exec looks again */
 	atomic_store(&tprof_sandboxed, 1);
 	if (shm)

@@ -36,20 +36,11 @@ struct elf_view {
 	const ElfW(Dyn) *dyn;
 };
 
-static int elf_view(const struct dl_phdr_info *info, struct elf_view *v)
+/* v from a module's dynamic section, its mappings' span [lo, hi) and its load bias. */
+TPROF_STARTUP static int elf_view_dyn(const ElfW(Dyn) *dyn, uintptr_t lo, uintptr_t hi, uintptr_t bias, struct elf_view *v)
 {
 	memset(v, 0, sizeof(*v));
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_DYNAMIC)
-			v->dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		else if (ph->p_type == PT_LOAD) {
-			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-			lo = a < lo ? a : lo;
-			hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
-		}
-	}
+	v->dyn = dyn;
 	if (!v->dyn)
 		return -1;
 	for (const ElfW(Dyn) *d = v->dyn; d->d_tag != DT_NULL; d++) {
@@ -57,7 +48,7 @@ static int elf_view(const struct dl_phdr_info *info, struct elf_view *v)
 		 * the module's mappings is still the file's */
 		uintptr_t a = (uintptr_t)d->d_un.d_ptr;
 		if (a < lo || a >= hi)
-			a += info->dlpi_addr;
+			a += bias;
 		switch (d->d_tag) {
 		case DT_SYMTAB:
 			v->symtab = (const ElfW(Sym) *)a;
@@ -77,6 +68,23 @@ static int elf_view(const struct dl_phdr_info *info, struct elf_view *v)
 		}
 	}
 	return v->symtab && v->strtab && ((v->gnu && v->gnu[0]) || v->sysv) ? 0 : -1;
+}
+
+static int elf_view(const struct dl_phdr_info *info, struct elf_view *v)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		else if (ph->p_type == PT_LOAD) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			lo = a < lo ? a : lo;
+			hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+		}
+	}
+	return elf_view_dyn(dyn, lo, hi, info->dlpi_addr, v);
 }
 
 /* symbol i of v if it is name's definition, else NULL; *ifunc set when it is an indirect function
@@ -102,24 +110,38 @@ static void *elf_match(const struct dl_phdr_info *info, const struct elf_view *v
 	return (void *)a;
 }
 
-static void *module_def(const struct dl_phdr_info *info, const char *name, int *ifunc)
+/* A lookup of name in one module's view (info: its load bias, for elf_match). */
+struct sym_probe {
+	const struct dl_phdr_info *info;
+	const struct elf_view *v;
+	const char *name;
+	int *ifunc;
+};
+
+static void *probe_def(const struct sym_probe *q, uint32_t i)
 {
-	struct elf_view v;
-	if (elf_view(info, &v) != 0)
-		return NULL;
-	if (!v.gnu || !v.gnu[0]) { /* sysv hash only: its chain count is the symbol count */
-		for (uint32_t i = 1; i < v.sysv[1]; i++) {
-			void *p = elf_match(info, &v, i, name, ifunc);
+	return elf_match(q->info, q->v, i, q->name, q->ifunc);
+}
+
+/* The first symbol i of the module, among those name hashes to (GNU hash; else every symbol, the
+ * sysv hash's chain count being the symbol count), for which found(i) is not NULL: that answer, or
+ * NULL. */
+TPROF_STARTUP static void *sym_walk(const struct sym_probe *q, void *(*found)(const struct sym_probe *, uint32_t))
+{
+	const struct elf_view *v = q->v;
+	if (!v->gnu || !v->gnu[0]) {
+		for (uint32_t i = 1; i < v->sysv[1]; i++) {
+			void *p = found(q, i);
 			if (p)
 				return p;
 		}
 		return NULL;
 	}
-	uint32_t nbuckets = v.gnu[0], symoffset = v.gnu[1], bloom_size = v.gnu[2];
-	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(v.gnu + 4) + bloom_size);
+	uint32_t nbuckets = v->gnu[0], symoffset = v->gnu[1], bloom_size = v->gnu[2];
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(v->gnu + 4) + bloom_size);
 	const uint32_t *chain = buckets + nbuckets;
 	uint32_t h = 5381;
-	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+	for (const unsigned char *c = (const unsigned char *)q->name; *c; c++)
 		h = h * 33 + *c;
 	uint32_t i = buckets[h % nbuckets];
 	if (i < symoffset)
@@ -127,13 +149,51 @@ static void *module_def(const struct dl_phdr_info *info, const char *name, int *
 	for (;; i++) {
 		uint32_t ch = chain[i - symoffset];
 		if ((ch | 1) == (h | 1)) {
-			void *p = elf_match(info, &v, i, name, ifunc);
+			void *p = found(q, i);
 			if (p)
 				return p;
 		}
 		if (ch & 1)
 			return NULL;
 	}
+}
+
+/* name's definition in the module (see struct elf_view), or NULL */
+static void *module_def(const struct dl_phdr_info *info, const char *name, int *ifunc)
+{
+	struct elf_view v;
+	if (elf_view(info, &v) != 0)
+		return NULL;
+	struct sym_probe q = {info, &v, name, ifunc};
+	return sym_walk(&q, probe_def);
+}
+
+/* name's own definition (a function of the default version), its symbol */
+TPROF_STARTUP static void *probe_sym(const struct sym_probe *q, uint32_t i)
+{
+	const ElfW(Sym) *sym = &q->v->symtab[i];
+	return sym->st_shndx != SHN_UNDEF && sym->st_value && !(q->v->versym && (q->v->versym[i] & 0x8000)) &&
+		       ELF64_ST_TYPE(sym->st_info) == STT_FUNC && strcmp(q->v->strtab + sym->st_name, q->name) == 0
+		       ? (void *)sym
+		       : NULL;
+}
+
+TPROF_STARTUP int tprof_function_bounds(const void *in, const char *name, uintptr_t *lo, uintptr_t *hi)
+{
+	struct dl_find_object fo;
+	struct elf_view v;
+	if (_dl_find_object((void *)in, &fo) != 0 || !fo.dlfo_link_map ||
+	    elf_view_dyn(fo.dlfo_link_map->l_ld, (uintptr_t)fo.dlfo_map_start, (uintptr_t)fo.dlfo_map_end,
+			 fo.dlfo_link_map->l_addr, &v) != 0)
+		return -1;
+	struct dl_phdr_info info = {.dlpi_addr = fo.dlfo_link_map->l_addr};
+	struct sym_probe q = {&info, &v, name, NULL};
+	const ElfW(Sym) *sym = sym_walk(&q, probe_sym);
+	if (!sym || !sym->st_size)
+		return -1;
+	*lo = fo.dlfo_link_map->l_addr + sym->st_value;
+	*hi = *lo + sym->st_size;
+	return 0;
 }
 
 /* The sonames a module needs (DT_NEEDED), at most TPROF_NEEDED of them. */

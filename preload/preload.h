@@ -545,6 +545,9 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller);
 /* The first definition of name in load order, the executable's included, without the loader (core.c's
  * exit): NULL when none. */
 void *tprof_find_symbol(const char *name);
+/* The bounds [lo, hi) of function name's definition in the module that holds address in, read from
+ * its own dynamic symbols: no call into the loader, no lock. 0 when found. */
+int tprof_function_bounds(const void *in, const char *name, uintptr_t *lo, uintptr_t *hi);
 /* Forgets the cached real functions (after dlclose: their library may be gone). */
 void tprof_kernels_forget(void);
 /* annot.c: interned annotation names (in the shared memory); id 0 is "no name". */

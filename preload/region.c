@@ -511,9 +511,10 @@ static struct {
 TPROF_STARTUP void tprof_region_note_stderr(void)
 {
 	struct stat st;
+	char empty[1] = {0}; /* the call the C library's fstat makes (a seccomp filter may allow no other) */
 	if (start_stderr.seen)
 		return;
-	if (tprof_raw_syscall2(SYS_fstat, 2, (long)&st) == 0)
+	if (tprof_raw_syscall4(SYS_newfstatat, 2, (long)empty, (long)&st, AT_EMPTY_PATH) == 0)
 		start_stderr.dev = st.st_dev, start_stderr.ino = st.st_ino, start_stderr.seen = 1;
 	else
 		start_stderr.seen = -1;
@@ -1006,12 +1007,12 @@ TPROF_STARTUP static int exec_leaves_no_fd(void)
  * directory: learnt once, by a process before its first fork (tprof_region_before_fork), so that
  * its children, which exec, find it known. Without dladdr, which takes the loader's lock and looks
  * through a whole symbol table for the nearest name. 0 when it cannot be known. */
-static const char *own_name;
+static const char *_Atomic own_name; /* stored after its length */
 static size_t own_name_len;
 
 TPROF_STARTUP static int own_name_learn(void)
 {
-	if (own_name)
+	if (atomic_load(&own_name))
 		return 1;
 	struct dl_find_object fo;
 	const char *f = _dl_find_object((void *)&own_name_learn, &fo) == 0 && fo.dlfo_link_map
@@ -1027,7 +1028,7 @@ TPROF_STARTUP static int own_name_learn(void)
 		if (*f == '/')
 			b = f + 1;
 	own_name_len = (size_t)(f - b);
-	own_name = b;
+	atomic_store(&own_name, b);
 	return 1;
 }
 
@@ -1065,7 +1066,7 @@ TPROF_STARTUP size_t tprof_region_exec_unpreload(const char *path, char *const a
 		trace = loader_lists(path, argv);
 	if (!own_name_learn())
 		return 0;
-	const char *me = own_name;
+	const char *me = atomic_load(&own_name);
 	size_t mel = own_name_len, o = sizeof(pre) - 1;
 	if (o >= cap)
 		return 0;
@@ -1387,7 +1388,7 @@ void tprof_region_before_fork(void)
 {
 	own_name_learn(); /* once: what a child's exec asks (tprof_region_exec_unpreload) */
 	if (recorder_async) {
-		pid_t pid = (pid_t)syscall(SYS_getpid);
+		pid_t pid = (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0);
 		if (children_async != pid) /* written once: a page written here is copied for each child */
 			children_async = pid;
 	}
@@ -1399,7 +1400,7 @@ void tprof_region_before_fork(void)
  * exist, as they do when a child waits at registration. One round trip, at most 10 s. */
 TPROF_STARTUP void tprof_region_barrier(void)
 {
-	if (!children_async || children_async != (pid_t)syscall(SYS_getpid) || !recorder_name_len ||
+	if (!children_async || children_async != (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0) || !recorder_name_len ||
 	    atomic_load(&tprof_sandboxed))
 		return; /* none, or a vfork child: the memory is its parent's */
 	children_async = 0; /* once */

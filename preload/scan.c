@@ -62,11 +62,11 @@ static inline uint64_t stack_pointer(void)
 }
 #endif
 
-static int scan_wanted(void)
+TPROF_STARTUP static int scan_wanted(void)
 {
 	struct tprof_shm *shm = tprof_shm;
 	return shm && shm->leakscan && atomic_load(&tprof_recording) && !atomic_load(&tprof_sandboxed) &&
-	       shm->pid == (int32_t)syscall(SYS_getpid) && !atomic_load(&shm->recorder_gone);
+	       shm->pid == (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0) && !atomic_load(&shm->recorder_gone);
 }
 
 /* Adds the calling thread to the stopped ones. */
@@ -199,11 +199,11 @@ static uint32_t other_tasks(int32_t *tids, uint32_t cap)
 /* Called once on the way out; returns when the process may end. Not when the way out interrupted
  * tprof's own code on this thread (a signal handler calling _exit during a heap hook): the unwinder
  * and the tables it uses are not to be entered again; the trace then says it was not scanned. */
-void tprof_scan_at_end(int reason)
+TPROF_STARTUP void tprof_scan_at_end(int reason)
 {
 	tprof_alive_check(); /* a fork child's first call of tprof's (quick_exit) */
 	if (tprof_tls.guard || !scan_wanted()) {
-		if (tprof_shm && tprof_shm->pid == (int32_t)syscall(SYS_getpid))
+		if (tprof_shm && tprof_shm->pid == (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0))
 			tprof_stacks_verify_report();
 		return;
 	}

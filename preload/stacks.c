@@ -148,28 +148,25 @@ void tprof_stacks_load_reference(void)
 }
 
 /* The C library's exit: tprof exports a hook of that name, which &exit names in this library. */
-static const void *libc_exit(void)
+TPROF_STARTUP static const void *libc_exit(void)
 {
 	return tprof_real.exit ? (const void *)tprof_real.exit : dlsym(RTLD_NEXT, "exit");
 }
 
-/* exit()'s own code, learnt once at the first registration (a fork child inherits it): the frame
- * above exit's called it. */
+/* exit()'s own code, learnt in the constructor, or at a registration that comes before it (a
+ * library's constructor that allocates), from the C library's own symbol table, without the
+ * loader's lock: the frame above exit's called it. */
 static uintptr_t exit_fn[2];
-static int exit_learnt;
 
-void tprof_stacks_learn_exit(void)
+TPROF_STARTUP void tprof_stacks_learn_exit(void)
 {
-	if (exit_learnt)
+	if (exit_fn[1])
 		return;
-	exit_learnt = 1;
-	Dl_info info;
-	const ElfW(Sym) *sym = NULL;
 	const void *fn = libc_exit();
-	if (fn && dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
-	    info.dli_saddr) {
-		exit_fn[0] = (uintptr_t)info.dli_saddr;
-		exit_fn[1] = exit_fn[0] + sym->st_size;
+	uintptr_t lo, hi;
+	if (fn && tprof_function_bounds(fn, "exit", &lo, &hi) == 0 && (uintptr_t)fn >= lo && (uintptr_t)fn < hi) {
+		exit_fn[0] = lo;
+		exit_fn[1] = hi;
 	}
 }
 
@@ -392,7 +389,7 @@ static int map_table(void)
 	madvise(m, bytes, MADV_DONTDUMP); /* not in the program's core dumps */
 	table = m;
 	table_bytes = bytes;
-	table_pid = (pid_t)syscall(SYS_getpid);
+	table_pid = (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0);
 	struct slot *at = m;
 	for (uint32_t k = 0; k < nlevels; k++) {
 		levels[k] = at;
@@ -442,7 +439,7 @@ void tprof_stacks_reset(void)
 	memset(chunks, 0, atomic_load(&chunks_touched) * sizeof(chunks[0]));
 	atomic_store(&chunks_touched, 0);
 	atomic_store(&arena_pos, 0);
-	if (table && table_pid != (pid_t)syscall(SYS_getpid)) {
+	if (table && table_pid != (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0)) {
 		/* a fork child: its parent's table was not passed on, and its address may hold the
 		 * program's memory by now: never touched, a new one mapped */
 		table = NULL;
@@ -910,7 +907,7 @@ static int modules_from_snapshot(struct tprof_shm *shm, uint64_t since)
 void tprof_modules_scan_if_changed(void)
 {
 	struct tprof_shm *shm = tprof_shm;
-	if (!shm || shm->pid != (int32_t)syscall(SYS_getpid)) /* none, or a vfork child's parent's */
+	if (!shm || shm->pid != (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0)) /* none, or a vfork child's parent's */
 		return;
 	struct loader_counts lc = {0, 0, 0};
 	dl_iterate_phdr(counts_cb, &lc);

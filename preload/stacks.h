@@ -51,7 +51,8 @@ void tprof_modules_scan(int closing);
  * and syscall calls on them are answered there, everyone else's go through untouched). */
 int tprof_unwinder_owns(const void *caller);
 uint64_t tprof_stacks_program_sp(uint64_t regs[8]);
-/* Learns where exit()'s code is, for tprof_stacks_program_sp: once per image, at its registration. */
+/* Learns where exit()'s code is, for tprof_stacks_program_sp: once per image, in the constructor or
+ * at a registration before it. */
 void tprof_stacks_learn_exit(void);
 #define TPROF_FAKE_PIPE_R (-1000)
 #define TPROF_FAKE_PIPE_W (-1001)

@@ -63,6 +63,27 @@ static inline long tprof_raw_syscall4(long nr, long a1, long a2, long a3, long a
 #endif
 }
 
+/* The same with six arguments. */
+static inline long tprof_raw_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = a4, r8 __asm__("r8") = a5, r9 __asm__("r9") = a6;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return r;
+#else
+	int saved = errno;
+	long r = syscall(nr, a1, a2, a3, a4, a5, a6);
+	if (r == -1)
+		r = -errno;
+	errno = saved;
+	return r;
+#endif
+}
+
 /* Whether /proc is this process's: after entering another mount namespace (nsenter -m) it may be
  * that of another pid namespace, where this process is not, or is under another number. */
 static inline int tprof_proc_is_own(void)
@@ -82,7 +103,7 @@ static inline int tprof_proc_is_own(void)
 
 static inline pid_t tprof_gettid(void)
 {
-	return (pid_t)syscall(SYS_gettid);
+	return (pid_t)tprof_raw_syscall2(SYS_gettid, 0, 0);
 }
 
 /* The pidfd of a unix socket's peer (Linux 6.5; older kernel headers lack the name). */
