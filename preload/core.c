@@ -654,15 +654,13 @@ static struct tprof_thread *attach(int keep, int *kept)
 		 * fault (a corrupt heap's SIGSEGV, a seccomp filter's SIGSYS at its brk) would end the
 		 * process at once instead of running the program's handler */
 		static const int own[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
-		uint64_t open = 0;
+		uint64_t open = 0, was; /* the kernel's mask: its first word (hold_signals) */
+		memcpy(&was, &h.old, sizeof(was));
 		for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++)
-			if (!sigismember(&h.old, own[k]))
+			if (!(was & (1ull << (own[k] - 1))))
 				open |= 1ull << (own[k] - 1);
-		if (open) {
-			int saved = errno;
-			syscall(SYS_rt_sigprocmask, (long)SIG_UNBLOCK, &open, NULL, 8L);
-			errno = saved;
-		}
+		if (open)
+			tprof_raw_syscall4(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&open, 0, 8);
 	} else {
 		release_signals(h);
 	}

@@ -76,9 +76,9 @@ uint64_t tprof_as_limit(void)
 	struct rlimit r;
 	int saved = errno;
 	uint64_t l = 0;
-	if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+	if (tprof_getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
 		l = (uint64_t)r.rlim_cur;
-	if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY && (!l || (uint64_t)r.rlim_cur < l))
+	if (tprof_getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY && (!l || (uint64_t)r.rlim_cur < l))
 		l = (uint64_t)r.rlim_cur;
 	errno = saved;
 	limit = l;
@@ -199,7 +199,7 @@ static void note_fd_error(void)
 static int nofile_raise(struct nofile_guard *g)
 {
 	g->raised = 0;
-	if (getrlimit(RLIMIT_NOFILE, &g->old) != 0)
+	if (tprof_getrlimit(RLIMIT_NOFILE, &g->old) != 0)
 		return 0;
 	if (g->old.rlim_max != RLIM_INFINITY && g->old.rlim_max < 1024) {
 		struct rlimit r = {g->old.rlim_max + 16, g->old.rlim_max + 16};
@@ -1317,7 +1317,7 @@ static int register_once(int child, pid_t pid, int own)
 	 * process does too when its own limit allows, and then writes its header while the recorder
 	 * takes it, instead of waiting first: about a quarter of a millisecond per process. */
 	struct rlimit fl;
-	int sized = getrlimit(RLIMIT_FSIZE, &fl) == 0 &&
+	int sized = tprof_getrlimit(RLIMIT_FSIZE, &fl) == 0 &&
 		    (fl.rlim_cur == RLIM_INFINITY || fl.rlim_cur >= TPROF_SHM_FILE_BYTES) &&
 		    ftruncate(memfd, (off_t)TPROF_SHM_FILE_BYTES) == 0;
 	/* A fork child of a process the recorder took with TPROF_ANSWER_YES_ASYNC does not wait for

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,6 +83,12 @@ static inline long tprof_raw_syscall6(long nr, long a1, long a2, long a3, long a
 	errno = saved;
 	return r;
 #endif
+}
+
+/* getrlimit by the system call the C library makes (prlimit64), without touching errno: 0, or -1. */
+static inline int tprof_getrlimit(int resource, struct rlimit *r)
+{
+	return tprof_raw_syscall4(SYS_prlimit64, 0, resource, 0, (long)r) == 0 ? 0 : -1;
 }
 
 /* Whether /proc is this process's: after entering another mount namespace (nsenter -m) it may be

@@ -799,6 +799,15 @@ deny: exec'd exit 2"
 	[[ "$output" == *"ls (pid "*"): a seccomp filter is in force"* ]]
 }
 
+@test "seccomp: a filter that kills the system calls this C library no longer makes (fstat, open, getrlimit, ...) leaves a fork child and an exec'd program as bare" {
+	# tprof's own system calls at start-up, at a fork and at an exec are the C library's ones
+	pair "$P/inv_seccomp" legacy /bin/ls /nonexistent-dir
+	expect rc 0
+	expect out "legacy: child exit 6
+legacy: exec'd exit 2"
+	same
+}
+
 @test "seccomp: a program exec'd under a filter installed with privilege and without no-new-privileges (a container runtime's) is traced" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	pair "$P/inv_seccomp" permit /bin/ls /nonexistent-dir

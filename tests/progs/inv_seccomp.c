@@ -10,6 +10,13 @@
  *                          kill on memfd_create, socket, connect, prctl, process_vm_readv and
  *                          madvise(MADV_POPULATE_WRITE), then fork a child that allocates and
  *                          exec PROG in another child
+ *   inv_seccomp legacy PROG [ARG...]
+ *                          kill on the system calls this C library no longer makes (fstat, stat,
+ *                          open, getrlimit, ...: it makes newfstatat, openat, prlimit64), as an
+ *                          allow-list written from what a program was seen to call would; then
+ *                          fork a child that allocates and exec PROG in another child: a tracer
+ *                          that makes one of those calls itself, at start-up, at a fork or an exec,
+ *                          ends them
  *   inv_seccomp permit PROG [ARG...]
  *                          as root, without no-new-privileges, as a container runtime does: a filter
  *                          that fails acct(2) with EPERM and allows the rest; then exec PROG */
@@ -122,6 +129,34 @@ static void deny(char **argv)
 	ended("deny: exec'd", st);
 }
 
+static void legacy(char **argv)
+{
+	struct sock_filter f[] = {
+		X86_64_ONLY,
+		LOAD_NR,
+		KILL_NR(SYS_fstat), KILL_NR(SYS_stat), KILL_NR(SYS_lstat), KILL_NR(SYS_open),
+		KILL_NR(SYS_getrlimit), KILL_NR(SYS_setrlimit), KILL_NR(SYS_getdents), KILL_NR(SYS_time),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	churn(100);
+	install(f, sizeof(f) / sizeof(f[0]));
+	pid_t p = fork();
+	if (p == 0) {
+		churn(300);
+		_exit(6);
+	}
+	int st = 0;
+	waitpid(p, &st, 0);
+	ended("legacy: child", st);
+	p = fork();
+	if (p == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	waitpid(p, &st, 0);
+	ended("legacy: exec'd", st);
+}
+
 static void permit(char **argv)
 {
 	struct sock_filter f[] = {
@@ -142,10 +177,12 @@ int main(int argc, char **argv)
 		strict();
 	else if (argc > 2 && strcmp(argv[1], "deny") == 0)
 		deny(argv + 2);
+	else if (argc > 2 && strcmp(argv[1], "legacy") == 0)
+		legacy(argv + 2);
 	else if (argc > 2 && strcmp(argv[1], "permit") == 0)
 		permit(argv + 2);
 	else {
-		out(2, "usage: inv_seccomp strict | deny PROG [ARG...] | permit PROG [ARG...]\n");
+		out(2, "usage: inv_seccomp strict | deny PROG [ARG...] | legacy PROG [ARG...] | permit PROG [ARG...]\n");
 		return 2;
 	}
 	return 0;
