@@ -719,12 +719,7 @@ TPROF_EXPORT int prctl(int option, ...)
 static long pass_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	if (unlikely(!tprof_real.syscall)) {
-		long r;
-		register long r10 __asm__("r10") = a4, r8 __asm__("r8") = a5, r9 __asm__("r9") = a6;
-		__asm__ volatile("syscall"
-				 : "=a"(r)
-				 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-				 : "rcx", "r11", "memory");
+		long r = tprof_raw_syscall6(nr, a1, a2, a3, a4, a5, a6);
 		if (r < 0 && r > -4096) {
 			errno = (int)-r;
 			return -1;

@@ -25,6 +25,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -97,6 +98,30 @@ static void strict(void)
 	churn(100);
 }
 
+/* Under the filter: a fork child that allocates and exits with code, then PROG exec'd in another
+ * child; how each ended. */
+static void child_and_exec(const char *what, int code, char **argv)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		churn(300);
+		_exit(code);
+	}
+	int st = 0;
+	char w[64];
+	waitpid(p, &st, 0);
+	snprintf(w, sizeof(w), "%s: child", what);
+	ended(w, st);
+	p = fork();
+	if (p == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	waitpid(p, &st, 0);
+	snprintf(w, sizeof(w), "%s: exec'd", what);
+	ended(w, st);
+}
+
 static void deny(char **argv)
 {
 	struct sock_filter f[] = {
@@ -112,21 +137,7 @@ static void deny(char **argv)
 	};
 	churn(100);
 	install(f, sizeof(f) / sizeof(f[0]));
-	pid_t p = fork();
-	if (p == 0) {
-		churn(300);
-		_exit(5);
-	}
-	int st = 0;
-	waitpid(p, &st, 0);
-	ended("deny: child", st);
-	p = fork();
-	if (p == 0) {
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	waitpid(p, &st, 0);
-	ended("deny: exec'd", st);
+	child_and_exec("deny", 5, argv);
 }
 
 static void legacy(char **argv)
@@ -140,21 +151,7 @@ static void legacy(char **argv)
 	};
 	churn(100);
 	install(f, sizeof(f) / sizeof(f[0]));
-	pid_t p = fork();
-	if (p == 0) {
-		churn(300);
-		_exit(6);
-	}
-	int st = 0;
-	waitpid(p, &st, 0);
-	ended("legacy: child", st);
-	p = fork();
-	if (p == 0) {
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	waitpid(p, &st, 0);
-	ended("legacy: exec'd", st);
+	child_and_exec("legacy", 6, argv);
 }
 
 static void permit(char **argv)
