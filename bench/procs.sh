@@ -4,8 +4,9 @@
 # recorder and get a trace of its own; from a parent that made no heap call before, or from one
 # that did, as most programs have by the time they fork), bare, under tprof record, under
 # LD_PRELOAD alone (a recorder started on first use) and under heaptrack, side by side; and per
-# thread: 1100 threads alive at once. Each time is the best of RUNS runs, the tools alternating run
-# by run so that a noisy neighbour hits all alike. Ratios are to bare.
+# thread: 1100 threads alive at once; then the CPU and the page faults of a fork child. Each time is
+# the best of RUNS runs, the tools alternating run by run so that a noisy neighbour hits all alike.
+# Ratios are to bare.
 # Run it on an idle machine.
 set -u
 BUILD=${BUILD:-build}
@@ -90,3 +91,17 @@ awk -v b="$bare" -v p="$prog" -v r="$rec" -v m=$M -v t="$tck" 'BEGIN {
 	printf "fork child that allocates, CPU per child: bare %.0f us; program under tprof +%.0f us; recorder %s\n",
 	       b / m, (p - b) / m, (r == 999999999 ? "n/a" : sprintf("%.0f us (to within %.0f us)", r / m, 1000000 / t / m)) }'
 
+# Page faults of an average fork child of a traced parent (forkstorm counts its children's, from
+# their rusage; tprof's populated pages count too): on a VM each first touch of a page costs 5 to
+# 20 us, most of what a child costs.
+faults() { "$@" 2>/dev/null | grep -o '"child_faults":[0-9.]*' | cut -d: -f2; }
+mkdir tr.pf
+line="page faults per fork child (200 children, traced parent), bare / under tprof:"
+for mode in exit alloc; do
+	a=$([ $mode = alloc ] && echo alloc)
+	b=$(faults "$B/bench/forkstorm" 200 $a parent)
+	p=$(faults env TPROF_QUIET=1 TPROF_OUTPUT="tr.pf/%p.trace" LD_PRELOAD="$B/libtprof.so" "$B/bench/forkstorm" 200 $a parent)
+	line="$line $([ $mode = alloc ] && echo "allocating" || echo "exiting at once") $b / $p;"
+done
+echo "${line%;}"
+sleep 0.3
