@@ -1097,7 +1097,7 @@ int tprof_end_threads = -1;
 static struct tprof_shm *own_shm(void)
 {
 	struct tprof_shm *shm = tprof_shm;
-	return shm && shm->pid == (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0) ? shm : NULL;
+	return shm && shm->pid == (int32_t)tprof_getpid() ? shm : NULL;
 }
 
 /* The way out is noted before anything else that takes time: another thread's exit may end the
@@ -1169,7 +1169,7 @@ static _Atomic pid_t status_noted;
 static void on_exit_status(int status, void *arg)
 {
 	(void)arg;
-	pid_t me = (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0), was = atomic_load(&status_noted);
+	pid_t me = (pid_t)tprof_getpid(), was = atomic_load(&status_noted);
 	if (was == me || !atomic_compare_exchange_strong(&status_noted, &was, me))
 		return;
 	tprof_note_end(TPROF_END_EXIT, status);
@@ -1428,11 +1428,8 @@ static int in_parents_memory(void)
 {
 	if (atomic_load(&tprof_sandboxed))
 		return 0;
-	int saved = errno;
 	long pp = tprof_raw_syscall2(SYS_getppid, 0, 0);
-	int shared = pp > 0 && tprof_raw_syscall6(SYS_kcmp, tprof_raw_syscall2(SYS_getpid, 0, 0), pp, KCMP_VM, 0, 0, 0) == 0;
-	errno = saved;
-	return shared;
+	return pp > 0 && tprof_raw_syscall6(SYS_kcmp, tprof_getpid(), pp, KCMP_VM, 0, 0, 0) == 0;
 }
 
 int tprof_start_recording(void)

@@ -676,7 +676,7 @@ static int sandbox_enter(void)
 	tprof_alive_check(); /* a fork child's first call of tprof's */
 	int was = atomic_load(&tprof_sandboxed);
 	struct tprof_shm *shm = tprof_shm;
-	if (tprof_cfg.trust_seccomp || (shm && shm->pid != (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0)))
+	if (tprof_cfg.trust_seccomp || (shm && shm->pid != (int32_t)tprof_getpid()))
 		return was; /* trusted; or a vfork child, in its parent's memory: its exec looks again */
 	atomic_store(&tprof_sandboxed, 1);
 	if (shm)

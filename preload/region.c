@@ -74,13 +74,11 @@ uint64_t tprof_as_limit(void)
 	/* the address space limit, or the data limit (ulimit -d), which private writable mappings
 	 * count against, reserved or not (the stack table, the walk caches): the smaller */
 	struct rlimit r;
-	int saved = errno;
 	uint64_t l = 0;
 	if (tprof_getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
 		l = (uint64_t)r.rlim_cur;
 	if (tprof_getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY && (!l || (uint64_t)r.rlim_cur < l))
 		l = (uint64_t)r.rlim_cur;
-	errno = saved;
 	limit = l;
 	return limit;
 }
@@ -889,15 +887,6 @@ static int await_answer(int sock)
 	return r != 1 || ack == 0 ? -1 : ack; /* 0 is a refusal: -1 as no answer */
 }
 
-/* An exec by a process whose parent is outside its pid namespace (the first process of a namespace:
- * unshare -p -f, bwrap, nsenter -p): the new image could not find the recorder through its parent
- * chain (its parent is pid 0 to it) and would start one inside the namespace, which the kernel
- * kills as soon as the namespace's first process ends, before it has written the traces. Nor could
- * an image whose /proc is another pid namespace's (nsenter -m into a container's mounts). The new
- * image is told the recorder's name in its environment instead (TPROF_RECORDER, as tprof record
- * does), which the namespace's other processes inherit. Only an environment that keeps LD_PRELOAD
- * and does not name a recorder gets it. Writes "TPROF_RECORDER=name" into out and returns the
- * number of entries of envp (at most max), or 0 when nothing is to be added. */
 /* Whether s begins with p. The exec hooks' own loops, here and below: a fork child on its way to
  * exec runs them, where each page of the C library's code touched first is a fault (5 to 20 us on a
  * VM). */
@@ -923,6 +912,15 @@ TPROF_STARTUP __attribute__((optimize("no-tree-loop-distribute-patterns"))) stat
 	return 1;
 }
 
+/* An exec by a process whose parent is outside its pid namespace (the first process of a namespace:
+ * unshare -p -f, bwrap, nsenter -p): the new image could not find the recorder through its parent
+ * chain (its parent is pid 0 to it) and would start one inside the namespace, which the kernel
+ * kills as soon as the namespace's first process ends, before it has written the traces. Nor could
+ * an image whose /proc is another pid namespace's (nsenter -m into a container's mounts). The new
+ * image is told the recorder's name in its environment instead (TPROF_RECORDER, as tprof record
+ * does), which the namespace's other processes inherit. Only an environment that keeps LD_PRELOAD
+ * and does not name a recorder gets it. Writes "TPROF_RECORDER=name" into out and returns the
+ * number of entries of envp (at most max), or 0 when nothing is to be added. */
 TPROF_STARTUP size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max)
 {
 	static const char key[] = TPROF_RECORDER_ENV "=";
@@ -995,7 +993,7 @@ TPROF_STARTUP static int exec_leaves_no_fd(void)
 	struct rlimit rl;
 	if (atomic_load(&tprof_sandboxed)) /* a filter may end the process at a call it does not make */
 		return 0;
-	int full = tprof_raw_syscall4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl) == 0 && rl.rlim_cur <= 256;
+	int full = tprof_getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur <= 256;
 	for (int fd = 0; full && fd < (int)rl.rlim_cur; fd++) {
 		long f = tprof_raw_syscall2(SYS_fcntl, fd, F_GETFD);
 		full = f >= 0 && !(f & FD_CLOEXEC);
@@ -1388,7 +1386,7 @@ void tprof_region_before_fork(void)
 {
 	own_name_learn(); /* once: what a child's exec asks (tprof_region_exec_unpreload) */
 	if (recorder_async) {
-		pid_t pid = (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0);
+		pid_t pid = (pid_t)tprof_getpid();
 		if (children_async != pid) /* written once: a page written here is copied for each child */
 			children_async = pid;
 	}
@@ -1400,7 +1398,7 @@ void tprof_region_before_fork(void)
  * exist, as they do when a child waits at registration. One round trip, at most 10 s. */
 TPROF_STARTUP void tprof_region_barrier(void)
 {
-	if (!children_async || children_async != (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0) || !recorder_name_len ||
+	if (!children_async || children_async != (pid_t)tprof_getpid() || !recorder_name_len ||
 	    atomic_load(&tprof_sandboxed))
 		return; /* none, or a vfork child: the memory is its parent's */
 	children_async = 0; /* once */

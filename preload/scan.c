@@ -66,7 +66,7 @@ TPROF_STARTUP static int scan_wanted(void)
 {
 	struct tprof_shm *shm = tprof_shm;
 	return shm && shm->leakscan && atomic_load(&tprof_recording) && !atomic_load(&tprof_sandboxed) &&
-	       shm->pid == (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0) && !atomic_load(&shm->recorder_gone);
+	       shm->pid == (int32_t)tprof_getpid() && !atomic_load(&shm->recorder_gone);
 }
 
 /* Adds the calling thread to the stopped ones. */
@@ -203,7 +203,7 @@ TPROF_STARTUP void tprof_scan_at_end(int reason)
 {
 	tprof_alive_check(); /* a fork child's first call of tprof's (quick_exit) */
 	if (tprof_tls.guard || !scan_wanted()) {
-		if (tprof_shm && tprof_shm->pid == (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0))
+		if (tprof_shm && tprof_shm->pid == (int32_t)tprof_getpid())
 			tprof_stacks_verify_report();
 		return;
 	}

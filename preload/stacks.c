@@ -389,7 +389,7 @@ static int map_table(void)
 	madvise(m, bytes, MADV_DONTDUMP); /* not in the program's core dumps */
 	table = m;
 	table_bytes = bytes;
-	table_pid = (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0);
+	table_pid = (pid_t)tprof_getpid();
 	struct slot *at = m;
 	for (uint32_t k = 0; k < nlevels; k++) {
 		levels[k] = at;
@@ -439,7 +439,7 @@ void tprof_stacks_reset(void)
 	memset(chunks, 0, atomic_load(&chunks_touched) * sizeof(chunks[0]));
 	atomic_store(&chunks_touched, 0);
 	atomic_store(&arena_pos, 0);
-	if (table && table_pid != (pid_t)tprof_raw_syscall2(SYS_getpid, 0, 0)) {
+	if (table && table_pid != (pid_t)tprof_getpid()) {
 		/* a fork child: its parent's table was not passed on, and its address may hold the
 		 * program's memory by now: never touched, a new one mapped */
 		table = NULL;
@@ -907,7 +907,7 @@ static int modules_from_snapshot(struct tprof_shm *shm, uint64_t since)
 void tprof_modules_scan_if_changed(void)
 {
 	struct tprof_shm *shm = tprof_shm;
-	if (!shm || shm->pid != (int32_t)tprof_raw_syscall2(SYS_getpid, 0, 0)) /* none, or a vfork child's parent's */
+	if (!shm || shm->pid != (int32_t)tprof_getpid()) /* none, or a vfork child's parent's */
 		return;
 	struct loader_counts lc = {0, 0, 0};
 	dl_iterate_phdr(counts_cb, &lc);

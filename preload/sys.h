@@ -26,45 +26,9 @@
 #define TPROF_SYS_LOCK_FUTURE 1
 #endif
 
-/* A system call of two arguments made here, not through the C library: -errno on failure, errno
- * untouched. For the start-up of every process, where the C library's wrapper may be a page not
- * touched yet (a fault costs more than the call on a VM; its fstat also makes the kernel read an
- * empty path from another page). */
-static inline long tprof_raw_syscall2(long nr, long a1, long a2)
-{
-#if defined(__x86_64__)
-	long r;
-	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a1), "S"(a2) : "rcx", "r11", "memory");
-	return r;
-#else
-	int saved = errno;
-	long r = syscall(nr, a1, a2);
-	if (r == -1)
-		r = -errno;
-	errno = saved;
-	return r;
-#endif
-}
-
-/* The same with four arguments. */
-static inline long tprof_raw_syscall4(long nr, long a1, long a2, long a3, long a4)
-{
-#if defined(__x86_64__)
-	long r;
-	register long r10 __asm__("r10") = a4;
-	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10) : "rcx", "r11", "memory");
-	return r;
-#else
-	int saved = errno;
-	long r = syscall(nr, a1, a2, a3, a4);
-	if (r == -1)
-		r = -errno;
-	errno = saved;
-	return r;
-#endif
-}
-
-/* The same with six arguments. */
+/* A system call made here, not through the C library: -errno on failure, errno untouched. For the
+ * start-up of every process and a fork child's way to exec, where the C library's wrapper may be a
+ * page not touched yet (a fault costs more than the call on a VM). */
 static inline long tprof_raw_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 #if defined(__x86_64__)
@@ -83,6 +47,21 @@ static inline long tprof_raw_syscall6(long nr, long a1, long a2, long a3, long a
 	errno = saved;
 	return r;
 #endif
+}
+
+static inline long tprof_raw_syscall2(long nr, long a1, long a2)
+{
+	return tprof_raw_syscall6(nr, a1, a2, 0, 0, 0, 0);
+}
+
+static inline long tprof_raw_syscall4(long nr, long a1, long a2, long a3, long a4)
+{
+	return tprof_raw_syscall6(nr, a1, a2, a3, a4, 0, 0);
+}
+
+static inline pid_t tprof_getpid(void)
+{
+	return (pid_t)tprof_raw_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 }
 
 /* getrlimit by the system call the C library makes (prlimit64), without touching errno: 0, or -1. */
@@ -105,7 +84,7 @@ static inline int tprof_proc_is_own(void)
 			return 0;
 		v = v * 10 + (uint64_t)(buf[i] - '0');
 	}
-	return v == (uint64_t)tprof_raw_syscall2(SYS_getpid, 0, 0);
+	return v == (uint64_t)tprof_getpid();
 }
 
 static inline pid_t tprof_gettid(void)
