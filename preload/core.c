@@ -528,6 +528,7 @@ void tprof_init(void)
 	RESOLVE(execvpe, "execvpe");
 	RESOLVE(fexecve, "fexecve");
 	RESOLVE(dlclose, "dlclose");
+	RESOLVE(dl_iterate_phdr, "dl_iterate_phdr");
 	tprof_real.realloc_foreign = (__typeof__(tprof_real.realloc_foreign))tprof_foreign_symbol(
 		"realloc", (void *)tprof_own_realloc, (void *)tprof_real.realloc);
 	note_foreign();

@@ -2,7 +2,8 @@
  * malloc family, the ways out (_exit, _Exit, quick_exit; exit, whose status is seen through
  * on_exit, for a signal handler's exit inside a hook and an exit before tprof's constructor;
  * daemon, whose parent leaves through the _exit hook),
- * sigaltstack (where a handler's stack is: tprof_crit_left), the exec family, dlopen/dlclose (the
+ * sigaltstack (where a handler's stack is: tprof_crit_left), dl_iterate_phdr (which hides this
+ * library from AddressSanitizer's start-up check), the exec family, dlopen/dlclose (the
  * module table), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
  * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
  * must map its memory. Each heap hook is thin:
@@ -13,6 +14,7 @@
 #include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,6 +54,40 @@ TPROF_EXPORT const char *__asan_default_options(void);
 TPROF_EXPORT const char *__asan_default_options(void)
 {
 	return "verify_asan_link_order=0";
+}
+
+/* GCC's AddressSanitizer runtime (libasan.so, a shared library) also ends a program at start unless
+ * it is the first library dl_iterate_phdr lists; the option above turns that check off, but an
+ * executable that defines __asan_default_options itself hides tprof's. So while such a runtime
+ * starts (before tprof's constructor, when nothing but the sanitizer runs) this library leaves
+ * itself out of the list; from then on every call goes straight to the C library's. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden"))); /* this library's load address */
+typedef int (*phdr_callback)(struct dl_phdr_info *, size_t, void *);
+struct phdr_skip {
+	phdr_callback cb;
+	void *data;
+};
+
+static int phdr_skip_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const struct phdr_skip *s = data;
+	if (info->dlpi_addr == (uintptr_t)__ehdr_start)
+		return 0;
+	return s->cb(info, size, s->data);
+}
+
+TPROF_EXPORT int dl_iterate_phdr(phdr_callback cb, void *data)
+{
+	/* resolved with the others (tprof_init); a call before that, at start-up, looks it up itself
+	 * (later, dlsym could wait for a dlopen running constructors on another thread) */
+	int (*fn)(phdr_callback, void *) = tprof_real.dl_iterate_phdr;
+	if (unlikely(!fn) && !(fn = (int (*)(phdr_callback, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr")))
+		return 0;
+	if (unlikely(sanitizer_starting())) {
+		struct phdr_skip s = {cb, data};
+		return fn(phdr_skip_self, &s);
+	}
+	return fn(cb, data);
 }
 
 /* Until tprof_init has resolved the real functions, allocations come from the bootstrap pool. A fork

@@ -5,6 +5,7 @@
 #ifndef TPROF_PRELOAD_H
 #define TPROF_PRELOAD_H
 
+#include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,7 @@ struct tprof_real {
 	void *(*dlopen)(const char *, int);
 	void *(*dlmopen)(long, const char *, int);
 	int (*dlclose)(void *);
+	int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
 	int (*pipe2)(int[2], int);
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*write)(int, const void *, size_t);

@@ -849,6 +849,38 @@ SRC
 	[[ "$output" == *"kept"*"done"* ]]
 }
 
+# An executable that defines __asan_default_options shadows tprof's, which turns ASan's link-order
+# check off: tprof leaves itself out of dl_iterate_phdr's list while the runtime starts instead.
+@test "a program built with AddressSanitizer that sets its own default options, under LD_PRELOAD: it runs as bare, recorded" {
+	cat >asanopt.c <<'SRC'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+const char *__asan_default_options(void) { return "detect_leaks=1:verify_asan_link_order=1"; }
+int main(void)
+{
+	char *p = malloc(32);
+	strcpy(p, "own options");
+	printf("%s\n", p);
+	free(p);
+	return 0;
+}
+SRC
+	gcc -fsanitize=address -g -O0 asanopt.c -o asanopt 2>/dev/null || skip "no AddressSanitizer runtime"
+	run ./asanopt
+	[ "$status" -eq 0 ]
+	[ "$output" = "own options" ]
+	rm -f t.trace
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./asanopt
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "own options" ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json calls.malloc)" -ge 2 ] # the program's block and stdout's buffer
+	[ "$(jget r.json calls.free)" -ge 1 ]
+}
+
 # sig_exit_run MODE STATUS IN_USE: runs tests/progs/sig_exit MODE under libtprof.so: the status, a
 # complete trace, nothing lost, and in use at exit IN_USE bytes, or 64 more (the block of a malloc
 # the signal interrupted, which never returned)
