@@ -4,7 +4,7 @@
  * daemon, whose parent leaves through the _exit hook),
  * sigaltstack (where a handler's stack is: tprof_crit_left), dl_iterate_phdr (which hides this
  * library from AddressSanitizer's start-up check), the exec family, dlopen/dlclose (the
- * module table), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
+ * module table), posix_spawn and posix_spawnp (as exec: the new image's LD_PRELOAD), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
  * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
  * must map its memory. Each heap hook is thin:
  * forward to the real function, record one event through preload.h, leave errno as the real
@@ -12,6 +12,7 @@
  * handler's are recorded, or deferred while the stack capture or ring write runs (see enter()). */
 #include <dlfcn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -616,7 +617,7 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
 /* env_ is the environment the new image gets: the caller's, or a copy on the stack with the
  * recorder's name added (tprof_region_exec_env) or LD_PRELOAD without this library
  * (tprof_region_exec_unpreload); the forms without one then call the form with. */
-#define EXEC_HOOK(name, path_in, envp_in, call, ...)                                              \
+#define EXEC_HOOK(name, path_in, search, envp_in, call, ...)                                      \
 	TPROF_EXPORT TPROF_STARTUP int name(__VA_ARGS__)                                          \
 	{                                                                                         \
 		if (!ready() || !tprof_real.name) {                                               \
@@ -627,7 +628,7 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
 		char rec_[160], pre_[512]; /* a longer LD_PRELOAD is left as it is */            \
 		size_t at_ = 0, k_ = 0;                                                           \
 		size_t n1_ = tprof_region_exec_env(env_, rec_, sizeof(rec_), 1024);               \
-		size_t n2_ = tprof_region_exec_unpreload(path_in, argv, env_, pre_, sizeof(pre_), 1024, &at_); \
+		size_t n2_ = tprof_region_exec_unpreload(path_in, search, argv, env_, pre_, sizeof(pre_), 1024, &at_); \
 		size_t n_ = n1_ > n2_ ? n1_ : n2_;                                                \
 		char *more_[n_ ? n_ + 2 : 1];                                                     \
 		if (n_) {                                                                         \
@@ -649,17 +650,45 @@ TPROF_EXPORT int daemon(int nochdir, int noclose)
 		return rc_;                                                                       \
 	}
 
-EXEC_HOOK(execve, path, envp, tprof_real.execve(path, argv, env_), const char *path, char *const argv[],
+EXEC_HOOK(execve, path, 0, envp, tprof_real.execve(path, argv, env_), const char *path, char *const argv[],
 	  char *const envp[])
-EXEC_HOOK(execv, path, environ,
+EXEC_HOOK(execv, path, 0, environ,
 	  n_ && tprof_real.execve ? tprof_real.execve(path, argv, env_) : tprof_real.execv(path, argv),
 	  const char *path, char *const argv[])
-EXEC_HOOK(execvp, file, environ,
+EXEC_HOOK(execvp, file, 1, environ,
 	  n_ && tprof_real.execvpe ? tprof_real.execvpe(file, argv, env_) : tprof_real.execvp(file, argv),
 	  const char *file, char *const argv[])
-EXEC_HOOK(execvpe, file, envp, tprof_real.execvpe(file, argv, env_), const char *file, char *const argv[],
+EXEC_HOOK(execvpe, file, 1, envp, tprof_real.execvpe(file, argv, env_), const char *file, char *const argv[],
 	  char *const envp[])
-EXEC_HOOK(fexecve, NULL, envp, tprof_real.fexecve(fd, argv, env_), int fd, char *const argv[], char *const envp[])
+EXEC_HOOK(fexecve, NULL, 0, envp, tprof_real.fexecve(fd, argv, env_), int fd, char *const argv[], char *const envp[])
+
+/* posix_spawn and posix_spawnp (Rust's Command, Python's os.posix_spawn): the new image's
+ * LD_PRELOAD, as an exec's (a 32-bit program, ldd's listing). The rest goes to the C library's. */
+#define SPAWN_HOOK(name, search)                                                                   \
+	TPROF_EXPORT int name(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,    \
+			      const posix_spawnattr_t *attr, char *const argv[], char *const envp[])   \
+	{                                                                                          \
+		if (!ready() || !tprof_real.name)                                                  \
+			return ENOSYS;                                                             \
+		char *const *env_ = envp;                                                          \
+		char pre_[512];                                                                    \
+		size_t at_ = 0;                                                                    \
+		size_t n_ = tprof_region_exec_unpreload(path, search, argv, envp, pre_, sizeof(pre_), 1024, &at_); \
+		char *more_[n_ ? n_ + 1 : 1];                                                      \
+		if (n_) {                                                                          \
+			size_t k_ = 0;                                                             \
+			for (size_t i_ = 0; i_ < n_; i_++)                                         \
+				if (i_ != at_)                                                     \
+					more_[k_++] = envp[i_];                                    \
+				else if (pre_[0])                                                  \
+					more_[k_++] = pre_;                                        \
+			more_[k_] = NULL;                                                          \
+			env_ = more_;                                                              \
+		}                                                                                  \
+		return tprof_real.name(pid, path, fa, attr, argv, env_);                           \
+	}
+SPAWN_HOOK(posix_spawn, 0)
+SPAWN_HOOK(posix_spawnp, 1)
 
 /* ---- libunwind's memory validation, without a descriptor ----
  * libunwind checks an address by writing one byte from it into a pipe it opens at its first

@@ -6,6 +6,7 @@
 #define TPROF_PRELOAD_H
 
 #include <link.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -76,6 +77,10 @@ struct tprof_real {
 	void *(*dlmopen)(long, const char *, int);
 	int (*dlclose)(void *);
 	int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+			   char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+			    char *const[], char *const[]);
 	int (*pipe2)(int[2], int);
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*write)(int, const void *, size_t);
@@ -301,10 +306,11 @@ int tprof_region_fork_ready(void);
  * chain (region.c); the count of envp's entries, or 0 when none is to be added. */
 size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max);
 /* LD_PRELOAD less this library for an exec in which the loader only lists libraries (ldd, ld.so
- * --list; path and argv: the exec's, path NULL for fexecve) or could not open it (chroot, no
- * descriptor free): the count of envp's entries and the one replaced (*at), or 0 (region.c). */
-size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *const envp[], char *out, size_t cap,
-				   size_t max, size_t *at);
+ * --list; path and argv: the exec's, path NULL for fexecve; search: looked up in PATH, as execvp
+ * does) or could not open it (chroot, no descriptor free, a 32-bit program): the count of envp's
+ * entries and the one replaced (*at), or 0 (region.c). */
+size_t tprof_region_exec_unpreload(const char *path, int search, char *const argv[], char *const envp[], char *out,
+				   size_t cap, size_t max, size_t *at);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;
  * returns the pointer and its file offset, or NULL when the file or the address space is full, or
  * when other threads held the allocator for long (then *busy is set when busy is not NULL: a

@@ -1001,6 +1001,80 @@ TPROF_STARTUP static int exec_leaves_no_fd(void)
 	return full;
 }
 
+/* Whether the file an exec runs is an ELF program of another class or machine than this library's
+ * (a 32-bit program), or a script whose interpreter (#!, to the kernel's four levels) is one: its
+ * loader would print an error for libtprof.so ("wrong ELF class"), a line a bare run does not
+ * print. A regular file only (opening another, a device, could act on it), read when it can be: an
+ * execute-only program is taken for one of ours. Four system calls, not under a seccomp filter. */
+extern const unsigned char __ehdr_start[] __attribute__((visibility("hidden")));
+
+TPROF_STARTUP static int foreign_file(const char *path, int depth)
+{
+	struct stat st;
+	if (depth > 4 || tprof_raw_syscall4(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	long fd = tprof_raw_syscall4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return 0;
+	unsigned char h[256];
+	long n = tprof_raw_syscall4(SYS_pread64, fd, (long)h, sizeof(h) - 1, 0);
+	tprof_raw_syscall2(SYS_close, fd, 0);
+	if (n >= 20 && h[0] == 0x7f && h[1] == 'E' && h[2] == 'L' && h[3] == 'F')
+		return h[4] != __ehdr_start[4] || h[5] != __ehdr_start[5] || h[18] != __ehdr_start[18] ||
+		       h[19] != __ehdr_start[19]; /* class, byte order, machine */
+	if (n < 3 || h[0] != '#' || h[1] != '!')
+		return 0;
+	h[n] = 0;
+	char *i = (char *)h + 2, *e;
+	while (*i == ' ' || *i == '\t')
+		i++;
+	for (e = i; *e && *e != ' ' && *e != '\t' && *e != '\n'; e++)
+		;
+	if (e == i || (!*e && n == (long)sizeof(h) - 1)) /* none, or longer than what was read */
+		return 0;
+	*e = 0;
+	return foreign_file(i, depth + 1);
+}
+
+/* The same for the file an exec names: with search (execvp, execvpe), a name without a '/' is looked
+ * up in the directories of PATH as the C library does (the first executable regular file; its
+ * default when PATH is not set). */
+TPROF_STARTUP static int foreign_image(const char *path, int search)
+{
+	if (!path || !*path || atomic_load(&tprof_sandboxed))
+		return 0;
+	const char *c = path;
+	while (*c && *c != '/')
+		c++;
+	if (!search || *c)
+		return foreign_file(path, 0);
+	const char *dirs = "/bin:/usr/bin";
+	for (size_t k = 0; environ && environ[k]; k++)
+		if (starts(environ[k], "PATH="))
+			dirs = environ[k] + 5;
+	size_t fl = (size_t)(c - path);
+	for (const char *d = dirs;;) {
+		size_t dl = 0;
+		while (d[dl] && d[dl] != ':')
+			dl++;
+		char full[512]; /* the exec may run on a small stack (a clone child's); a longer one is skipped */
+		if (dl + fl + 2 <= sizeof(full)) {
+			copy(full, dl ? d : ".", dl ? dl : 1);
+			size_t o = dl ? dl : 1;
+			full[o++] = '/';
+			copy(full + o, path, fl + 1);
+			struct stat st;
+			if (tprof_raw_syscall4(SYS_newfstatat, AT_FDCWD, (long)full, (long)&st, 0) == 0 &&
+			    S_ISREG(st.st_mode) && tprof_raw_syscall2(SYS_access, (long)full, X_OK) == 0)
+				return foreign_file(full, 0);
+		}
+		if (!d[dl])
+			return 0;
+		d += dl + 1;
+	}
+}
+
 /* This library's file name, as the loader has it (the path LD_PRELOAD named), without its
  * directory: learnt once, by a process before its first fork (tprof_region_before_fork), so that
  * its children, which exec, find it known. Without dladdr, which takes the loader's lock and looks
@@ -1035,6 +1109,7 @@ TPROF_STARTUP static int own_name_learn(void)
  * (LD_TRACE_LOADED_OBJECTS, what ldd sets), or the exec runs the loader to list them (ld.so
  * --list), where libtprof.so would be listed, a line a bare run does not print, and nothing of the
  * program runs; or the new image will have no descriptor to open it with (exec_leaves_no_fd); or
+ * it is a program of another class or machine (foreign_image: a 32-bit one); or
  * this library's path cannot be read from
  * here (chroot, a mount namespace with another root, a bind mount over its directory), where the
  * loader would print an error for it on the new image's stderr. Entries are split at ':' and ' ',
@@ -1042,14 +1117,14 @@ TPROF_STARTUP static int own_name_learn(void)
  * without a '/' is looked up by the loader in the system's directories: left. Writes
  * "LD_PRELOAD=rest" into out ("" when nothing is left: the variable is dropped), sets *at to its
  * entry and returns the count of envp's entries (at most max), or 0 when the environment stays. */
-TPROF_STARTUP size_t tprof_region_exec_unpreload(const char *path, char *const argv[], char *const envp[], char *out, size_t cap,
-				   size_t max, size_t *at)
+TPROF_STARTUP size_t tprof_region_exec_unpreload(const char *path, int search, char *const argv[], char *const envp[],
+						 char *out, size_t cap, size_t max, size_t *at)
 {
 	static const char pre[] = "LD_PRELOAD=";
 	if (!envp)
 		return 0;
 	size_t n = 0, where = SIZE_MAX;
-	int trace = 0, nofd = -1; /* nofd -1: not looked at yet */
+	int trace = 0, nofd = -1, foreign = -1; /* -1: not looked at yet */
 	for (; envp[n]; n++) {
 		if (n >= max)
 			return 0;
@@ -1089,6 +1164,11 @@ TPROF_STARTUP size_t tprof_region_exec_unpreload(const char *path, char *const a
 				copy(lib, p, len);
 				lib[len] = 0;
 				drop = tprof_raw_syscall2(SYS_access, (long)lib, R_OK) != 0;
+			}
+			if (ours && !drop) {
+				if (foreign < 0)
+					foreign = foreign_image(path, search);
+				drop = foreign;
 			}
 			if (drop) {
 				dropped = 1;

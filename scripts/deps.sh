@@ -13,6 +13,7 @@ pkgs=(
 	libopenblas-dev libgomp1        # workloads (optional BLAS, OpenMP)
 	clang libclang-rt-14-dev        # the fuzz target (libFuzzer, ASan, UBSan)
 	debhelper lintian man-db groff-base zsh   # make deb and its check; the man page's and completions' checks
+	libc6-i386                      # a 32-bit program for the tests (its loader must not see libtprof.so)
 )
 missing=()
 for p in "${pkgs[@]}"; do

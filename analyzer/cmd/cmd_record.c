@@ -39,13 +39,9 @@
 #include "base/dwlib.h"
 #include "base/util.h"
 
-/* The AddressSanitizer runtime the program is linked with (a DT_NEEDED libasan.so.N or
- * libclang_rt.asan), copied into out: 1 when there is one, 0 when not (or the program is a script,
- * or cannot be read). ASan ends a program at start unless its runtime is the first library loaded,
- * so it goes ahead of libtprof.so in LD_PRELOAD: the program runs, its heap calls reach ASan's
- * allocator unrecorded, and the trace says whose malloc it called. PROG is looked up as execvp
- * does. */
-static int asan_runtime(const char *prog, char *out, size_t cap)
+/* The program file PROG names, looked up as execvp does, open for reading: -1 when it is not a
+ * regular file that can be read (a FIFO or a device is not opened). */
+static int open_program(const char *prog)
 {
 	char path[PATH_MAX];
 	int fd = -1;
@@ -66,6 +62,44 @@ static int asan_runtime(const char *prog, char *out, size_t cap)
 		close(fd);
 		fd = -1;
 	}
+	return fd;
+}
+
+/* Whether PROG is an ELF program of another class or machine than tprof's own (a 32-bit one), into
+ * which the loader cannot load libtprof.so: it would print an error for it and run the program
+ * untraced. Its ELF class and machine are copied into out ("ELF32 i386" style). */
+extern const unsigned char __ehdr_start[] __attribute__((visibility("hidden")));
+static int foreign_program(const char *prog, char *out, size_t cap)
+{
+	int fd = open_program(prog);
+	unsigned char h[20];
+	ssize_t n = fd >= 0 ? pread(fd, h, sizeof(h), 0) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof(h) || memcmp(h, ELFMAG, SELFMAG) != 0 ||
+	    (h[EI_CLASS] == __ehdr_start[EI_CLASS] && h[EI_DATA] == __ehdr_start[EI_DATA] && h[18] == __ehdr_start[18] &&
+	     h[19] == __ehdr_start[19]))
+		return 0;
+	unsigned machine = h[EI_DATA] == ELFDATA2MSB ? (unsigned)h[18] << 8 | h[19] : (unsigned)h[19] << 8 | h[18];
+	const char *m = machine == EM_386 ? "i386" : machine == EM_X86_64 ? "x86-64" : machine == EM_ARM ? "ARM" :
+			machine == EM_AARCH64 ? "AArch64" : NULL;
+	const char *c = h[EI_CLASS] == ELFCLASS32 ? "32-bit" : h[EI_CLASS] == ELFCLASS64 ? "64-bit" : "unknown class";
+	if (m)
+		snprintf(out, cap, "%s %s", c, m);
+	else
+		snprintf(out, cap, "%s, ELF machine %u", c, machine);
+	return 1;
+}
+
+/* The AddressSanitizer runtime the program is linked with (a DT_NEEDED libasan.so.N or
+ * libclang_rt.asan), copied into out: 1 when there is one, 0 when not (or the program is a script,
+ * or cannot be read). ASan ends a program at start unless its runtime is the first library loaded,
+ * so it goes ahead of libtprof.so in LD_PRELOAD: the program runs, its heap calls reach ASan's
+ * allocator unrecorded, and the trace says whose malloc it called. PROG is looked up as execvp
+ * does. */
+static int asan_runtime(const char *prog, char *out, size_t cap)
+{
+	int fd = open_program(prog);
 	if (fd < 0)
 		return 0;
 	if (tprof_dwlib_load(NULL) != 0) { /* without libelf the program is taken as it is */
@@ -362,13 +396,20 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	const char *old = getenv("LD_PRELOAD");
-	char asan[128] = "";
-	if (asan_runtime(argv[i], asan, sizeof(asan)))
+	char asan[128] = "", kind[64];
+	if (foreign_program(argv[i], kind, sizeof(kind))) {
+		/* the loader would refuse libtprof.so with an error line of its own: not asked to load it */
+		tprof_err("record: %s is a program of another kind than this machine's (%s): libtprof.so "
+			  "cannot be loaded into it; it runs untraced", argv[i], kind);
+		lib[0] = 0;
+	} else if (asan_runtime(argv[i], asan, sizeof(asan))) {
 		tprof_err("record: %s is built with AddressSanitizer, whose runtime (%s) must be loaded first: "
 			  "its heap calls go to ASan's allocator and are not recorded", argv[i], asan);
+	}
 	size_t len = strlen(asan) + strlen(lib) + (old ? strlen(old) : 0) + 3;
 	char *preload = xmalloc(len);
-	snprintf(preload, len, "%s%s%s%s%s", asan, *asan ? ":" : "", lib, old && *old ? ":" : "", old && *old ? old : "");
+	snprintf(preload, len, "%s%s%s%s%s", asan, *asan && *lib ? ":" : "", lib, *lib && old && *old ? ":" : "",
+		 old && *old ? old : "");
 
 	/* Signals are set up before the fork so that none is missed; the child puts back the
 	 * dispositions and the mask it was started with (SIGCHLD ignored, SIGTERM blocked, ...), which
@@ -410,7 +451,10 @@ int cmd_record(int argc, char **argv)
 			if (forwarded(k) || k == SIGCHLD)
 				sigaction(k, &old_sa[k], NULL);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
-		setenv("LD_PRELOAD", preload, 1);
+		if (*preload)
+			setenv("LD_PRELOAD", preload, 1);
+		else
+			unsetenv("LD_PRELOAD");
 		setenv(TPROF_RECORDER_ENV, name, 1);
 		if (output)
 			setenv("TPROF_OUTPUT", output, 1);

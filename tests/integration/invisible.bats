@@ -1389,6 +1389,49 @@ true exited with 0"
 	[[ "$output" != *libtprof* ]]
 }
 
+# m32 DIR: a 32-bit program DIR/m32 (without a 32-bit C library to build with: linked against the
+# 32-bit loader's libc) that makes a heap call, prints hello32 and exits 3; skips where there is none
+m32() {
+	[ -e /lib32/libc.so.6 ] && [ -e /lib/ld-linux.so.2 ] || skip "no 32-bit C library (libc6-i386)"
+	cat >"$1/m32.c" <<'SRC'
+extern int puts(const char *);
+extern void exit(int);
+extern void *malloc(unsigned);
+extern void free(void *);
+void _start(void)
+{
+	void *p = malloc(10);
+	free(p);
+	puts("hello32");
+	exit(3);
+}
+SRC
+	gcc -m32 -fno-pie -no-pie -nostartfiles -nostdlib -o "$1/m32" "$1/m32.c" /lib32/libc.so.6 \
+		-Wl,-dynamic-linker,/lib/ld-linux.so.2 2>/dev/null || skip "gcc cannot link a 32-bit program"
+}
+
+@test "a 32-bit program run by a traced process (exec, exec through PATH, #!, posix_spawn): as bare, no loader line" {
+	# the loader of a 32-bit program cannot load libtprof.so and would say so on stderr: an exec or
+	# a spawn of one gets LD_PRELOAD without it; tprof record says it runs the program untraced
+	m32 "$WORK"
+	printf '#!%s\n' "$WORK/m32" >"$WORK/s32"
+	chmod +x "$WORK/s32"
+	pair sh -c "'$WORK/m32'; echo \$?; '$WORK/s32'; echo \$?; PATH=/usr/bin:$WORK env m32; echo \$?
+		python3 -c 'import os, sys
+pid = os.posix_spawn(sys.argv[1], [sys.argv[1]], os.environ); print(os.waitpid(pid, 0)[1] >> 8, flush=True)
+os.environ[\"PATH\"] = \"/usr/bin:$WORK\"
+pid = os.posix_spawnp(\"m32\", [\"m32\"], os.environ); print(os.waitpid(pid, 0)[1] >> 8, flush=True)' '$WORK/m32'"
+	expect out "$(printf 'hello32\n3\n%.0s' 1 2 3 4 5)"
+	expect err ""
+	same
+	settle
+	[ "$(ls tr | wc -l)" -ge 3 ] # sh, env and python3 are traced all the same
+	run "$B/tprof" record -o r32.trace -- "$WORK/m32"
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"is a program of another kind than this machine's (32-bit i386)"* ]]
+	[[ "$output" != *"wrong ELF class"* ]]
+}
+
 @test "ld.so --list: the loader run as a program lists a bare run's libraries; run to start a program, it traces it" {
 	# the loader, run itself, lists the preloaded libraries as well (no LD_TRACE_LOADED_OBJECTS
 	# here): an exec of it with --list, after its other options, gets LD_PRELOAD without libtprof.so
