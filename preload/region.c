@@ -227,8 +227,12 @@ static const char *errtext(int err)
 	return d ? d : "unknown error";
 }
 
-/* One line on stderr naming the process, as the recorder's line does: in a tree of processes the
- * user must learn which one is not traced. */
+static int say_to_recorder(const char *line, size_t n);
+
+/* One line naming the process, as the recorder's line does: in a tree of processes the user must
+ * learn which one is not traced. It goes where the recorder's lines go, the stderr of the tree's
+ * first process, when a recorder is known (said through it: TPROF_HELLO_SAY): the program's own
+ * stderr may be its stdout by now (2>&1), or a file of its own. Without one, on this process's. */
 static void say(const char *a, const char *b, const char *c)
 {
 	struct tprof_sbuf s = {.n = 0};
@@ -240,6 +244,8 @@ static void say(const char *a, const char *b, const char *c)
 	tprof_sb_str(&s, a);
 	tprof_sb_text(&s, b); /* a path, the program's */
 	tprof_sb_str(&s, c);
+	if (s.n < sizeof(s.b) && say_to_recorder(s.b, s.n))
+		return;
 	tprof_sb_str(&s, "\n");
 	tprof_sb_emit(&s);
 }
@@ -467,6 +473,44 @@ static int try_connect_path(const char *name, size_t len)
 		return -1;
 	size_t n = tprof_sock_path(path, sizeof(path), name + 1, len - 1, name_uid(name, len), 0);
 	return n ? try_connect(path, n + 1) : -1;
+}
+
+/* Has the recorder this process knows write line (n bytes, no newline) on its stderr, and waits for
+ * it to have done so; 0 when there is none to reach (then the caller writes it). One socket for the
+ * moment; what a registration keeps of its own search (the recorder's user, a name taken, a
+ * descriptor limit met) is left as it was. */
+static int say_to_recorder(const char *line, size_t n)
+{
+	if (!recorder_name_len || atomic_load(&tprof_sandboxed) || n > TPROF_HELLO_NAME_MAX)
+		return 0;
+	uid_t uid = recorder_uid;
+	int taken = name_taken, emfile = emfile_seen, e = errno;
+	int fd = try_connect(recorder_name, recorder_name_len);
+	if (fd < 0)
+		fd = try_connect_path(recorder_name, recorder_name_len);
+	recorder_uid = uid;
+	name_taken = taken;
+	emfile_seen = emfile;
+	int ok = 0;
+	if (fd >= 0) {
+		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), TPROF_HELLO_SAY, 0};
+		struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)line, n}};
+		struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+		ssize_t w;
+		do
+			w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		while (w < 0 && errno == EINTR);
+		char ack = 0;
+		ssize_t r = -1;
+		if (w == (ssize_t)(sizeof(h) + n))
+			do
+				r = recv(fd, &ack, 1, 0);
+			while (r < 0 && errno == EINTR);
+		ok = r == 1 && ack == TPROF_ANSWER_YES;
+		close(fd);
+	}
+	errno = e;
+	return ok;
 }
 
 /* Whether any recorder of user uid listens at a path: one look before trying the names of a walk

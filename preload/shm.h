@@ -205,7 +205,8 @@ struct tprof_shm {
  * (the process then drops its events and counts them) and says why on its stderr. A process whose
  * children may have registered so sends a barrier (TPROF_HELLO_BARRIER, no descriptor) at its end
  * and waits for its answer: the recorder takes connections in order, so every child that
- * registered before then has its trace file once its parent has ended. */
+ * registered before then has its trace file once its parent has ended. A process that is not
+ * traced says why through its recorder (TPROF_HELLO_SAY), whose stderr is the tree's. */
 #define TPROF_ANSWER_YES 1
 #define TPROF_ANSWER_FSIZE 2
 #define TPROF_ANSWER_NO_FILE 3
@@ -214,6 +215,8 @@ struct tprof_shm {
 #define TPROF_HELLO_NO_FILE 1u
 #define TPROF_HELLO_ASYNC 2u /* the process does not wait for the answer */
 #define TPROF_HELLO_BARRIER 4u /* no registration: answered once every one queued before it is taken */
+#define TPROF_HELLO_SAY 8u /* no registration: one line (the bytes after the struct) for the recorder's
+			    * stderr, why the process is not traced; answered TPROF_ANSWER_YES once written */
 #define TPROF_HELLO_NAME_MAX 4095
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */

@@ -768,6 +768,22 @@ static void take(int conn)
 	}
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
+	if (r >= (ssize_t)sizeof(h) && h.flags == TPROF_HELLO_SAY && nfds == 0 && h.magic == TPROF_SHM_MAGIC &&
+	    h.version == TPROF_SHM_VERSION) {
+		/* a process's line on why it is not traced, for the stderr the recorder's lines go to:
+		 * one line of printable text, from a process of this user's (or any, for root's) */
+		char yes_said = TPROF_ANSWER_YES;
+		if (name_len && getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+		    (cred.uid == getuid() || geteuid() == 0) && tprof_recorder_stderr_ok(cred.pid)) {
+			for (size_t k = 0; k < name_len; k++)
+				if ((unsigned char)msg.name[k] < 0x20 || msg.name[k] == 0x7f)
+					msg.name[k] = '?';
+			fprintf(stderr, "%.*s\n", (int)name_len, msg.name);
+			fflush(stderr);
+		}
+		send(conn, &yes_said, 1, MSG_NOSIGNAL);
+		return;
+	}
 	char no = 0, yes = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES;
 	uint64_t starttime = 0;
 	int slot = -1, pidfd = -1, size_err = 0;

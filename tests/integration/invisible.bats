@@ -896,6 +896,22 @@ print(n, os.waitstatus_to_exitcode(st))'
 	is "$(known "$t" 7001)" "1000 1000"
 }
 
+@test "a process that cannot be traced says so on the tree's stderr, not on its own stderr made its stdout (2>&1)" {
+	# dropped to nobody under a trace directory only root may write: the process cannot create its
+	# trace; its line goes through the recorder to where the recorder's lines go
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	chmod 755 tr
+	pair sh -c 'ls -d / >/dev/null; setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "ls -d / 2>&1"; echo $?'
+	expect out "/
+0"
+	expect err ""
+	cmp bare.out traced.out
+	cmp bare.rc traced.rc
+	grep -q "^tprof: ls (pid [0-9]*): cannot create $WORK/tr/[0-9]*.trace: Permission denied; not tracing$" traced.err
+	[ "$(grep -vc '^tprof: ' traced.err)" = 0 ]
+}
+
 # ---- errno ----
 
 @test "errno: failed allocations give NULL and ENOMEM, blocks stay intact, errno survives" {
