@@ -61,23 +61,6 @@ static void big_free(void *p, size_t n)
 
 /* ---- the live blocks ---- */
 
-struct live_slot {
-	uint64_t addr; /* 0: empty */
-	uint64_t seq;  /* of the address's latest event */
-	uint64_t size; /* LIVE_FREED: the latest event freed the address */
-};
-#define LIVE_FREED UINT64_MAX
-
-struct leak_live {
-	struct live_slot *s;
-	uint64_t mask, used, live, freed; /* freed: entries that remember a free */
-	_Atomic uint32_t *beat; /* advanced while the table grows (a process waits on it) */
-	/* leak_live_block_rec: the allocations of the block being encoded whose entry waits, by their
-	 * push number in the encoder's allocation history (addr 0: none) */
-	struct live_slot hold[TPROF_PTR_HIST];
-	uint64_t last_seq, run_from; /* the block's last sequence number, and where its run began */
-};
-
 /* The home slot of an address. Neighbouring blocks go to neighbouring slots (the low bits of the
  * address, which a heap fills densely, are kept in order; the high ones folded in spread the heaps
  * of different arenas): a table of millions of blocks is filled and rehashed as a stream, not one
@@ -160,7 +143,7 @@ static void live_delete(struct leak_live *m, struct live_slot *e)
 /* An address's event: it is kept when it is the address's latest (by sequence number). An address
  * whose latest event is a free is remembered too, until leak_live_prune: an allocation of it that
  * came earlier may still be drained after it. */
-static void live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_t size)
+void leak_live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_t size)
 {
 	if (!addr)
 		return;
@@ -192,50 +175,13 @@ static void live_event(struct leak_live *m, uint64_t addr, uint64_t seq, uint64_
 
 /* An allocation record's release (a realloc's old block, at seq, as the heap replay counts it);
  * returns the sequence number at which its block is taken. */
-static uint64_t alloc_release(struct leak_live *m, const struct tprof_rec *r)
+uint64_t leak_live_alloc_release(struct leak_live *m, const struct tprof_rec *r)
 {
 	if (!tprof_kind_is_realloc(r->kind))
 		return r->seq;
 	if (r->ptr || (r->size == 0 && r->old_ptr)) /* success, or realloc(p, 0), which frees p */
-		live_event(m, r->old_ptr, r->seq, LIVE_FREED);
+		leak_live_event(m, r->old_ptr, r->seq, LIVE_FREED);
 	return r->seq2;
-}
-
-void leak_live_block_rec(struct leak_live *m, const struct tprof_rec *r, uint32_t free_dist, uint32_t pushes)
-{
-	if (!m)
-		return;
-	/* the run of consecutive sequence numbers this record ends: no other thread's event lies
-	 * in it */
-	uint64_t end = tprof_kind_is_realloc(r->kind) ? r->seq2 : r->seq;
-	if (r->seq != m->last_seq + 1 || end - r->seq > 1)
-		m->run_from = end;
-	m->last_seq = end;
-	if (r->kind == TPROF_EV_FREE) {
-		if (free_dist) {
-			/* its allocation's entry still waits. The address is named by its last
-			 * allocation in this block, which another thread may have freed and taken
-			 * again since; when no other thread's event came between the two, they are
-			 * an allocation and its own free with no event of the address between
-			 * them: the pair never reaches the table, and whichever of the address's
-			 * events left is the latest decides as before (an allocation is skipped
-			 * only with its free, so an older allocation's free is left too) */
-			struct live_slot *h = &m->hold[(pushes - free_dist) % TPROF_PTR_HIST];
-			int own = h->addr == r->ptr && h->seq >= m->run_from;
-			h->addr = 0; /* else its entry would be overtaken by the free at once */
-			if (own)
-				return;
-		}
-		live_event(m, r->ptr, r->seq, LIVE_FREED);
-		return;
-	}
-	uint64_t seq = alloc_release(m, r);
-	if (!r->ptr) /* nothing taken, nothing pushed */
-		return;
-	struct live_slot *h = &m->hold[(pushes - 1) % TPROF_PTR_HIST];
-	if (h->addr) /* the entry of the allocation that leaves the history now */
-		live_event(m, h->addr, h->seq, h->size);
-	*h = (struct live_slot){r->ptr, seq, r->size};
 }
 
 void leak_live_block_end(struct leak_live *m)
@@ -245,7 +191,7 @@ void leak_live_block_end(struct leak_live *m)
 	m->last_seq = UINT64_MAX; /* the next block's first record begins a run */
 	for (uint32_t i = 0; i < TPROF_PTR_HIST; i++)
 		if (m->hold[i].addr) {
-			live_event(m, m->hold[i].addr, m->hold[i].seq, m->hold[i].size);
+			leak_live_event(m, m->hold[i].addr, m->hold[i].seq, m->hold[i].size);
 			m->hold[i].addr = 0;
 		}
 }
@@ -269,9 +215,9 @@ void leak_live_apply(struct leak_live *m, const struct tprof_rec *r)
 	if (!m)
 		return;
 	if (r->kind == TPROF_EV_FREE)
-		live_event(m, r->ptr, r->seq, LIVE_FREED);
+		leak_live_event(m, r->ptr, r->seq, LIVE_FREED);
 	else
-		live_event(m, r->ptr, alloc_release(m, r), r->size);
+		leak_live_event(m, r->ptr, leak_live_alloc_release(m, r), r->size);
 }
 
 /* ---- the process's memory ---- */
