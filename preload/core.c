@@ -529,8 +529,6 @@ void tprof_init(void)
 	RESOLVE(fexecve, "fexecve");
 	RESOLVE(dlclose, "dlclose");
 	RESOLVE(dl_iterate_phdr, "dl_iterate_phdr");
-	RESOLVE(posix_spawn, "posix_spawn");
-	RESOLVE(posix_spawnp, "posix_spawnp");
 	tprof_real.realloc_foreign = (__typeof__(tprof_real.realloc_foreign))tprof_foreign_symbol(
 		"realloc", (void *)tprof_own_realloc, (void *)tprof_real.realloc);
 	note_foreign();

@@ -4,7 +4,7 @@
  * daemon, whose parent leaves through the _exit hook),
  * sigaltstack (where a handler's stack is: tprof_crit_left), dl_iterate_phdr (which hides this
  * library from AddressSanitizer's start-up check), the exec family, dlopen/dlclose (the
- * module table), posix_spawn and posix_spawnp (as exec: the new image's LD_PRELOAD), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
+ * module table), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
  * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
  * must map its memory. Each heap hook is thin:
  * forward to the real function, record one event through preload.h, leave errno as the real
@@ -12,7 +12,6 @@
  * handler's are recorded, or deferred while the stack capture or ring write runs (see enter()). */
 #include <dlfcn.h>
 #include <signal.h>
-#include <spawn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -59,9 +58,10 @@ TPROF_EXPORT const char *__asan_default_options(void)
 
 /* GCC's AddressSanitizer runtime (libasan.so, a shared library) also ends a program at start unless
  * it is the first library dl_iterate_phdr lists; the option above turns that check off, but an
- * executable that defines __asan_default_options itself hides tprof's. So while such a runtime
- * starts (before tprof's constructor, when nothing but the sanitizer runs) this library leaves
- * itself out of the list; from then on every call goes straight to the C library's. */
+ * executable that defines __asan_default_options itself hides tprof's. So the runtime's own calls
+ * made before tprof's constructor has run (its check is one: it runs from the executable's
+ * preinit array) get a list without this library; every other call goes straight to the C
+ * library's (the constructors of the program's libraries, which also run before tprof's, see it). */
 extern const char __ehdr_start[] __attribute__((visibility("hidden"))); /* this library's load address */
 typedef int (*phdr_callback)(struct dl_phdr_info *, size_t, void *);
 struct phdr_skip {
@@ -77,6 +77,23 @@ static int phdr_skip_self(struct dl_phdr_info *info, size_t size, void *data)
 	return s->cb(info, size, s->data);
 }
 
+/* Whether code lies in AddressSanitizer's runtime (GCC's libasan, or clang's as a shared library):
+ * its module's name, through the loader (the C library's string functions are the sanitizer's
+ * interceptors, not ready at start). */
+static int asan_runtime_code(const void *pc)
+{
+	struct dl_find_object fo;
+	const char *f = _dl_find_object((void *)pc, &fo) == 0 && fo.dlfo_link_map ? fo.dlfo_link_map->l_name : NULL;
+	for (const char *c = f; c && *c; c++) {
+		const char *a = c, *b = "asan";
+		while (*b && *a == *b)
+			a++, b++;
+		if (!*b && c - f >= 3 && (c[-1] == 'b' || c[-1] == '.')) /* libasan, clang_rt.asan */
+			return 1;
+	}
+	return 0;
+}
+
 TPROF_EXPORT int dl_iterate_phdr(phdr_callback cb, void *data)
 {
 	/* resolved with the others (tprof_init); a call before that, at start-up, looks it up itself
@@ -84,7 +101,7 @@ TPROF_EXPORT int dl_iterate_phdr(phdr_callback cb, void *data)
 	int (*fn)(phdr_callback, void *) = tprof_real.dl_iterate_phdr;
 	if (unlikely(!fn) && !(fn = (int (*)(phdr_callback, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr")))
 		return 0;
-	if (unlikely(sanitizer_starting())) {
+	if (unlikely(sanitizer_starting()) && asan_runtime_code(__builtin_return_address(0))) {
 		struct phdr_skip s = {cb, data};
 		return fn(phdr_skip_self, &s);
 	}
@@ -661,34 +678,6 @@ EXEC_HOOK(execvp, file, 1, environ,
 EXEC_HOOK(execvpe, file, 1, envp, tprof_real.execvpe(file, argv, env_), const char *file, char *const argv[],
 	  char *const envp[])
 EXEC_HOOK(fexecve, NULL, 0, envp, tprof_real.fexecve(fd, argv, env_), int fd, char *const argv[], char *const envp[])
-
-/* posix_spawn and posix_spawnp (Rust's Command, Python's os.posix_spawn): the new image's
- * LD_PRELOAD, as an exec's (a 32-bit program, ldd's listing). The rest goes to the C library's. */
-#define SPAWN_HOOK(name, search)                                                                   \
-	TPROF_EXPORT int name(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,    \
-			      const posix_spawnattr_t *attr, char *const argv[], char *const envp[])   \
-	{                                                                                          \
-		if (!ready() || !tprof_real.name)                                                  \
-			return ENOSYS;                                                             \
-		char *const *env_ = envp;                                                          \
-		char pre_[512];                                                                    \
-		size_t at_ = 0;                                                                    \
-		size_t n_ = tprof_region_exec_unpreload(path, search, argv, envp, pre_, sizeof(pre_), 1024, &at_); \
-		char *more_[n_ ? n_ + 1 : 1];                                                      \
-		if (n_) {                                                                          \
-			size_t k_ = 0;                                                             \
-			for (size_t i_ = 0; i_ < n_; i_++)                                         \
-				if (i_ != at_)                                                     \
-					more_[k_++] = envp[i_];                                    \
-				else if (pre_[0])                                                  \
-					more_[k_++] = pre_;                                        \
-			more_[k_] = NULL;                                                          \
-			env_ = more_;                                                              \
-		}                                                                                  \
-		return tprof_real.name(pid, path, fa, attr, argv, env_);                           \
-	}
-SPAWN_HOOK(posix_spawn, 0)
-SPAWN_HOOK(posix_spawnp, 1)
 
 /* ---- libunwind's memory validation, without a descriptor ----
  * libunwind checks an address by writing one byte from it into a pipe it opens at its first

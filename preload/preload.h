@@ -6,7 +6,6 @@
 #define TPROF_PRELOAD_H
 
 #include <link.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,10 +76,6 @@ struct tprof_real {
 	void *(*dlmopen)(long, const char *, int);
 	int (*dlclose)(void *);
 	int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
-	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
-			   char *const[], char *const[]);
-	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
-			    char *const[], char *const[]);
 	int (*pipe2)(int[2], int);
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*write)(int, const void *, size_t);

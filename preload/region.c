@@ -61,6 +61,7 @@ static int recorder_async;
 static uid_t recorder_uid;
 static pid_t children_async; /* the process that forked while recorder_async was set */
 static size_t recorder_name_len;
+static int recorder_silent; /* the recorder gave no answer to this process's registration */
 
 /* The first piece holds the header (about 1.1 MiB) and the first thread's ring (2 MiB by default),
  * and with stacks on the first chunks of the stack index (1 MiB) and frames (4 MiB): a process with
@@ -481,7 +482,7 @@ static int try_connect_path(const char *name, size_t len)
  * descriptor limit met) is left as it was. */
 static int say_to_recorder(const char *line, size_t n)
 {
-	if (!recorder_name_len || atomic_load(&tprof_sandboxed) || n > TPROF_HELLO_NAME_MAX)
+	if (!recorder_name_len || recorder_silent || atomic_load(&tprof_sandboxed) || n > TPROF_HELLO_NAME_MAX)
 		return 0;
 	uid_t uid = recorder_uid;
 	int taken = name_taken, emfile = emfile_seen, e = errno;
@@ -493,6 +494,11 @@ static int say_to_recorder(const char *line, size_t n)
 	emfile_seen = emfile;
 	int ok = 0;
 	if (fd >= 0) {
+		/* a recorder that is stopped, or busy with a peer that never sent its message, must not
+		 * hold the program: then the line goes to its own stderr */
+		struct timeval tv = {2, 0};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), TPROF_HELLO_SAY, 0};
 		struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)line, n}};
 		struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
@@ -928,6 +934,7 @@ static int await_answer(int sock)
 		recorder_async = ack == TPROF_ANSWER_YES_ASYNC;
 		return 0;
 	}
+	recorder_silent = r != 1; /* what the process says then is not for it (say_to_recorder) */
 	return r != 1 || ack == 0 ? -1 : ack; /* 0 is a refusal: -1 as no answer */
 }
 
@@ -1052,33 +1059,37 @@ TPROF_STARTUP static int exec_leaves_no_fd(void)
  * execute-only program is taken for one of ours. Four system calls, not under a seccomp filter. */
 extern const unsigned char __ehdr_start[] __attribute__((visibility("hidden")));
 
-TPROF_STARTUP static int foreign_file(const char *path, int depth)
+TPROF_STARTUP static int foreign_file(const char *path)
 {
-	struct stat st;
-	if (depth > 4 || tprof_raw_syscall4(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0) != 0 ||
-	    !S_ISREG(st.st_mode))
-		return 0;
-	long fd = tprof_raw_syscall4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
-	if (fd < 0)
-		return 0;
-	unsigned char h[256];
-	long n = tprof_raw_syscall4(SYS_pread64, fd, (long)h, sizeof(h) - 1, 0);
-	tprof_raw_syscall2(SYS_close, fd, 0);
-	if (n >= 20 && h[0] == 0x7f && h[1] == 'E' && h[2] == 'L' && h[3] == 'F')
-		return h[4] != __ehdr_start[4] || h[5] != __ehdr_start[5] || h[18] != __ehdr_start[18] ||
-		       h[19] != __ehdr_start[19]; /* class, byte order, machine */
-	if (n < 3 || h[0] != '#' || h[1] != '!')
-		return 0;
-	h[n] = 0;
-	char *i = (char *)h + 2, *e;
-	while (*i == ' ' || *i == '\t')
-		i++;
-	for (e = i; *e && *e != ' ' && *e != '\t' && *e != '\n'; e++)
-		;
-	if (e == i || (!*e && n == (long)sizeof(h) - 1)) /* none, or longer than what was read */
-		return 0;
-	*e = 0;
-	return foreign_file(i, depth + 1);
+	char h[160], next[160]; /* the exec may run on a small stack (a clone child's) */
+	for (int depth = 0; depth <= 4; depth++) {
+		struct stat st;
+		if (tprof_raw_syscall4(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0) != 0 || !S_ISREG(st.st_mode))
+			return 0;
+		long fd = tprof_raw_syscall4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
+		if (fd < 0)
+			return 0;
+		long n = tprof_raw_syscall4(SYS_pread64, fd, (long)h, sizeof(h) - 1, 0);
+		tprof_raw_syscall2(SYS_close, fd, 0);
+		if (n >= 20 && h[0] == 0x7f && h[1] == 'E' && h[2] == 'L' && h[3] == 'F')
+			return (unsigned char)h[4] != __ehdr_start[4] || (unsigned char)h[5] != __ehdr_start[5] ||
+			       (unsigned char)h[18] != __ehdr_start[18] ||
+			       (unsigned char)h[19] != __ehdr_start[19]; /* class, byte order, machine */
+		if (n < 3 || h[0] != '#' || h[1] != '!')
+			return 0;
+		h[n] = 0;
+		const char *i = h + 2, *e;
+		while (*i == ' ' || *i == '\t')
+			i++;
+		for (e = i; *e && *e != ' ' && *e != '\t' && *e != '\n'; e++)
+			;
+		if (e == i || (!*e && n == (long)sizeof(h) - 1)) /* none, or longer than what was read */
+			return 0;
+		copy(next, i, (size_t)(e - i));
+		next[e - i] = 0;
+		path = next; /* the interpreter, which may be a script itself */
+	}
+	return 0;
 }
 
 /* The same for the file an exec names: with search (execvp, execvpe), a name without a '/' is looked
@@ -1092,17 +1103,19 @@ TPROF_STARTUP static int foreign_image(const char *path, int search)
 	while (*c && *c != '/')
 		c++;
 	if (!search || *c)
-		return foreign_file(path, 0);
+		return foreign_file(path);
 	const char *dirs = "/bin:/usr/bin";
 	for (size_t k = 0; environ && environ[k]; k++)
-		if (starts(environ[k], "PATH="))
+		if (starts(environ[k], "PATH=")) {
 			dirs = environ[k] + 5;
+			break;
+		}
 	size_t fl = (size_t)(c - path);
 	for (const char *d = dirs;;) {
 		size_t dl = 0;
 		while (d[dl] && d[dl] != ':')
 			dl++;
-		char full[512]; /* the exec may run on a small stack (a clone child's); a longer one is skipped */
+		char full[256]; /* the exec may run on a small stack (a clone child's); a longer one is skipped */
 		if (dl + fl + 2 <= sizeof(full)) {
 			copy(full, dl ? d : ".", dl ? dl : 1);
 			size_t o = dl ? dl : 1;
@@ -1111,7 +1124,7 @@ TPROF_STARTUP static int foreign_image(const char *path, int search)
 			struct stat st;
 			if (tprof_raw_syscall4(SYS_newfstatat, AT_FDCWD, (long)full, (long)&st, 0) == 0 &&
 			    S_ISREG(st.st_mode) && tprof_raw_syscall2(SYS_access, (long)full, X_OK) == 0)
-				return foreign_file(full, 0);
+				return foreign_file(full);
 		}
 		if (!d[dl])
 			return 0;

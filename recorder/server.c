@@ -771,17 +771,29 @@ static void take(int conn)
 	if (r >= (ssize_t)sizeof(h) && h.flags == TPROF_HELLO_SAY && nfds == 0 && h.magic == TPROF_SHM_MAGIC &&
 	    h.version == TPROF_SHM_VERSION) {
 		/* a process's line on why it is not traced, for the stderr the recorder's lines go to:
-		 * one line of printable text, from a process of this user's (or any, for root's) */
-		char yes_said = TPROF_ANSWER_YES;
-		if (name_len && getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
-		    (cred.uid == getuid() || geteuid() == 0) && tprof_recorder_stderr_ok(cred.pid)) {
-			for (size_t k = 0; k < name_len; k++)
-				if ((unsigned char)msg.name[k] < 0x20 || msg.name[k] == 0x7f)
+		 * one line, from a process it would take (of this user's, or any, for root's), without
+		 * control characters (C0, DEL, and C1 as UTF-8 encodes them); refused, the process
+		 * writes it itself. Said once its lines are let go (as an exit line would be): not
+		 * written. */
+		char said = TPROF_ANSWER_YES;
+		if (name_len && name_len <= 1024 && getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+		    (cred.uid == getuid() || geteuid() == 0)) {
+			for (size_t k = 0; k < name_len; k++) {
+				unsigned char c = (unsigned char)msg.name[k];
+				if (c < 0x20 || c == 0x7f)
 					msg.name[k] = '?';
-			fprintf(stderr, "%.*s\n", (int)name_len, msg.name);
-			fflush(stderr);
+				else if (c == 0xc2 && k + 1 < name_len && (unsigned char)msg.name[k + 1] >= 0x80 &&
+					 (unsigned char)msg.name[k + 1] <= 0x9f)
+					msg.name[k] = msg.name[k + 1] = '?';
+			}
+			if (tprof_recorder_stderr_ok(cred.pid)) {
+				fprintf(stderr, "%.*s\n", (int)name_len, msg.name);
+				fflush(stderr);
+			}
+		} else {
+			said = 0;
 		}
-		send(conn, &yes_said, 1, MSG_NOSIGNAL);
+		send(conn, &said, 1, MSG_NOSIGNAL);
 		return;
 	}
 	char no = 0, yes = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES;

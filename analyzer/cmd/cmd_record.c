@@ -400,7 +400,7 @@ int cmd_record(int argc, char **argv)
 	if (foreign_program(argv[i], kind, sizeof(kind))) {
 		/* the loader would refuse libtprof.so with an error line of its own: not asked to load it */
 		tprof_err("record: %s is a program of another kind than this machine's (%s): libtprof.so "
-			  "cannot be loaded into it; it runs untraced", argv[i], kind);
+			  "cannot be loaded into it; it runs untraced, and so does what it runs", argv[i], kind);
 		lib[0] = 0;
 	} else if (asan_runtime(argv[i], asan, sizeof(asan))) {
 		tprof_err("record: %s is built with AddressSanitizer, whose runtime (%s) must be loaded first: "
