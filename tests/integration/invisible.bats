@@ -912,6 +912,26 @@ print(n, os.waitstatus_to_exitcode(st))'
 	[ "$(grep -vc '^tprof: ' traced.err)" = 0 ]
 }
 
+@test "a recorder that takes the connection and never answers: the program waits 10 s at most, then runs untraced and says so" {
+	# the line on why it is not traced is not sent to a recorder that gave no answer
+	name="tprof-test-mute.$$"
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind("\0" + sys.argv[1]); s.listen(8)
+print("ready", flush=True)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)' "$name" >mute.out 2>&1 &
+	mute=$!
+	for i in $(seq 50); do grep -q ready mute.out && break; sleep 0.1; done
+	run timeout -s KILL 40 env TPROF_RECORDER="$name" LD_PRELOAD="$B/libtprof.so" ls -d /
+	kill $mute
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -v '^tprof: ')" = / ]
+	[[ "$output" == *"tprof: ls (pid "*"): no recorder took "*"; not tracing"* ]]
+}
+
 # ---- errno ----
 
 @test "errno: failed allocations give NULL and ENOMEM, blocks stay intact, errno survives" {
