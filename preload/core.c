@@ -1189,8 +1189,13 @@ static void on_exit_status(int status, void *arg)
  * no other thread can use the C library. */
 static void run_freeres(void)
 {
-	char leader;
-	if (!tprof_cfg.freeres || !tprof_shm || atomic_load(&tprof_sandboxed) || tprof_proc_threads(&leader) != 1)
+	char leader = 0;
+	if (!tprof_cfg.freeres || !tprof_shm || atomic_load(&tprof_sandboxed))
+		return;
+	/* this thread alone, or with a main thread that called pthread_exit (a zombie until the
+	 * process ends: the last thread's return calls exit), as memcheck runs it then too */
+	int n = tprof_proc_threads(&leader);
+	if (n != 1 && !(n == 2 && leader == 'Z' && tprof_gettid() != tprof_getpid()))
 		return;
 	/* not dlsym: it would free the message of a dlopen that failed and that the program never
 	 * asked dlerror() about, which memcheck sees freed by __libc_freeres */
