@@ -464,12 +464,22 @@ extern __typeof(realloc) tprof_own_realloc COPY_ATTRS(realloc) __attribute__((al
  * namespace decide what is loaded), so the wrappers must not be a frame of their own: they record
  * what was loaded before this call, then jump to the real function, which returns straight to the
  * caller. What this call loads is recorded at the next scan: another dlopen or dlclose, or exit. */
-void tprof_dlopen_before(void);
+void tprof_dlopen_before(const char *file, long flags);
 void *tprof_dlopen_real, *tprof_dlmopen_real; /* hidden: the trampolines jump through them */
-void tprof_dlopen_before(void)
+void tprof_dlopen_before(const char *file, long flags)
 {
-	if (ready() && atomic_load_explicit(&tprof_recording, memory_order_acquire) && !tprof_tls.guard)
+	if (!ready() || tprof_tls.guard)
+		return;
+	if (atomic_load_explicit(&tprof_recording, memory_order_acquire))
 		tprof_modules_scan(0);
+	/* a library whose own dependencies come first in its lookups calls the C library's malloc,
+	 * not this library's: its heap calls are not recorded, which is said */
+	if ((flags & RTLD_DEEPBIND) && file) {
+		int e = errno;
+		tprof_region_warn("", file, " is loaded with RTLD_DEEPBIND: its heap calls go straight to the C "
+					      "library's and are not in the trace");
+		errno = e;
+	}
 }
 
 __asm__(".text\n"
@@ -491,6 +501,8 @@ __asm__(".text\n"
 	"	push %rdi\n"
 	"	push %rsi\n"
 	"	push %rdx\n"
+	"	mov %rsi, %rdi\n" /* the file and flags, as dlopen's */
+	"	mov %rdx, %rsi\n"
 	"	call tprof_dlopen_before\n"
 	"	pop %rdx\n"
 	"	pop %rsi\n"

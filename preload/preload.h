@@ -304,6 +304,11 @@ size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t m
  * --list; path and argv: the exec's, path NULL for fexecve; search: looked up in PATH, as execvp
  * does) or could not open it (chroot, no descriptor free, a 32-bit program): the count of envp's
  * entries and the one replaced (*at), or 0 (region.c). */
+/* One line naming the process, where its recorder's lines go (region.c say): a warning. */
+void tprof_region_warn(const char *a, const char *b, const char *c);
+/* Says, once per image as it registers, when C++'s operator new is an allocator's that does not
+ * call malloc (region.c). */
+void tprof_region_note_cxx(void);
 size_t tprof_region_exec_unpreload(const char *path, int search, char *const argv[], char *const envp[], char *out,
 				   size_t cap, size_t max, size_t *at);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;

@@ -251,6 +251,39 @@ static void say(const char *a, const char *b, const char *c)
 	tprof_sb_emit(&s);
 }
 
+void tprof_region_warn(const char *a, const char *b, const char *c)
+{
+	say(a, b, c);
+}
+
+/* An allocator preloaded after libtprof.so (tprof record puts it there) that defines C++'s operator
+ * new and delete (tcmalloc, jemalloc, mimalloc; AddressSanitizer's runtime too) serves them without
+ * malloc: new and delete never reach a hook. Said once per image that has a C++ library loaded, as
+ * it registers. */
+static int has_text(const char *s, const char *t)
+{
+	for (; *s; s++) {
+		const char *a = s, *b = t;
+		while (*b && *a == *b)
+			a++, b++;
+		if (!*b)
+			return 1;
+	}
+	return 0;
+}
+
+void tprof_region_note_cxx(void)
+{
+	if (!tprof_find_symbol("_ZSt9terminatev")) /* no C++ library loaded: no new to call */
+		return;
+	void *f = tprof_find_symbol("_Znwm");
+	struct dl_find_object fo;
+	const char *n = f && _dl_find_object(f, &fo) == 0 && fo.dlfo_link_map ? fo.dlfo_link_map->l_name : NULL;
+	if (n && *n && !has_text(n, "libstdc++") && !has_text(n, "libc++"))
+		say("C++ operator new and delete are ", n, "'s, which serves them without malloc: new and "
+							    "delete are not in the trace");
+}
+
 /* ---- the trace file ---- */
 
 /* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace, at

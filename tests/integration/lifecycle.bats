@@ -881,6 +881,71 @@ SRC
 	[ "$(jget r.json calls.free)" -ge 1 ]
 }
 
+# An allocator preloaded after libtprof.so (as tprof record puts it) that defines C++'s operator new
+# serves new without malloc, and a library loaded with RTLD_DEEPBIND calls the C library's malloc:
+# neither reaches a hook. What the trace cannot have is said.
+@test "heap calls that cannot reach a hook are said: C++ new served by a preloaded allocator's, a library loaded with RTLD_DEEPBIND" {
+	command -v g++ >/dev/null || skip "no g++"
+	cat >ownnew.cpp <<'SRC'
+#include <cstddef>
+#include <new>
+alignas(16) static char arena[1 << 20];
+static std::size_t used;
+void *operator new(std::size_t n) { void *p = arena + used; used += (n + 15) & ~std::size_t(15); return p; }
+void *operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void *) noexcept {}
+void operator delete[](void *) noexcept {}
+void operator delete(void *, std::size_t) noexcept {}
+void operator delete[](void *, std::size_t) noexcept {}
+SRC
+	cat >newloop.cpp <<'SRC'
+#include <cstdio>
+int main() { for (int i = 0; i < 100; i++) { int *p = new int[i + 1]; p[0] = i; delete[] p; } std::puts("ok"); }
+SRC
+	g++ -shared -fPIC -o libownnew.so ownnew.cpp
+	g++ -o newloop newloop.cpp
+	rm -f t.trace
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so:$WORK/libownnew.so" ./newloop
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"tprof: newloop (pid "*"): C++ operator new and delete are $WORK/libownnew.so's, which serves them without malloc: new and delete are not in the trace"* ]]
+	# the C++ library's own operator new calls malloc: nothing to say
+	rm -f t.trace
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./newloop
+	[ "$status" -eq 0 ]
+	[ "$output" = ok ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json calls.malloc)" -ge 100 ]
+
+	cat >libplain.c <<'SRC'
+#include <stdlib.h>
+int lib_work(void) { char *p = malloc(123); free(p); return 7; }
+SRC
+	cat >dl.c <<'SRC'
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	void *h = dlopen(argv[1], RTLD_NOW | (argc > 2 ? RTLD_DEEPBIND : 0));
+	int (*w)(void) = h ? (int (*)(void))dlsym(h, "lib_work") : NULL;
+	printf("%d\n", w ? w() : -1);
+	return 0;
+}
+SRC
+	gcc -shared -fPIC -o libplain.so libplain.c
+	gcc -o dl dl.c -ldl
+	rm -f t.trace
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./dl "$WORK/libplain.so" deep
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"tprof: dl (pid "*"): $WORK/libplain.so is loaded with RTLD_DEEPBIND: its heap calls go straight to the C library's and are not in the trace"* ]]
+	rm -f t.trace
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./dl "$WORK/libplain.so"
+	[ "$status" -eq 0 ]
+	[ "$output" = 7 ]
+}
+
 # sig_exit_run MODE STATUS IN_USE: runs tests/progs/sig_exit MODE under libtprof.so: the status, a
 # complete trace, nothing lost, and in use at exit IN_USE bytes, or 64 more (the block of a malloc
 # the signal interrupted, which never returned)
