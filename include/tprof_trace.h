@@ -12,7 +12,7 @@
 
 #define TPROF_MAGIC "TPROFTRC"   /* 8 bytes at offset 0, no terminator */
 #define TPROF_MAGIC_LEN 8
-#define TPROF_VERSION 10          /* readers reject newer files */
+#define TPROF_VERSION 11          /* readers reject newer files */
 #define TPROF_VERSION_OLDEST 2    /* and older ones than this; version 2 is 3 without RSS blocks */
 #define TPROF_FILE_HEADER_LEN 16  /* magic, u16 version, u16 header length, u32 flags */
 
@@ -201,6 +201,11 @@ enum tprof_end_reason {
 				  * ended (another thread's exit, a signal): the call never returned to
 				  * the program (its event is in only if it was recorded by then); the
 				  * trace is still complete */
+#define TPROF_ENDF_NEW_UNHOOKED 0x10u /* version 11: C++ operator new and delete were an allocator's
+				       * that serves them without malloc (one preloaded after
+				       * libtprof.so): they are not in the trace */
+#define TPROF_ENDF_DEEPBIND 0x20u     /* version 11: a library was loaded with RTLD_DEEPBIND: its
+				       * heap calls reached the C library's directly, not in the trace */
 
 static inline const char *tprof_event_name(unsigned kind)
 {

@@ -1472,8 +1472,8 @@ int tprof_start_recording(void)
 			tprof_ucache_cold = 1;
 		if (ok) /* before the registration shows: a child another thread makes from then on sees it */
 			alive_arm();
-		if (ok && !forked) /* a fork child's parent has said it */
-			tprof_region_note_cxx();
+		if (ok)
+			tprof_region_note_cxx(forked);
 		atomic_store_explicit(&tprof_recording, ok, memory_order_release);
 		atomic_store_explicit(&reg_state, ok ? 2 : 3, memory_order_release);
 		tprof_tls.guard--;

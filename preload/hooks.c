@@ -476,6 +476,7 @@ void tprof_dlopen_before(const char *file, long flags)
 	 * not this library's: its heap calls are not recorded, which is said */
 	if ((flags & RTLD_DEEPBIND) && file) {
 		int e = errno;
+		tprof_region_unhooked(TPROF_UNHOOKED_DEEPBIND);
 		tprof_region_warn("", file, " is loaded with RTLD_DEEPBIND: its heap calls go straight to the C "
 					      "library's and are not in the trace");
 		errno = e;

@@ -307,8 +307,10 @@ size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t m
 /* One line naming the process, where its recorder's lines go (region.c say): a warning. */
 void tprof_region_warn(const char *a, const char *b, const char *c);
 /* Says, once per image as it registers, when C++'s operator new is an allocator's that does not
- * call malloc (region.c). */
-void tprof_region_note_cxx(void);
+ * call malloc, and puts what no hook sees into the shared memory (region.c; child: a fork child). */
+void tprof_region_note_cxx(int child);
+/* Heap calls no hook sees (TPROF_UNHOOKED_*), from now on. */
+void tprof_region_unhooked(uint32_t bits);
 size_t tprof_region_exec_unpreload(const char *path, int search, char *const argv[], char *const envp[], char *out,
 				   size_t cap, size_t max, size_t *at);
 /* Allocates len bytes (a multiple of 64) of the shared file, zeroed, mapped in this process;

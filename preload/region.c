@@ -259,7 +259,7 @@ void tprof_region_warn(const char *a, const char *b, const char *c)
 /* An allocator preloaded after libtprof.so (tprof record puts it there) that defines C++'s operator
  * new and delete (tcmalloc, jemalloc, mimalloc; AddressSanitizer's runtime too) serves them without
  * malloc: new and delete never reach a hook. Said once per image that has a C++ library loaded, as
- * it registers. */
+ * it registers (a fork child has its parent's answer), and kept for its trace's END block. */
 static int has_text(const char *s, const char *t)
 {
 	for (; *s; s++) {
@@ -272,16 +272,33 @@ static int has_text(const char *s, const char *t)
 	return 0;
 }
 
-void tprof_region_note_cxx(void)
+/* What no hook sees (TPROF_UNHOOKED_*): kept by the process, which a fork child inherits, and put in
+ * its shared memory for the trace's END block. */
+static _Atomic uint32_t unhooked;
+
+void tprof_region_unhooked(uint32_t bits)
 {
-	if (!tprof_find_symbol("_ZSt9terminatev")) /* no C++ library loaded: no new to call */
-		return;
-	void *f = tprof_find_symbol("_Znwm");
-	struct dl_find_object fo;
-	const char *n = f && _dl_find_object(f, &fo) == 0 && fo.dlfo_link_map ? fo.dlfo_link_map->l_name : NULL;
-	if (n && *n && !has_text(n, "libstdc++") && !has_text(n, "libc++"))
-		say("C++ operator new and delete are ", n, "'s, which serves them without malloc: new and "
-							    "delete are not in the trace");
+	atomic_fetch_or(&unhooked, bits);
+	if (tprof_shm)
+		atomic_fetch_or(&tprof_shm->unhooked, bits);
+}
+
+void tprof_region_note_cxx(int child)
+{
+	if (!child && tprof_find_symbol("_ZSt9terminatev")) { /* else no C++ library: no new to call */
+		void *f = tprof_find_symbol("_Znwm");
+		struct dl_find_object fo;
+		const char *n = f && _dl_find_object(f, &fo) == 0 && fo.dlfo_link_map ? fo.dlfo_link_map->l_name
+										      : NULL;
+		if (n && *n && !has_text(n, "libstdc++") && !has_text(n, "libc++")) {
+			atomic_fetch_or(&unhooked, TPROF_UNHOOKED_NEW);
+			say("C++ operator new and delete are ", n,
+			    "'s, which serves them without malloc: new and delete are not in the trace");
+		}
+	}
+	uint32_t u = atomic_load(&unhooked);
+	if (u && tprof_shm)
+		atomic_fetch_or(&tprof_shm->unhooked, u);
 }
 
 /* ---- the trace file ---- */

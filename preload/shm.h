@@ -19,7 +19,9 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 11
+#define TPROF_SHM_VERSION 12
+#define TPROF_UNHOOKED_NEW 1u      /* C++ operator new is an allocator's that does not call malloc */
+#define TPROF_UNHOOKED_DEEPBIND 2u /* a library was loaded with RTLD_DEEPBIND */
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
 /* Under a file size limit (ulimit -f) that neither the process nor the recorder can lift, the file is
  * as large as the limit allows, down to this: the first piece (12 MiB) and rings for a few threads. */
@@ -121,6 +123,7 @@ struct tprof_shm {
 	_Atomic uint32_t alloc_busy;
 	_Atomic uint32_t reserve_failed; /* a piece could not be mapped (address space limit) */
 	_Atomic uint32_t sandboxed;      /* the process installed a seccomp filter (tprof_sandboxed) */
+	_Atomic uint32_t unhooked;       /* heap calls no hook sees: TPROF_UNHOOKED_* */
 
 	_Alignas(64) _Atomic uint64_t seq; /* global event order */
 	_Alignas(64) _Atomic uint32_t epoch; /* advanced by the recorder on every pass */

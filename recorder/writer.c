@@ -1533,6 +1533,11 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 		flags |= TPROF_ENDF_RESERVE;
 	if (atomic_load(&w->shm->sandboxed))
 		flags |= TPROF_ENDF_SECCOMP;
+	uint32_t unhooked = atomic_load(&w->shm->unhooked);
+	if (unhooked & TPROF_UNHOOKED_NEW)
+		flags |= TPROF_ENDF_NEW_UNHOOKED;
+	if (unhooked & TPROF_UNHOOKED_DEEPBIND)
+		flags |= TPROF_ENDF_DEEPBIND;
 	modules_update(w);
 	stacks_flush(w);
 	uint64_t xb = atomic_load(&w->shm->exit_rss_bytes);

@@ -168,6 +168,8 @@ static void declare_summary(void)
 	add_col("not_classified", OUT_STR, "", NULL);
 	add_col("peak_rss_includes_tprof", OUT_BOOL, "", NULL);
 	add_col("unfinished_call", OUT_BOOL, "", NULL);
+	add_col("new_unhooked", OUT_BOOL, "", NULL);
+	add_col("deepbind", OUT_BOOL, "", NULL);
 }
 
 static const struct out_col thread_cols[] = {
@@ -240,6 +242,8 @@ static int print_tables(const struct cmd_opts *o, const struct tprof_trace *t, c
 	out_str(&w, kd->lc.classified ? NULL : kd->lc.why);
 	out_bool(&w, r != NULL && tprof_rss_has_own(t));
 	out_bool(&w, t->ended && (t->end_flags & TPROF_ENDF_INCALL));
+	out_bool(&w, t->ended && (t->end_flags & TPROF_ENDF_NEW_UNHOOKED));
+	out_bool(&w, t->ended && (t->end_flags & TPROF_ENDF_DEEPBIND));
 	out_row_end(&w);
 	out_table_end(&w);
 
@@ -290,6 +294,13 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	if (t->ended && (t->end_flags & TPROF_ENDF_RESERVE))
 		printf("  warning        memory for call stacks or a thread's ring was refused (an address space, "
 		       "locked memory or file size limit): fewer distinct stacks, allocations without one, or events lost (counted)\n");
+	if (t->ended && (t->end_flags & TPROF_ENDF_NEW_UNHOOKED))
+		printf("  warning        C++ new and delete were an allocator's that serves them without malloc "
+		       "(one preloaded after libtprof.so: tcmalloc, jemalloc, mimalloc): they are not in the "
+		       "totals (TOTALS BELOW UNDERCOUNT)\n");
+	if (t->ended && (t->end_flags & TPROF_ENDF_DEEPBIND))
+		printf("  warning        a library was loaded with RTLD_DEEPBIND: its heap calls went straight to "
+		       "the C library's and are not in the totals (TOTALS BELOW UNDERCOUNT)\n");
 	if (t->ended && (t->end_flags & TPROF_ENDF_SECCOMP))
 		printf("  note           the process installed a seccomp filter: from then on tprof made no call "
 		       "it might forbid (no scan of leaks, no resident size at the end; stacks that reach "

@@ -133,6 +133,9 @@ int rd_parse_info(struct tprof_trace *t, struct tprof_cursor *c, unsigned versio
  * a new one writes a newer version). */
 static uint64_t end_flags_known(unsigned version)
 {
+	if (version >= 11)
+		return TPROF_ENDF_INFLIGHT | TPROF_ENDF_RESERVE | TPROF_ENDF_SECCOMP | TPROF_ENDF_INCALL |
+		       TPROF_ENDF_NEW_UNHOOKED | TPROF_ENDF_DEEPBIND;
 	if (version >= 10)
 		return TPROF_ENDF_INFLIGHT | TPROF_ENDF_RESERVE | TPROF_ENDF_SECCOMP | TPROF_ENDF_INCALL;
 	if (version >= 7)

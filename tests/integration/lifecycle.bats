@@ -909,6 +909,12 @@ SRC
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"tprof: newloop (pid "*"): C++ operator new and delete are $WORK/libownnew.so's, which serves them without malloc: new and delete are not in the trace"* ]]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json new_unhooked)" = true ]
+	[ "$(jget r.json deepbind)" = false ]
+	run "$B/tprof" report t.trace
+	[[ "$output" == *"C++ new and delete were an allocator's that serves them without malloc"*"TOTALS BELOW UNDERCOUNT"* ]]
 	# the C++ library's own operator new calls malloc: nothing to say
 	rm -f t.trace
 	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./newloop
@@ -940,10 +946,17 @@ SRC
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"tprof: dl (pid "*"): $WORK/libplain.so is loaded with RTLD_DEEPBIND: its heap calls go straight to the C library's and are not in the trace"* ]]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json deepbind)" = true ]
+	[ "$(jget r.json new_unhooked)" = false ]
 	rm -f t.trace
 	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" ./dl "$WORK/libplain.so"
 	[ "$status" -eq 0 ]
 	[ "$output" = 7 ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json deepbind)" = false ]
 }
 
 # sig_exit_run MODE STATUS IN_USE: runs tests/progs/sig_exit MODE under libtprof.so: the status, a
