@@ -216,6 +216,29 @@ EOF
 	[[ "$output" == *"v.trace: byte $off: corrupt: END block with unknown flags 0x4"* ]]
 }
 
+@test "END flags NEW_UNHOOKED and DEEPBIND (version 11): the report warns that its totals undercount, JSON and CSV say so; corrupt in version 10" {
+	for f in 16 32 48; do
+		mk t.trace --version 11 --events 5 --end 1,0,$f
+		"$B/tprof" report --json t.trace >r.json
+		[ "$(jget r.json new_unhooked)" = $([ $((f & 16)) != 0 ] && echo true || echo false) ]
+		[ "$(jget r.json deepbind)" = $([ $((f & 32)) != 0 ] && echo true || echo false) ]
+		[ "$(jget r.json complete)" = true ]
+		"$B/tprof" report --csv t.trace >r.csv
+		[ "$(csv_col r.csv deepbind)" = $([ $((f & 32)) != 0 ] && echo true || echo false) ]
+		run "$B/tprof" report t.trace
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"TOTALS BELOW UNDERCOUNT"* ]]
+		mk v.trace --version 10 --events 5 --end 1,0,$f
+		off=$(awk '$2 == 7 { print $1 }' v.trace.blocks)
+		run "$B/tprof" report v.trace
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"v.trace: byte $off: corrupt: END block with unknown flags $(printf '0x%x' $f)"* ]]
+	done
+	mk u.trace --version 11 --events 5 --end 1,0
+	run "$B/tprof" report u.trace
+	[[ "$output" != *"TOTALS BELOW UNDERCOUNT"* ]]
+}
+
 @test "END flags this reader does not know are corrupt" {
 	for flags in 2 3 0x80 0x100000000; do
 		mk t.trace --end 1,0,$flags
