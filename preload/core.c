@@ -447,6 +447,12 @@ FOREIGN(void *, memalign, (size_t a, size_t n), (a, n))
 FOREIGN(void *, valloc, (size_t n), (n))
 FOREIGN(void *, pvalloc, (size_t n), (n))
 
+/* The malloc the hooks call, behind the foreign wrappers when there are: whose allocator it is. */
+void *tprof_next_malloc(void)
+{
+	return foreign.malloc ? (void *)foreign.malloc : (void *)tprof_real.malloc;
+}
+
 static void foreign_free(void *p)
 {
 	int f = tprof_tls.in_foreign;

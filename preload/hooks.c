@@ -473,12 +473,26 @@ void tprof_dlopen_before(const char *file, long flags)
 	if (atomic_load_explicit(&tprof_recording, memory_order_acquire))
 		tprof_modules_scan(0);
 	/* a library whose own dependencies come first in its lookups calls the C library's malloc,
-	 * not this library's: its heap calls are not recorded, which is said */
-	if ((flags & RTLD_DEEPBIND) && file) {
+	 * not this library's: its heap calls are not recorded, which is said, once per process, for
+	 * a library not loaded yet (a library already in keeps its bindings; a failed lookup's error
+	 * goes, as the call about to be made sets its own) */
+	static int deepbind_said;
+	if ((flags & RTLD_DEEPBIND) && !(flags & RTLD_NOLOAD) && file && !deepbind_said && tprof_real.dlopen &&
+	    tprof_real.dlclose) {
 		int e = errno;
-		tprof_region_unhooked(TPROF_UNHOOKED_DEEPBIND);
-		tprof_region_warn("", file, " is loaded with RTLD_DEEPBIND: its heap calls go straight to the C "
-					      "library's and are not in the trace");
+		tprof_tls.guard++;
+		void *h = tprof_real.dlopen(file, RTLD_NOLOAD | RTLD_LAZY);
+		if (h)
+			tprof_real.dlclose(h);
+		else
+			dlerror();
+		tprof_tls.guard--;
+		if (!h) {
+			deepbind_said = 1;
+			tprof_region_unhooked(TPROF_UNHOOKED_DEEPBIND);
+			tprof_region_warn("", file, " is loaded with RTLD_DEEPBIND: its heap calls go straight to the "
+						      "C library's and are not in the trace");
+		}
 		errno = e;
 	}
 }

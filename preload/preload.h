@@ -309,6 +309,8 @@ void tprof_region_warn(const char *a, const char *b, const char *c);
 /* Says, once per image as it registers, when C++'s operator new is an allocator's that does not
  * call malloc, and puts what no hook sees into the shared memory (region.c; child: a fork child). */
 void tprof_region_note_cxx(int child);
+/* The malloc behind the hooks: the next definition after this library's (core.c). */
+void *tprof_next_malloc(void);
 /* Heap calls no hook sees (TPROF_UNHOOKED_*), from now on. */
 void tprof_region_unhooked(uint32_t bits);
 size_t tprof_region_exec_unpreload(const char *path, int search, char *const argv[], char *const envp[], char *out,

@@ -288,9 +288,15 @@ void tprof_region_note_cxx(int child)
 	if (!child && tprof_find_symbol("_ZSt9terminatev")) { /* else no C++ library: no new to call */
 		void *f = tprof_find_symbol("_Znwm");
 		struct dl_find_object fo;
-		const char *n = f && _dl_find_object(f, &fo) == 0 && fo.dlfo_link_map ? fo.dlfo_link_map->l_name
-										      : NULL;
-		if (n && *n && !has_text(n, "libstdc++") && !has_text(n, "libc++")) {
+		struct link_map *m = f && _dl_find_object(f, &fo) == 0 ? fo.dlfo_link_map : NULL;
+		const char *n = m ? m->l_name : NULL;
+		/* the allocator behind the hooks (the next malloc: one preloaded after libtprof.so)
+		 * defines operator new too; a library linked with its own copy of the C++ library
+		 * exports one that calls malloc, which is recorded */
+		struct dl_find_object mo;
+		void *next = tprof_next_malloc();
+		if (n && *n && !has_text(n, "libstdc++") && !has_text(n, "libc++") && next &&
+		    _dl_find_object(next, &mo) == 0 && mo.dlfo_link_map == m) {
 			atomic_fetch_or(&unhooked, TPROF_UNHOOKED_NEW);
 			say("C++ operator new and delete are ", n,
 			    "'s, which serves them without malloc: new and delete are not in the trace");

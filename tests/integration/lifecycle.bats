@@ -886,9 +886,15 @@ SRC
 # neither reaches a hook. What the trace cannot have is said.
 @test "heap calls that cannot reach a hook are said: C++ new served by a preloaded allocator's, a library loaded with RTLD_DEEPBIND" {
 	command -v g++ >/dev/null || skip "no g++"
+	# an allocator: malloc and free of its own (the C library's under them), and C++'s new and
+	# delete from an arena, never through malloc
 	cat >ownnew.cpp <<'SRC'
 #include <cstddef>
 #include <new>
+extern "C" void *__libc_malloc(std::size_t);
+extern "C" void __libc_free(void *);
+extern "C" void *malloc(std::size_t n) { return __libc_malloc(n); }
+extern "C" void free(void *p) { __libc_free(p); }
 alignas(16) static char arena[1 << 20];
 static std::size_t used;
 void *operator new(std::size_t n) { void *p = arena + used; used += (n + 15) & ~std::size_t(15); return p; }
