@@ -62,7 +62,6 @@ TPROF_EXPORT const char *__asan_default_options(void)
  * made before tprof's constructor has run (its check is one: it runs from the executable's
  * preinit array) get a list without this library; every other call goes straight to the C
  * library's (the constructors of the program's libraries, which also run before tprof's, see it). */
-extern const char __ehdr_start[] __attribute__((visibility("hidden"))); /* this library's load address */
 typedef int (*phdr_callback)(struct dl_phdr_info *, size_t, void *);
 struct phdr_skip {
 	phdr_callback cb;
@@ -84,14 +83,7 @@ static int asan_runtime_code(const void *pc)
 {
 	struct dl_find_object fo;
 	const char *f = _dl_find_object((void *)pc, &fo) == 0 && fo.dlfo_link_map ? fo.dlfo_link_map->l_name : NULL;
-	for (const char *c = f; c && *c; c++) {
-		const char *a = c, *b = "asan";
-		while (*b && *a == *b)
-			a++, b++;
-		if (!*b && c - f >= 3 && (c[-1] == 'b' || c[-1] == '.')) /* libasan, clang_rt.asan */
-			return 1;
-	}
-	return 0;
+	return f && (tprof_has_text(f, "libasan") || tprof_has_text(f, "clang_rt.asan"));
 }
 
 TPROF_EXPORT int dl_iterate_phdr(phdr_callback cb, void *data)

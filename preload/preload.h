@@ -188,6 +188,23 @@ extern void __asan_init(void) __attribute__((weak));
 extern void __tsan_init(void) __attribute__((weak));
 extern void __msan_init(void) __attribute__((weak));
 extern void __hwasan_init(void) __attribute__((weak));
+/* This library's ELF header, at its load address (the linker's symbol). */
+extern const unsigned char __ehdr_start[] __attribute__((visibility("hidden")));
+
+/* Whether t occurs in s: tprof's own loop, for where the C library's string functions may be a
+ * sanitizer's interceptors not ready yet, or pages a fork child would fault in. */
+static inline int tprof_has_text(const char *s, const char *t)
+{
+	for (; *s; s++) {
+		const char *a = s, *b = t;
+		while (*b && *a == *b)
+			a++, b++;
+		if (!*b)
+			return 1;
+	}
+	return 0;
+}
+
 static inline int tprof_sanitizer_present(void)
 {
 	return __asan_init || __tsan_init || __msan_init || __hwasan_init;

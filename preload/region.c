@@ -256,22 +256,6 @@ void tprof_region_warn(const char *a, const char *b, const char *c)
 	say(a, b, c);
 }
 
-/* An allocator preloaded after libtprof.so (tprof record puts it there) that defines C++'s operator
- * new and delete (tcmalloc, jemalloc, mimalloc; AddressSanitizer's runtime too) serves them without
- * malloc: new and delete never reach a hook. Said once per image that has a C++ library loaded, as
- * it registers (a fork child has its parent's answer), and kept for its trace's END block. */
-static int has_text(const char *s, const char *t)
-{
-	for (; *s; s++) {
-		const char *a = s, *b = t;
-		while (*b && *a == *b)
-			a++, b++;
-		if (!*b)
-			return 1;
-	}
-	return 0;
-}
-
 /* What no hook sees (TPROF_UNHOOKED_*): kept by the process, which a fork child inherits, and put in
  * its shared memory for the trace's END block. */
 static _Atomic uint32_t unhooked;
@@ -283,6 +267,10 @@ void tprof_region_unhooked(uint32_t bits)
 		atomic_fetch_or(&tprof_shm->unhooked, bits);
 }
 
+/* An allocator preloaded after libtprof.so (tprof record puts it there) that defines C++'s operator
+ * new and delete (tcmalloc, jemalloc, mimalloc; AddressSanitizer's runtime too) serves them without
+ * malloc: new and delete never reach a hook. Said once per image that has a C++ library loaded, as
+ * it registers (a fork child has its parent's answer), and kept for its trace's END block. */
 void tprof_region_note_cxx(int child)
 {
 	if (!child && tprof_find_symbol("_ZSt9terminatev")) { /* else no C++ library: no new to call */
@@ -295,7 +283,7 @@ void tprof_region_note_cxx(int child)
 		 * exports one that calls malloc, which is recorded */
 		struct dl_find_object mo;
 		void *next = tprof_next_malloc();
-		if (n && *n && !has_text(n, "libstdc++") && !has_text(n, "libc++") && next &&
+		if (n && *n && !tprof_has_text(n, "libstdc++") && !tprof_has_text(n, "libc++") && next &&
 		    _dl_find_object(next, &mo) == 0 && mo.dlfo_link_map == m) {
 			atomic_fetch_or(&unhooked, TPROF_UNHOOKED_NEW);
 			say("C++ operator new and delete are ", n,
@@ -1113,8 +1101,6 @@ TPROF_STARTUP static int exec_leaves_no_fd(void)
  * loader would print an error for libtprof.so ("wrong ELF class"), a line a bare run does not
  * print. A regular file only (opening another, a device, could act on it), read when it can be: an
  * execute-only program is taken for one of ours. Four system calls, not under a seccomp filter. */
-extern const unsigned char __ehdr_start[] __attribute__((visibility("hidden")));
-
 TPROF_STARTUP static int foreign_file(const char *path)
 {
 	char h[160], next[160]; /* the exec may run on a small stack (a clone child's) */
