@@ -65,6 +65,20 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 {
 	struct tprof_reader_priv *p = t->priv;
 	struct decoded *s = &c->own;
+	if (p->piped) { /* the decode thread decoded them (prefetch.c) */
+		s = &c->q[c->qhead % PIPE_SLOTS];
+		if (c->holding) {
+			if (s->status != 1)
+				goto corrupt;
+			c->holding = 0;
+			rd_pipe_release(p, c);
+		}
+		if (!(s = rd_pipe_next(t, c)))
+			return 0;
+		if (p->progress && s->at)
+			progress_step(t, s->at);
+		goto hold;
+	}
 	if (c->holding) {
 		if (s->status != 1) /* a corrupt block's events were all handed out: now its error */
 			goto corrupt;
@@ -80,7 +94,8 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			return 0;
 		}
 		const struct block_ref *b = &c->blocks[c->next_block++];
-		struct job *z = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL);
+		struct job *z = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL,
+					    &p->help_dctx);
 		if (z) { /* its payload, decompressed ahead (else decompressed below) */
 			if (z->zok) {
 				uint8_t *buf = c->d.zbuf;
@@ -110,6 +125,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 		uint64_t limit = CHUNKS_HELD / p->nown;
 		rd_decode_chunk(t, &c->d, &c->own, limit > CHUNK ? CHUNK : limit < CHUNK_MIN ? CHUNK_MIN : limit);
 	}
+hold:
 	c->holding = 1;
 	c->next = s->ev;
 	c->end = s->ev ? s->ev + s->n : s->ev; /* no events yet: no buffer either */

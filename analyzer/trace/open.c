@@ -553,6 +553,8 @@ void tprof_trace_close(struct tprof_trace *t)
 			free(p->cur[i].d.zbuf);
 			free(p->cur[i].d.st);
 			free(p->cur[i].own.ev);
+			for (int k = 0; k < PIPE_SLOTS; k++)
+				free(p->cur[i].q[k].ev);
 		}
 		free(p->cur);
 		struct tid_entry *e, *tmp;

@@ -1,12 +1,14 @@
-/* The trace reader's decode thread: decompresses ZEVENTS blocks a few ahead of the merge, which
- * decodes their records itself (and decompresses some too rather than wait), and gives back the
- * pages of the mapping that every thread has read past. */
+/* The trace reader's decode thread: with a few threads in the trace, a pipeline that decodes their
+ * records chunk by chunk ahead of the merge; with many, it only decompresses ZEVENTS blocks a few
+ * ahead of the merge, which decodes their records itself (and decompresses some too rather than
+ * wait). And the pages of the mapping that every thread has read past are given back. */
 #include "trace/reader_int.h"
 
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,13 @@
 
 
 #include "base/util.h"
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
 
 void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b)
 {
@@ -164,12 +173,6 @@ static void *decoder_main(void *arg)
 	return NULL;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
 
 /* How long the merge waits for the decode thread to finish the block it needs, before it
  * decompresses the block itself: a little more than a block takes, so that a decode thread held
@@ -180,7 +183,8 @@ static inline void cpu_relax(void)
  * job with its payload when the decode thread decompressed it (the merge decompressing blocks after
  * it meanwhile when the decode thread is on it, then waiting a moment for it to finish), or NULL
  * when the merge is to decompress it itself. */
-struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next)
+struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next,
+			ZSTD_DCtx **dctx)
 {
 	struct tprof_reader_priv *p = t->priv;
 	if (!p->threaded)
@@ -199,7 +203,7 @@ struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const 
 			j++;
 		if (j >= p->njobs || j >= b->job + 2 * DECODE_AHEAD)
 			break;
-		decompress_job(t, &p->jobs[j], &p->help_dctx);
+		decompress_job(t, &p->jobs[j], dctx);
 	}
 	if (z->state == JOB_BUSY) {
 		/* the decode thread is usually about to finish: spin a little before sleeping, which
@@ -245,18 +249,200 @@ void rd_release_job(struct tprof_reader_priv *p, struct job *z)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* The decode thread runs when there are compressed blocks to share and a second CPU to decompress
- * them on (TPROF_DECODE_THREAD=0 turns it off; the events are the same either way). */
+/* ---- the pipeline: the decode thread decodes the records too ----
+ *
+ * With a few threads in the trace the decode thread decodes every record, a chunk at a time, up to
+ * PIPE_SLOTS chunks ahead of the merge in each thread, and the merge only merges and hands the
+ * events out: the decoding is the larger half of the reading, and the analysis runs meanwhile on the
+ * merge's CPU. The decode thread decodes the thread whose decoded events end first, the one the
+ * merge will run out of first. Either side that would wait decompresses a block ahead instead
+ * (help_ahead), so the two CPUs share that work as each has time. Each side spins a little before
+ * it sleeps: a wake-up costs tens of microseconds on a virtual machine, a chunk about as much. */
+
+/* Decompresses the first open job, as the decode thread did before the pipeline, when the blocks
+ * decompressed ahead are few enough: 1 when it did. */
+static int help_ahead(struct tprof_trace *t, ZSTD_DCtx **dctx)
+{
+	struct tprof_reader_priv *p = t->priv;
+	int did = 0;
+	pthread_mutex_lock(&p->lock);
+	while (p->help_next < p->njobs && !job_open(&p->jobs[p->help_next]))
+		p->help_next++; /* passed over: never open again (see decoder_main) */
+	if (p->help_next < p->njobs && p->ahead < DECODE_AHEAD && p->ahead_bytes < DECODE_AHEAD_BYTES) {
+		decompress_job(t, &p->jobs[p->help_next], dctx);
+		did = 1;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return did;
+}
+
+/* How long a side spins before it sleeps: a few chunks' time (a pause is tens of cycles) */
+#define PIPE_SPIN 4000
+
+static unsigned q_len(struct cursor *c)
+{
+	return __atomic_load_n(&c->qtail, __ATOMIC_SEQ_CST) - __atomic_load_n(&c->qhead, __ATOMIC_SEQ_CST);
+}
+
+/* The cursor the decode thread is to decode next: of those with room, the one whose decoded events
+ * end first. -1 when none has room; *left: some are not done. */
+static ssize_t pipe_pick(struct tprof_reader_priv *p, int *left)
+{
+	ssize_t best = -1;
+	*left = 0;
+	for (size_t i = 0; i < p->ncur; i++) {
+		struct cursor *c = &p->cur[i];
+		if (c->dec_done)
+			continue;
+		*left = 1;
+		if (q_len(c) < p->pipe_slots && (best < 0 || c->dec_seq < p->cur[best].dec_seq))
+			best = (ssize_t)i;
+	}
+	return best;
+}
+
+/* The decode thread decodes cursor c's next chunk (beginning its next block when it is between
+ * two) into its queue. */
+static void pipe_decode(struct tprof_trace *t, struct cursor *c)
+{
+	struct tprof_reader_priv *p = t->priv;
+	struct decoded *s = &c->q[c->qtail % PIPE_SLOTS];
+	s->n = 0;
+	s->status = 1;
+	s->at = 0;
+	if (!c->d.blk) {
+		const struct block_ref *b = &c->blocks[c->next_block++];
+		struct job *z = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL,
+					    &p->dctx);
+		if (z) {
+			if (z->zok) {
+				uint8_t *buf = c->d.zbuf;
+				size_t cap = c->d.zcap;
+				c->d.zbuf = z->zbuf;
+				c->d.zcap = z->zcap;
+				c->d.zready = 1;
+				z->zbuf = buf;
+				z->zcap = cap;
+			}
+			rd_release_job(p, z);
+		}
+		s->at = b->off;
+		if (rd_begin_block(t, &p->dctx, &c->d, b, s) < 0)
+			s->status = -1;
+		rd_drop_consumed(p, b);
+	}
+	if (s->status == 1)
+		rd_decode_chunk(t, &c->d, s, CHUNK);
+	if (s->n)
+		c->dec_seq = s->ev[s->n - 1].seq;
+	__atomic_store_n(&c->qtail, c->qtail + 1, __ATOMIC_SEQ_CST);
+	if (s->status != 1 || (!c->d.blk && c->next_block == c->nblocks)) /* after: see rd_pipe_next */
+		__atomic_store_n(&c->dec_done, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&p->merge_sleeping, __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_signal(&p->avail);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+static void *pipe_main(void *arg)
+{
+	struct tprof_trace *t = arg;
+	struct tprof_reader_priv *p = t->priv;
+	int left = 1;
+	while (left && !__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST)) {
+		ssize_t ci = pipe_pick(p, &left);
+		if (ci >= 0) {
+			pipe_decode(t, &p->cur[ci]);
+			continue;
+		}
+		if (!left || help_ahead(t, &p->dctx))
+			continue;
+		for (int k = 0; k < PIPE_SPIN && ci < 0 && !__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST); k++) {
+			cpu_relax();
+			if (k % 64 == 63)
+				ci = pipe_pick(p, &left);
+		}
+		if (ci >= 0)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		__atomic_store_n(&p->dec_sleeping, 1, __ATOMIC_SEQ_CST);
+		if (pipe_pick(p, &left) < 0 && left && !p->stop)
+			pthread_cond_wait(&p->want, &p->lock);
+		__atomic_store_n(&p->dec_sleeping, 0, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_lock(&p->lock);
+	p->decoder_done = 1;
+	zpool_clear(p);
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* The merge's next chunk of cursor c, waiting for the decode thread as needed (decompressing
+ * blocks ahead meanwhile); NULL when the thread has no more events, and then its chunks' buffers
+ * go. */
+struct decoded *rd_pipe_next(struct tprof_trace *t, struct cursor *c)
+{
+	struct tprof_reader_priv *p = t->priv;
+	for (;;) {
+		/* done before the length: the decode thread queues the last chunk, then says done */
+		int done = __atomic_load_n(&c->dec_done, __ATOMIC_SEQ_CST);
+		if (q_len(c))
+			return &c->q[c->qhead % PIPE_SLOTS];
+		if (done)
+			break;
+		if (help_ahead(t, &p->help_dctx))
+			continue;
+		int k = 0;
+		for (; k < PIPE_SPIN && !q_len(c) && !__atomic_load_n(&c->dec_done, __ATOMIC_SEQ_CST); k++)
+			cpu_relax();
+		if (k < PIPE_SPIN)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		__atomic_store_n(&p->merge_sleeping, 1, __ATOMIC_SEQ_CST);
+		if (!q_len(c) && !__atomic_load_n(&c->dec_done, __ATOMIC_SEQ_CST))
+			pthread_cond_wait(&p->avail, &p->lock);
+		__atomic_store_n(&p->merge_sleeping, 0, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&p->lock);
+	}
+	for (int k = 0; k < PIPE_SLOTS; k++) {
+		free(c->q[k].ev);
+		c->q[k].ev = NULL;
+		c->q[k].cap = 0;
+	}
+	return NULL;
+}
+
+/* The merge is done with the chunk at the head of c's queue: the decode thread may reuse it. */
+void rd_pipe_release(struct tprof_reader_priv *p, struct cursor *c)
+{
+	__atomic_store_n(&c->qhead, c->qhead + 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&p->dec_sleeping, __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_signal(&p->want);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* The decode thread runs when there are compressed blocks to share and a second CPU this process
+ * may run on (TPROF_DECODE_THREAD=0 turns it off, =1 starts it even without a second CPU; the events
+ * are the same either way). It runs the pipeline (TPROF_DECODE_PIPE=0 keeps it to decompressing)
+ * when the trace has at most PIPE_MAX_CURSORS threads. */
 void rd_start_decoder(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
-	static int on = -1; /* read (and a bad value said) once, however many traces are opened */
-	if (on < 0)
-		on = tprof_env_switch("TPROF_DECODE_THREAD", 1);
+	static int on = -1, pipe = -1; /* read (and a bad value said) once, however many traces are opened */
+	if (on < 0) {
+		on = tprof_env_switch("TPROF_DECODE_THREAD", 2); /* 2: when there is a second CPU */
+		pipe = tprof_env_switch("TPROF_DECODE_PIPE", 1);
+	}
 	size_t compressed = 0;
 	for (size_t j = 0; j < p->njobs && compressed < 2; j++)
 		compressed += p->jobs[j].b->raw_len != 0;
-	if (compressed < 2 || !on || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	cpu_set_t cpus;
+	if (compressed < 2 || !on ||
+	    (on == 2 && (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2)))
 		return;
 	for (size_t i = 0; i < p->ncur; i++)
 		if (p->cur[i].nblocks)
@@ -268,12 +454,19 @@ void rd_start_decoder(struct tprof_trace *t)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->ready, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&p->avail, NULL);
 	p->threaded = 1;
-	if (pthread_create(&p->thread, NULL, decoder_main, t) != 0) {
-		p->threaded = 0;
+	p->piped = pipe && p->ncur <= PIPE_MAX_CURSORS;
+	p->pipe_slots = PIPE_CHUNKS / (unsigned)p->ncur;
+	p->pipe_slots = p->pipe_slots > PIPE_SLOTS ? PIPE_SLOTS : p->pipe_slots < 2 ? 2 : p->pipe_slots;
+	for (size_t i = 0; i < p->ncur; i++)
+		p->cur[i].dec_done = !p->cur[i].nblocks;
+	if (pthread_create(&p->thread, NULL, p->piped ? pipe_main : decoder_main, t) != 0) {
+		p->threaded = p->piped = 0;
 		pthread_mutex_destroy(&p->lock);
 		pthread_cond_destroy(&p->want);
 		pthread_cond_destroy(&p->ready);
+		pthread_cond_destroy(&p->avail);
 	}
 }
 
@@ -282,7 +475,7 @@ void rd_stop_decoder(struct tprof_reader_priv *p)
 	if (!p->threaded)
 		return;
 	pthread_mutex_lock(&p->lock);
-	p->stop = 1;
+	__atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
 	pthread_cond_broadcast(&p->want);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
@@ -296,5 +489,6 @@ void rd_stop_decoder(struct tprof_reader_priv *p)
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->want);
 	pthread_cond_destroy(&p->ready);
+	pthread_cond_destroy(&p->avail);
 	p->threaded = 0;
 }

@@ -28,6 +28,15 @@ struct block_ref {
 #define CHUNKS_HELD (32u * CHUNK)
 #define CHUNK_MIN 128
 
+/* The pipeline: with at most PIPE_MAX_CURSORS threads in the trace, the decode thread decodes the
+ * records too, up to PIPE_SLOTS chunks ahead of the merge in each thread and PIPE_CHUNKS in all
+ * (about 3.6 MiB; prefetch.c). Fewer chunks made it slower: the decode thread then writes events
+ * into lines still in the merge's CPU's second-level cache (1 MiB here), which costs a transfer
+ * between the two CPUs' caches each. */
+#define PIPE_SLOTS 16
+#define PIPE_CHUNKS 32
+#define PIPE_MAX_CURSORS 16
+
 /* Decoded events (a realloc as its two): a chunk. */
 /* What was wrong with a block, kept small (one per thread) and made
  * into a message only when the merge comes to it (rd_dec_err_text). */
@@ -45,6 +54,7 @@ struct decoded {
 	size_t n, cap;
 	int status;   /* 1: events; -1: corrupt after the n events (err) */
 	struct dec_err err;
+	uint64_t at;  /* the pipeline's chunks: the offset of the block they begin, 0 when none */
 };
 
 /* The state of decoding one EVENTS block: each cursor has one. */
@@ -74,8 +84,15 @@ struct cursor {
 	size_t next_block;      /* the next block to begin */
 	struct blockdec d;
 	struct decoded own;
-	int holding;                             /* the merge is reading own */
+	int holding;                             /* the merge is reading own (q[qhead] when piped) */
 	const struct tprof_event *next, *end;    /* the merge's position in it */
+	/* The pipeline (prefetch.c): the chunks the decode thread decoded ahead, q[qhead] to
+	 * q[qtail - 1] (mod PIPE_SLOTS). The decode thread writes qtail, dec_done and dec_seq and owns
+	 * d; the merge writes qhead. */
+	struct decoded q[PIPE_SLOTS];
+	unsigned qhead, qtail;
+	int dec_done;     /* the thread's last chunk (or a corrupt one) is queued */
+	uint64_t dec_seq; /* the sequence number of the last event decoded */
 };
 
 /* Every EVENTS block in file order, which is about the order the merge needs them in (a block is
@@ -162,6 +179,12 @@ struct tprof_reader_priv {
 	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
 	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
 	ZSTD_DCtx *help_dctx; /* the merge's, for the blocks it decompresses ahead (rd_take_job) */
+	/* the pipeline (see rd_start_decoder): on, and which side sleeps on its condition (merge:
+	 * avail, for a chunk; decode thread: want, for room) */
+	int piped, merge_sleeping, dec_sleeping;
+	unsigned pipe_slots; /* chunks a thread may have queued: PIPE_CHUNKS over the threads */
+	pthread_cond_t avail;
+	size_t help_next; /* the first job that may still be open to decompress ahead */
 	/* stacks: per id, where its frames are; canon maps an id to the first with equal frames. Ids
 	 * are the reader's own, 1.. in the order the file defines them, so that every table an
 	 * analysis sizes by nstacks is as large as what the file holds, whatever ids the file uses:
@@ -224,12 +247,15 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 
 /* prefetch.c */
 void rd_release_job(struct tprof_reader_priv *p, struct job *z);
-struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next);
+struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next,
+			ZSTD_DCtx **dctx);
 void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b);
 void rd_start_decoder(struct tprof_trace *t);
 void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c);
 void rd_zbuf_take(struct tprof_reader_priv *p, struct blockdec *c);
 void rd_stop_decoder(struct tprof_reader_priv *p);
+struct decoded *rd_pipe_next(struct tprof_trace *t, struct cursor *c);
+void rd_pipe_release(struct tprof_reader_priv *p, struct cursor *c);
 
 /* merge.c */
 int rd_progress_wanted(size_t size);

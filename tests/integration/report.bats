@@ -196,20 +196,26 @@ load helpers
 
 @test "the decode thread gives the same analyses as none (TPROF_DECODE_THREAD=0), and the same errors" {
 	traced "$B/progs/storm" 3 100000 >/dev/null
-	for cmd in report leaks peak allocs summary; do
-		TPROF_DECODE_THREAD=0 "$B/tprof" $cmd --json t.trace >one.json
-		"$B/tprof" $cmd --json t.trace >two.json
+	for cmd in "report --json" "leaks --json" "peak --json" "allocs --json" "summary --json" dump; do
+		TPROF_DECODE_THREAD=0 "$B/tprof" $cmd t.trace >one.json
+		"$B/tprof" $cmd t.trace >two.json # the pipeline: it decodes the records too
 		cmp one.json two.json
-		# both threads on one CPU: the merge waits for, and gives up on, blocks the decode
-		# thread is on
-		taskset -c 0 "$B/tprof" $cmd --json t.trace >three.json
-		cmp one.json three.json
+		TPROF_DECODE_PIPE=0 "$B/tprof" $cmd t.trace >two.json # it only decompresses
+		cmp one.json two.json
+		# both threads on one CPU: each side waits for the other, and the merge gives up on
+		# blocks the decode thread is on
+		for pipe in 0 1; do
+			TPROF_DECODE_PIPE=$pipe TPROF_DECODE_THREAD=1 taskset -c 0 "$B/tprof" $cmd t.trace >three.json
+			cmp one.json three.json
+		done
 	done
 	size=$(stat -c %s t.trace)
 	head -c $((size * 2 / 3)) t.trace >cut.trace
 	TPROF_DECODE_THREAD=0 run "$B/tprof" report cut.trace
 	a=$output
 	run "$B/tprof" report cut.trace
+	[ "$output" = "$a" ]
+	TPROF_DECODE_PIPE=0 run "$B/tprof" report cut.trace
 	[ "$output" = "$a" ]
 	# a compressed block that does not decompress, with a good checksum: the same message, with
 	# the merge decoding the block itself or the decode thread failing on it
@@ -230,9 +236,11 @@ PY
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"does not decompress"* ]]
 	a=$output
-	run "$B/tprof" report bad.trace
-	[ "$status" -eq 2 ]
-	[ "$output" = "$a" ]
+	for pipe in 0 1; do
+		TPROF_DECODE_PIPE=$pipe run "$B/tprof" report bad.trace
+		[ "$status" -eq 2 ]
+		[ "$output" = "$a" ]
+	done
 }
 
 @test "the reader's memory does not follow the length of the trace: pages read are given back though a thread's next block is the file's last" {
