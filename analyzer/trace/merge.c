@@ -66,8 +66,19 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 	struct tprof_reader_priv *p = t->priv;
 	struct decoded *s = &c->own;
 	if (p->piped) { /* the decode thread decoded them (prefetch.c) */
-		s = &c->q[c->qhead % PIPE_SLOTS];
-		if (c->holding) {
+		if (c->inl) { /* a block it left to the merge, decoded here chunk by chunk */
+			if (s->status != 1)
+				goto corrupt;
+			c->holding = 0;
+			if (c->md.blk) {
+				rd_decode_chunk(t, &c->md, s, CHUNK);
+				goto hold;
+			}
+			c->inl = 0;
+			__atomic_store_n(&c->deleg_off, UINT64_MAX, __ATOMIC_SEQ_CST);
+			rd_pipe_release(p, c);
+		} else if (c->holding) {
+			s = &c->q[c->qhead % PIPE_SLOTS];
 			if (s->status != 1)
 				goto corrupt;
 			c->holding = 0;
@@ -77,6 +88,19 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			return 0;
 		if (p->progress && s->at)
 			progress_step(t, s->at);
+		if (s->deleg) {
+			const struct block_ref *b = s->deleg;
+			size_t k = (size_t)(b - c->blocks) + 1;
+			s = &c->own;
+			c->inl = 1;
+			s->status = 1;
+			if (rd_begin_taken(t, &c->md, b, k < c->nblocks ? &c->blocks[k] : NULL, &p->help_dctx, s) < 0) {
+				s->n = 0;
+				s->status = -1;
+			} else {
+				rd_decode_chunk(t, &c->md, s, CHUNK);
+			}
+		}
 		goto hold;
 	}
 	if (c->holding) {
@@ -94,21 +118,8 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			return 0;
 		}
 		const struct block_ref *b = &c->blocks[c->next_block++];
-		struct job *z = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL,
-					    &p->help_dctx);
-		if (z) { /* its payload, decompressed ahead (else decompressed below) */
-			if (z->zok) {
-				uint8_t *buf = c->d.zbuf;
-				size_t cap = c->d.zcap;
-				c->d.zbuf = z->zbuf;
-				c->d.zcap = z->zcap;
-				c->d.zready = 1;
-				z->zbuf = buf;
-				z->zcap = cap;
-			}
-			rd_release_job(p, z);
-		}
-		if (rd_begin_block(t, &p->dctx, &c->d, b, &c->own) < 0) {
+		if (rd_begin_taken(t, &c->d, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL, &p->dctx,
+				   &c->own) < 0) {
 			c->own.n = 0;
 			c->own.status = -1;
 		}

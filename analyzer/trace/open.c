@@ -77,7 +77,8 @@ static struct cursor *cursor_for(struct tprof_trace *t, uint32_t tid)
 	e->cursor = p->ncur;
 	struct cursor *c = &p->cur[p->ncur++];
 	memset(c, 0, sizeof(*c));
-	c->tid = c->d.tid = tid;
+	c->tid = c->d.tid = c->md.tid = tid;
+	c->deleg_off = UINT64_MAX;
 	c->thread = rd_thread_index(t, tid);
 	return c;
 }
@@ -552,6 +553,8 @@ void tprof_trace_close(struct tprof_trace *t)
 			free(p->cur[i].blocks);
 			free(p->cur[i].d.zbuf);
 			free(p->cur[i].d.st);
+			free(p->cur[i].md.zbuf);
+			free(p->cur[i].md.st);
 			free(p->cur[i].own.ev);
 			for (int k = 0; k < PIPE_SLOTS; k++)
 				free(p->cur[i].q[k].ev);

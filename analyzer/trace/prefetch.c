@@ -43,6 +43,8 @@ void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b)
 	uint64_t low = p->size;
 	for (size_t i = 0; i < p->ncur; i++) {
 		const struct cursor *c = &p->cur[i];
+		uint64_t dl = __atomic_load_n(&c->deleg_off, __ATOMIC_SEQ_CST); /* the pipeline's */
+		low = dl < low ? dl : low;
 		if (c->d.blk && !c->d.blk->raw_len) /* an uncompressed block is decoded in place */
 			low = c->d.blk->off < low ? c->d.blk->off : low;
 		else if (c->next_block < c->nblocks && c->blocks[c->next_block].off < low)
@@ -249,6 +251,29 @@ void rd_release_job(struct tprof_reader_priv *p, struct job *z)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Begins decoding block b (whose thread's next block is next, or NULL) with d: takes its payload
+ * when it was decompressed ahead, else decompresses it (with *dctx), and sets up its streams. 0,
+ * or -1 with the message in out->err. */
+int rd_begin_taken(struct tprof_trace *t, struct blockdec *d, const struct block_ref *b, const struct block_ref *next,
+		   ZSTD_DCtx **dctx, struct decoded *out)
+{
+	struct tprof_reader_priv *p = t->priv;
+	struct job *z = rd_take_job(t, b, next, dctx);
+	if (z) { /* its payload, decompressed ahead (else decompressed below) */
+		if (z->zok) {
+			uint8_t *buf = d->zbuf;
+			size_t cap = d->zcap;
+			d->zbuf = z->zbuf;
+			d->zcap = z->zcap;
+			d->zready = 1;
+			z->zbuf = buf;
+			z->zcap = cap;
+		}
+		rd_release_job(p, z);
+	}
+	return rd_begin_block(t, dctx, d, b, out);
+}
+
 /* ---- the pipeline: the decode thread decodes the records too ----
  *
  * With a few threads in the trace the decode thread decodes every record, a chunk at a time, up to
@@ -312,29 +337,28 @@ static void pipe_decode(struct tprof_trace *t, struct cursor *c)
 	s->at = 0;
 	if (!c->d.blk) {
 		const struct block_ref *b = &c->blocks[c->next_block++];
-		struct job *z = rd_take_job(t, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL,
-					    &p->dctx);
-		if (z) {
-			if (z->zok) {
-				uint8_t *buf = c->d.zbuf;
-				size_t cap = c->d.zcap;
-				c->d.zbuf = z->zbuf;
-				c->d.zcap = z->zcap;
-				c->d.zready = 1;
-				z->zbuf = buf;
-				z->zcap = cap;
-			}
-			rd_release_job(p, z);
-		}
 		s->at = b->off;
-		if (rd_begin_block(t, &p->dctx, &c->d, b, s) < 0)
+		/* the merge waited for this thread's events since the last block begun: it decodes
+		 * this block itself (one at a time), while this thread goes on with the next */
+		if (__atomic_load_n(&c->deleg_off, __ATOMIC_SEQ_CST) == UINT64_MAX &&
+		    __atomic_exchange_n(&p->merge_waited, 0, __ATOMIC_SEQ_CST)) {
+			__atomic_store_n(&c->deleg_off, b->off, __ATOMIC_SEQ_CST);
+			s->deleg = b;
+			goto publish;
+		}
+		s->deleg = NULL;
+		if (rd_begin_taken(t, &c->d, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL, &p->dctx,
+				   s) < 0)
 			s->status = -1;
 		rd_drop_consumed(p, b);
+	} else {
+		s->deleg = NULL;
 	}
 	if (s->status == 1)
 		rd_decode_chunk(t, &c->d, s, CHUNK);
 	if (s->n)
 		c->dec_seq = s->ev[s->n - 1].seq;
+publish:
 	__atomic_store_n(&c->qtail, c->qtail + 1, __ATOMIC_SEQ_CST);
 	if (s->status != 1 || (!c->d.blk && c->next_block == c->nblocks)) /* after: see rd_pipe_next */
 		__atomic_store_n(&c->dec_done, 1, __ATOMIC_SEQ_CST);
@@ -392,6 +416,7 @@ struct decoded *rd_pipe_next(struct tprof_trace *t, struct cursor *c)
 			return &c->q[c->qhead % PIPE_SLOTS];
 		if (done)
 			break;
+		__atomic_store_n(&p->merge_waited, 1, __ATOMIC_SEQ_CST);
 		if (help_ahead(t, &p->help_dctx))
 			continue;
 		int k = 0;
@@ -411,6 +436,9 @@ struct decoded *rd_pipe_next(struct tprof_trace *t, struct cursor *c)
 		c->q[k].ev = NULL;
 		c->q[k].cap = 0;
 	}
+	free(c->own.ev);
+	c->own.ev = NULL;
+	c->own.cap = 0;
 	return NULL;
 }
 

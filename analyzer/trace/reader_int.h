@@ -55,6 +55,8 @@ struct decoded {
 	int status;   /* 1: events; -1: corrupt after the n events (err) */
 	struct dec_err err;
 	uint64_t at;  /* the pipeline's chunks: the offset of the block they begin, 0 when none */
+	const struct block_ref *deleg; /* the pipeline: no events, but this block for the merge to
+					* decode itself */
 };
 
 /* The state of decoding one EVENTS block: each cursor has one. */
@@ -93,6 +95,9 @@ struct cursor {
 	unsigned qhead, qtail;
 	int dec_done;     /* the thread's last chunk (or a corrupt one) is queued */
 	uint64_t dec_seq; /* the sequence number of the last event decoded */
+	uint64_t deleg_off; /* the block handed to the merge, until it is decoded; else UINT64_MAX */
+	int inl;            /* the merge is decoding that block (into own, with md) */
+	struct blockdec md;
 };
 
 /* Every EVENTS block in file order, which is about the order the merge needs them in (a block is
@@ -182,6 +187,7 @@ struct tprof_reader_priv {
 	/* the pipeline (see rd_start_decoder): on, and which side sleeps on its condition (merge:
 	 * avail, for a chunk; decode thread: want, for room) */
 	int piped, merge_sleeping, dec_sleeping;
+	int merge_waited; /* the merge found a queue empty since the decode thread last looked */
 	unsigned pipe_slots; /* chunks a thread may have queued: PIPE_CHUNKS over the threads */
 	pthread_cond_t avail;
 	size_t help_next; /* the first job that may still be open to decompress ahead */
@@ -255,6 +261,8 @@ void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c);
 void rd_zbuf_take(struct tprof_reader_priv *p, struct blockdec *c);
 void rd_stop_decoder(struct tprof_reader_priv *p);
 struct decoded *rd_pipe_next(struct tprof_trace *t, struct cursor *c);
+int rd_begin_taken(struct tprof_trace *t, struct blockdec *d, const struct block_ref *b, const struct block_ref *next,
+		   ZSTD_DCtx **dctx, struct decoded *out);
 void rd_pipe_release(struct tprof_reader_priv *p, struct cursor *c);
 
 /* merge.c */
