@@ -61,6 +61,32 @@ static int recorder_async;
 static uid_t recorder_uid;
 static pid_t children_async; /* the process that forked while recorder_async was set */
 static size_t recorder_name_len;
+/* The pid namespace of the process that found recorder_name by its parent chain or started it
+ * (its device and inode; 0 when it was inherited by name, through TPROF_RECORDER): an image in
+ * another pid namespace could not find it so (tprof_region_exec_env). Fork children inherit it. */
+static uint64_t recorder_pidns_dev, recorder_pidns_ino;
+
+/* The device and inode of this process's pid namespace as its /proc shows them, by raw system
+ * call (a vfork child on its way to exec calls it: errno untouched); 0 when it cannot be read. */
+static int pidns_of_self(uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+	static const char path[] = "/proc/self/ns/pid";
+	if (tprof_raw_syscall4(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0) != 0)
+		return 0;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return 1;
+}
+
+/* fd is connected to a recorder this process found by its parent chain or started: an exec in
+ * another pid namespace will need its name in the environment. */
+static int found_by_walk(int fd)
+{
+	if (fd >= 0 && !pidns_of_self(&recorder_pidns_dev, &recorder_pidns_ino))
+		recorder_pidns_dev = recorder_pidns_ino = 0;
+	return fd;
+}
 static int recorder_silent; /* the recorder gave no answer to this process's registration */
 
 /* The first piece holds the header (about 1.1 MiB) and the first thread's ring (2 MiB by default),
@@ -833,6 +859,7 @@ static int find_recorder(void)
 			return fd;
 	}
 	recorder_async = 0; /* another recorder: its answer tells */
+	recorder_pidns_dev = recorder_pidns_ino = 0;
 	const char *env = getenv(TPROF_RECORDER_ENV);
 	if (env && *env && strlen(env) < sizeof(recorder_name) - 1) {
 		recorder_name[0] = 0; /* abstract */
@@ -861,7 +888,7 @@ static int find_recorder(void)
 			break;
 		int fd = connect_named(uids, nuids, pid, start);
 		if (fd >= 0)
-			return fd;
+			return found_by_walk(fd);
 		walked[nwalked] = pid;
 		starts[nwalked++] = start;
 		pid = pp;
@@ -871,7 +898,7 @@ static int find_recorder(void)
 		recorder_name_len = socket_name(recorder_name, uids[0], walked[i], starts[i]);
 		int fd = try_connect_path(recorder_name, recorder_name_len);
 		if (fd >= 0)
-			return fd;
+			return found_by_walk(fd);
 	}
 	pid_t pp;
 	uint64_t start;
@@ -880,14 +907,14 @@ static int find_recorder(void)
 	if (nuids > 1) { /* an earlier image of this process, before it dropped its privileges */
 		int fd = connect_named(uids + 1, 1, getpid(), start);
 		if (fd >= 0)
-			return fd;
+			return found_by_walk(fd);
 	}
 	recorder_name_len = socket_name(recorder_name, uids[0], getpid(), start);
 	/* the recorder an earlier image of this process started, before it entered a network
 	 * namespace of its own (unshare -n then exec); in the same namespace, spawn_recorder finds it */
 	int fd = paths ? try_connect_path(recorder_name, recorder_name_len) : -1;
 	if (fd >= 0)
-		return fd;
+		return found_by_walk(fd);
 	name_taken = 0;
 	fd = spawn_recorder(recorder_name, recorder_name_len);
 	size_t tagged = fd < 0 && name_taken ? tag_name(recorder_name, recorder_name_len) : 0;
@@ -897,7 +924,7 @@ static int find_recorder(void)
 		if (fd < 0)
 			fd = spawn_recorder(recorder_name, recorder_name_len);
 	}
-	return fd;
+	return found_by_walk(fd);
 }
 
 /* Whether the kernel names the process at the other end of a unix socket with a pidfd, which is
@@ -1011,7 +1038,9 @@ TPROF_STARTUP __attribute__((optimize("no-tree-loop-distribute-patterns"))) stat
  * unshare -p -f, bwrap, nsenter -p): the new image could not find the recorder through its parent
  * chain (its parent is pid 0 to it) and would start one inside the namespace, which the kernel
  * kills as soon as the namespace's first process ends, before it has written the traces. Nor could
- * an image whose /proc is another pid namespace's (nsenter -m into a container's mounts). The new
+ * an image whose /proc is another pid namespace's (nsenter -m into a container's mounts), nor one
+ * in another pid namespace than the process that found the recorder by its parent chain or
+ * started it (a fork child of a namespace's first process: bwrap's and firejail's sandboxes). The new
  * image is told the recorder's name in its environment instead (TPROF_RECORDER, as tprof record
  * does), which the namespace's other processes inherit. Only an environment that keeps LD_PRELOAD
  * and does not name a recorder gets it. Writes "TPROF_RECORDER=name" into out and returns the
@@ -1019,9 +1048,11 @@ TPROF_STARTUP __attribute__((optimize("no-tree-loop-distribute-patterns"))) stat
 TPROF_STARTUP size_t tprof_region_exec_env(char *const envp[], char *out, size_t cap, size_t max)
 {
 	static const char key[] = TPROF_RECORDER_ENV "=";
-	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 ||
-	    (tprof_raw_syscall2(SYS_getppid, 0, 0) != 0 && tprof_proc_is_own()) ||
-	    sizeof(key) - 1 + recorder_name_len > cap)
+	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || sizeof(key) - 1 + recorder_name_len > cap)
+		return 0;
+	uint64_t dev, ino;
+	if (tprof_raw_syscall2(SYS_getppid, 0, 0) != 0 && tprof_proc_is_own() &&
+	    (!recorder_pidns_ino || (pidns_of_self(&dev, &ino) && dev == recorder_pidns_dev && ino == recorder_pidns_ino)))
 		return 0;
 	size_t n = 0;
 	int preload = 0;

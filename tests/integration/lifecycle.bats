@@ -204,6 +204,30 @@ signal_end() { # TRACE_JSON SIGNAL
 	done
 }
 
+@test "a sandbox whose first process forks the program (bwrap --unshare-pid, with its own /proc): no recorder inside, every trace outside" {
+	# bwrap's first process in the namespace does not exec: its fork child does, whose parent is
+	# in the namespace. Once, that image found no traced parent to walk to and started a recorder
+	# inside the sandbox, which ps listed and whose traces landed in the sandbox's directory
+	command -v bwrap >/dev/null || skip "no bwrap"
+	bwrap --dev-bind / / --unshare-pid --proc /proc true 2>/dev/null || skip "bwrap cannot make a pid namespace here"
+	mkdir in
+	cmd='cd "$1"; sh -c "ps -e -o pid=,comm="; ls'
+	bare=$(bwrap --dev-bind / / --unshare-pid --proc /proc sh -c "$cmd" sh "$WORK/in")
+	[ "$bare" = "$(printf '      1 bwrap\n      2 sh\n      3 sh\n      4 ps')" ] || { echo "$bare"; false; }
+	out=$(TPROF_OUTPUT="$WORK/b.%p.trace" LD_PRELOAD="$B/libtprof.so" \
+		bwrap --dev-bind / / --unshare-pid --proc /proc sh -c "$cmd" sh "$WORK/in")
+	[ "$out" = "$bare" ] || { echo "$out"; false; }
+	settled b.*
+	[ -z "$(ls in)" ]
+	n=0
+	for f in b.*.trace; do # bwrap outside, its first process, sh, sh -c (then ps), ls
+		report "$f" r.json
+		[ "$(jget r.json complete)" = true ] || { "$B/tprof" report "$f"; false; }
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ]
+}
+
 @test "a new network namespace (unshare -n, with and without -p -f): the processes inside reach the recorder outside at its path" {
 	# an abstract socket name belongs to a network namespace: inside a new one, the recorder is
 	# reached at its path (/dev/shm/.tprof-UID/NAME). Without it, a new pid namespace would get a
