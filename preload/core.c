@@ -835,7 +835,7 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 		 * beat), by the clock: a signal ends a wait early, so waits are no measure of time */
 		uint32_t b = atomic_load(&shm->heartbeat);
 		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
+		tprof_sys_clock(CLOCK_MONOTONIC, &ts);
 		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 		if (b != beat || !since) {
 			beat = b;

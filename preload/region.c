@@ -266,7 +266,7 @@ static void say(const char *a, const char *b, const char *c)
 	tprof_sb_str(&s, "tprof: ");
 	tprof_sb_text(&s, program_invocation_short_name);
 	tprof_sb_str(&s, " (pid ");
-	tprof_sb_u64(&s, (uint64_t)getpid());
+	tprof_sb_u64(&s, (uint64_t)tprof_getpid());
 	tprof_sb_str(&s, "): ");
 	tprof_sb_str(&s, a);
 	tprof_sb_text(&s, b); /* a path, the program's */
@@ -465,7 +465,7 @@ static uint64_t userns_tag(void)
 {
 	/* asked each time (rarely: a name found taken), as a process may enter a namespace itself */
 	struct stat st;
-	return stat("/proc/self/ns/user", &st) == 0 && st.st_ino != 0xEFFFFFFDu /* PROC_USER_INIT_INO */
+	return tprof_sys_stat("/proc/self/ns/user", &st) == 0 && st.st_ino != 0xEFFFFFFDu /* PROC_USER_INIT_INO */
 		       ? (uint64_t)st.st_ino
 		       : 0;
 }
@@ -569,7 +569,7 @@ static int say_to_recorder(const char *line, size_t n)
 		struct timeval tv = {2, 0};
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), TPROF_HELLO_SAY, 0};
+		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)tprof_getpid(), TPROF_HELLO_SAY, 0};
 		struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)line, n}};
 		struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
 		ssize_t w;
@@ -643,7 +643,7 @@ int tprof_stderr_is_start(void)
 	struct stat st;
 	int saved = errno;
 	tprof_region_note_stderr(); /* a library's constructor registered before ours ran */
-	int same = start_stderr.seen == 1 && fstat(2, &st) == 0 && st.st_dev == start_stderr.dev &&
+	int same = start_stderr.seen == 1 && tprof_sys_fstat(2, &st) == 0 && st.st_dev == start_stderr.dev &&
 		   st.st_ino == start_stderr.ino;
 	errno = saved;
 	return same;
@@ -661,9 +661,9 @@ static int pidns_own_for_clone(int *kids)
 {
 	struct stat a, b;
 	*kids = -1;
-	if (stat("/proc/self/ns/pid", &a) != 0)
+	if (tprof_sys_stat("/proc/self/ns/pid", &a) != 0)
 		return 0;
-	if (stat("/proc/self/ns/pid_for_children", &b) != 0) /* a new namespace no process is in yet */
+	if (tprof_sys_stat("/proc/self/ns/pid_for_children", &b) != 0) /* a new namespace no process is in yet */
 		return errno == ENOENT ? -1 : 0;
 	if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 		return 0;
@@ -686,7 +686,7 @@ static int pidns_own_for_clone(int *kids)
 static int spawn_recorder(const char *name, size_t len)
 {
 	char path[4096];
-	if (getppid() == 0 && getpid() != 1) {
+	if (tprof_getppid() == 0 && tprof_getpid() != 1) {
 		/* its parent is outside its pid namespace (nsenter -p): the recorder would be orphaned
 		 * to the namespace's init, which need not reap it */
 		spawn_why = "its parent is outside its pid namespace, whose init would get the recorder";
@@ -728,7 +728,7 @@ static int spawn_recorder(const char *name, size_t len)
 	envp[k] = NULL;
 	char rootbuf[24];
 	struct tprof_sbuf rs = {.n = 0};
-	tprof_sb_u64(&rs, (uint64_t)getpid());
+	tprof_sb_u64(&rs, (uint64_t)tprof_getpid());
 	memcpy(rootbuf, rs.b, rs.n);
 	rootbuf[rs.n] = 0;
 	char *argv[] = {path, (char *)"--listen-fd", (char *)"3", (char *)"--root", rootbuf, NULL};
@@ -878,7 +878,7 @@ static int find_recorder(void)
 	 * process in a network namespace of its own reaches its ancestors' recorder so. */
 	uid_t uids[2] = {getuid(), 0};
 	int nuids = uids[0] != 0 ? 2 : 1;
-	pid_t pid = getppid(), walked[32];
+	pid_t pid = tprof_getppid(), walked[32];
 	uint64_t starts[32];
 	int nwalked = 0;
 	for (int depth = 0; depth < 32 && pid > 1; depth++) {
@@ -902,14 +902,14 @@ static int find_recorder(void)
 	}
 	pid_t pp;
 	uint64_t start;
-	if (proc_stat(getpid(), &pp, &start) != 0)
+	if (proc_stat(tprof_getpid(), &pp, &start) != 0)
 		return -1;
 	if (nuids > 1) { /* an earlier image of this process, before it dropped its privileges */
-		int fd = connect_named(uids + 1, 1, getpid(), start);
+		int fd = connect_named(uids + 1, 1, tprof_getpid(), start);
 		if (fd >= 0)
 			return found_by_walk(fd);
 	}
-	recorder_name_len = socket_name(recorder_name, uids[0], getpid(), start);
+	recorder_name_len = socket_name(recorder_name, uids[0], tprof_getpid(), start);
 	/* the recorder an earlier image of this process started, before it entered a network
 	 * namespace of its own (unshare -n then exec); in the same namespace, spawn_recorder finds it */
 	int fd = paths ? try_connect_path(recorder_name, recorder_name_len) : -1;
@@ -964,7 +964,7 @@ void tprof_recorder_ensure(void)
 /* tracefd -1: the recorder is to create the file path (relative: to its own directory). */
 static int send_hello(int sock, int memfd, int tracefd, const char *path, uint32_t async)
 {
-	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(),
+	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)tprof_getpid(),
 				(tracefd < 0 ? TPROF_HELLO_NO_FILE : 0) | async, 0};
 	size_t nlen = tracefd < 0 ? strnlen(path, TPROF_HELLO_NAME_MAX) : 0;
 	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)path, nlen}};
@@ -1077,8 +1077,8 @@ __attribute__((noinline)) static int is_our_loader(const char *path)
 	Dl_info di;
 	struct stat a, l;
 	unsigned long base = getauxval(AT_BASE); /* 0 when the loader was run as the program */
-	return base && dladdr((void *)base, &di) && di.dli_fname && stat(di.dli_fname, &l) == 0 &&
-	       stat(path, &a) == 0 && a.st_dev == l.st_dev && a.st_ino == l.st_ino;
+	return base && dladdr((void *)base, &di) && di.dli_fname && tprof_sys_stat(di.dli_fname, &l) == 0 &&
+	       tprof_sys_stat(path, &a) == 0 && a.st_dev == l.st_dev && a.st_ino == l.st_ino;
 }
 
 /* Whether an exec of path with argv runs the dynamic loader itself to list a program's libraries
@@ -1431,12 +1431,12 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	s->version = TPROF_SHM_VERSION;
 	s->bytes = sizeof(*s);
 	s->pid = (int32_t)pid;
-	s->ppid = (int32_t)getppid();
+	s->ppid = (int32_t)tprof_getppid();
 	/* the first clock pair: every event of the image comes after it */
 	struct timespec ts, mt;
 	s->start_tick = tprof_now();
-	clock_gettime(CLOCK_MONOTONIC, &mt);
-	clock_gettime(CLOCK_REALTIME, &ts);
+	tprof_sys_clock(CLOCK_MONOTONIC, &mt);
+	tprof_sys_clock(CLOCK_REALTIME, &ts);
 	s->start_mono_ns = (uint64_t)mt.tv_sec * 1000000000u + (uint64_t)mt.tv_nsec;
 	s->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	s->clock = (uint32_t)tprof_cfg.clock;
@@ -1566,7 +1566,7 @@ static int register_once(int child, pid_t pid, int own)
 	if (!s) {
 		/* the recorder sized the file: under a file size limit it could not lift, smaller */
 		struct stat st;
-		if (fstat(memfd, &st) != 0 || (uint64_t)st.st_size < first_piece()) {
+		if (tprof_sys_fstat(memfd, &st) != 0 || (uint64_t)st.st_size < first_piece()) {
 			say("the recorder's shared memory file is too small for ", path, "; not tracing");
 			if (!no_file)
 				unlink(path);
@@ -1617,7 +1617,7 @@ TPROF_STARTUP void tprof_region_barrier(void)
 	if (sock < 0) /* it entered a network namespace of its own since */
 		sock = try_connect_path(recorder_name, recorder_name_len);
 	if (sock >= 0) {
-		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)getpid(), TPROF_HELLO_BARRIER, 0};
+		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)tprof_getpid(), TPROF_HELLO_BARRIER, 0};
 		ssize_t w;
 		do
 			w = send(sock, &h, sizeof(h), MSG_NOSIGNAL);
@@ -1641,7 +1641,7 @@ int tprof_region_start(int child)
 		errno = saved;
 		return -1;
 	}
-	pid_t pid = getpid();
+	pid_t pid = tprof_getpid();
 	struct nofile_guard g = {.raised = 0};
 	emfile_seen = 0;
 	int rc = register_once(child, pid, 0);

@@ -128,10 +128,10 @@ static int exiting_sleeps(void)
 static void linger(struct tprof_shm *shm)
 {
 	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tprof_sys_clock(CLOCK_MONOTONIC, &t0);
 	int asleep = 0;
 	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
+		tprof_sys_clock(CLOCK_MONOTONIC, &t);
 		long ns = (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec);
 		if (ns >= 1000000000L)
 			return;
@@ -264,13 +264,13 @@ TPROF_STARTUP void tprof_scan_at_end(int reason)
 				asked++;
 	shm->scan_asked = asked;
 	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tprof_sys_clock(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		uint32_t got = atomic_load(&shm->scan_stopped);
 		if (got >= asked + 1)
 			break;
 		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
+		tprof_sys_clock(CLOCK_MONOTONIC, &t);
 		long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
 		if (ms >= 200)
 			break;

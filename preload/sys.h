@@ -283,6 +283,58 @@ static inline int tprof_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* open, fstat, pread and close by the system calls the C library makes, never through a symbol
+ * another preloaded library may define (libfaketime's fstat, called before its constructor ran,
+ * set it up twice and left the program one more descriptor). -1 with errno, as the C library. */
+static inline long tprof_sys_ret(long r)
+{
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static inline int tprof_sys_open(const char *path, int flags)
+{
+	return (int)tprof_sys_ret(tprof_raw_syscall4(SYS_openat, AT_FDCWD, (long)path, flags, 0));
+}
+
+static inline int tprof_sys_fstat(int fd, struct stat *st)
+{
+	char empty[1] = {0};
+	return (int)tprof_sys_ret(tprof_raw_syscall4(SYS_newfstatat, fd, (long)empty, (long)st, AT_EMPTY_PATH));
+}
+
+static inline ssize_t tprof_sys_pread(int fd, void *buf, size_t n, off_t off)
+{
+	return tprof_sys_ret(tprof_raw_syscall4(SYS_pread64, fd, (long)buf, (long)n, (long)off));
+}
+
+static inline int tprof_sys_stat(const char *path, struct stat *st)
+{
+	return (int)tprof_sys_ret(tprof_raw_syscall4(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, 0));
+}
+
+/* The clock, by system call: libfaketime and its like define clock_gettime, and tprof's clock pairs
+ * and timeouts are of the machine's time. Never on the hook path (a system call where the C
+ * library reads the vDSO). */
+static inline void tprof_sys_clock(clockid_t id, struct timespec *ts)
+{
+	if (tprof_raw_syscall2(SYS_clock_gettime, id, (long)ts) != 0)
+		ts->tv_sec = ts->tv_nsec = 0;
+}
+
+static inline pid_t tprof_getppid(void)
+{
+	return (pid_t)tprof_raw_syscall2(SYS_getppid, 0, 0);
+}
+
+static inline int tprof_sys_close(int fd)
+{
+	return (int)tprof_sys_ret(tprof_raw_syscall2(SYS_close, fd, 0));
+}
+
 /* Reads a /proc file into buf (NUL-terminated, at most cap - 1 bytes); returns its length or -1.
  * The program may close descriptors at any moment (daemons close them all, then open their own
  * files), so the number opened here may stop being ours: the file is read with pread, which never
@@ -293,19 +345,19 @@ static inline ssize_t tprof_proc_read_err(const char *path, char *buf, size_t ca
 	int saved = errno;
 	ssize_t n = -1;
 	struct stat a, b;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = tprof_sys_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && open_err)
 		*open_err = errno;
-	if (fd < 0 || fstat(fd, &a) != 0) /* a failed fstat: the number is closed already */
+	if (fd < 0 || tprof_sys_fstat(fd, &a) != 0) /* a failed fstat: the number is closed already */
 		goto out;
 	do
-		n = pread(fd, buf, cap - 1, 0);
+		n = tprof_sys_pread(fd, buf, cap - 1, 0);
 	while (n < 0 && errno == EINTR);
-	if (fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+	if (tprof_sys_fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
 		n = -1;
 		goto out;
 	}
-	close(fd);
+	tprof_sys_close(fd);
 	if (n >= 0)
 		buf[n] = 0;
 out:

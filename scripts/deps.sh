@@ -14,7 +14,7 @@ pkgs=(
 	clang libclang-rt-14-dev        # the fuzz target (libFuzzer, ASan, UBSan)
 	debhelper lintian man-db groff-base zsh   # make deb and its check; the man page's and completions' checks
 	libc6-i386                      # a 32-bit program for the tests (its loader must not see libtprof.so)
-	bubblewrap                      # a sandbox the tests trace (a pid namespace whose first process forks)
+	bubblewrap libfaketime          # a sandbox and another preload the tests trace
 )
 missing=()
 for p in "${pkgs[@]}"; do

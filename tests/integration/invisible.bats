@@ -1439,6 +1439,26 @@ true exited with 0"
 	traces_ok 2
 }
 
+@test "libfaketime preloaded too: tprof's own calls never reach its getpid, fstat or clock_gettime (once: one descriptor more)" {
+	# libfaketime defines getpid, the stat family and the clocks; called before its constructor ran
+	# (tprof registers at the first heap call, in an earlier library's constructor), it set itself
+	# up twice and left the program a second descriptor of its shared memory
+	ft=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+	[ -e "$ft" ] || skip "no libfaketime"
+	bare=$(LD_PRELOAD="$ft" FAKETIME='2020-01-01 00:00:00' sh -c 'ls -l /proc/self/fd | wc -l; date +%Y')
+	[ "$(echo "$bare" | tail -1)" = 2020 ]
+	for order in "$B/libtprof.so $ft" "$ft $B/libtprof.so"; do
+		out=$(TPROF_OUTPUT="$WORK/f.%p.trace" LD_PRELOAD="$order" FAKETIME='2020-01-01 00:00:00' \
+			sh -c 'ls -l /proc/self/fd | wc -l; date +%Y')
+		[ "$out" = "$bare" ] || { echo "$order: $out, bare $bare"; false; }
+	done
+	settled f.*
+	for f in f.*.trace; do
+		"$B/tprof" report --json "$f" >r.json
+		[ "$(jget r.json complete)" = true ]
+	done
+}
+
 @test "ldd: the libraries it lists are a bare run's (the loader would list libtprof.so), other preloads kept" {
 	# ldd asks the loader to list the libraries (LD_TRACE_LOADED_OBJECTS) and stop: an exec so
 	# gets LD_PRELOAD without libtprof.so. The addresses change from run to run: cut off
