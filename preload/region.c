@@ -881,6 +881,13 @@ static int find_recorder(void)
 	pid_t pid = tprof_getppid(), walked[32];
 	uint64_t starts[32];
 	int nwalked = 0;
+	/* /proc of another pid namespace, where this process is under another number (the child of a
+	 * process that entered a pid namespace with setns, whose parent is pid 0 to it, still sees the
+	 * /proc of the namespace outside): the walk is in its numbers, from the parent it shows */
+	pid_t pp0;
+	uint64_t start0;
+	if (!tprof_proc_is_own() && proc_stat(0, &pp0, &start0) == 0)
+		pid = pp0;
 	for (int depth = 0; depth < 32 && pid > 1; depth++) {
 		pid_t pp;
 		uint64_t start;

@@ -204,6 +204,40 @@ signal_end() { # TRACE_JSON SIGNAL
 	done
 }
 
+@test "setns into a pid namespace, then system(): the shell and its children find the recorder through the /proc outside" {
+	# the shell's parent is outside the namespace (pid 0 to it) and posix_spawn passes no exec
+	# hook: once, the shell was not traced and said so, and its child started a recorder inside
+	# the namespace, a zombie of its init (here sleep, which reaps nothing) once it ended
+	unshare -p -f --mount-proc -m true 2>/dev/null || skip "unshare -p needs privileges here"
+	unshare -p -f --mount-proc -m sleep 60 </dev/null >/dev/null 2>&1 3>&- &
+	holder=$!
+	init=""
+	for _ in $(seq 100); do
+		init=$(pgrep -P "$holder" -x sleep || true)
+		[ -n "$init" ] && break
+		sleep 0.05
+	done
+	[ -n "$init" ]
+	cmd='echo in $$; ls / >/dev/null; sh -c "echo child \$\$"'
+	bare=$("$B/progs/setns_system" "/proc/$init/ns/pid" "$cmd" 2>&1)
+	out=$(TPROF_OUTPUT="$WORK/s.%p.trace" LD_PRELOAD="$B/libtprof.so" "$B/progs/setns_system" "/proc/$init/ns/pid" "$cmd" 2>&1)
+	kids=$(ps -o stat=,comm= --ppid "$init" || true)
+	kill "$holder" 2>/dev/null || true
+	wait "$holder" 2>/dev/null || true
+	[ "${bare%% *}" = in ]
+	# the same lines but for the pids, which move on from one run to the next in the namespace
+	[ "$(echo "$out" | sed 's/[0-9]*$/N/')" = "$(echo "$bare" | sed 's/[0-9]*$/N/')" ] || { echo "$out"; false; }
+	[ -z "$kids" ] || { echo "the namespace's init has children: $kids"; false; }
+	settled s.*
+	progs=""
+	for f in s.*.trace; do
+		report "$f" r.json
+		[ "$(jget r.json complete)" = true ]
+		progs="$progs $(jget r.json program)"
+	done
+	[[ "$progs" == *setns_system* && "$progs" == *" sh"* && "$progs" == *" ls"* ]] || { echo "$progs"; false; }
+}
+
 @test "a sandbox whose first process forks the program (bwrap --unshare-pid, with its own /proc): no recorder inside, every trace outside" {
 	# bwrap's first process in the namespace does not exec: its fork child does, whose parent is
 	# in the namespace. Once, that image found no traced parent to walk to and started a recorder
