@@ -9,7 +9,7 @@ pkgs=(
 	gnuplot-nox                     # tprof plot
 	valgrind heaptrack bats         # ground truth, the rival, the test runner
 	python3 python3-numpy sqlite3 gzip coreutils time   # real programs the tests trace; /usr/bin/time for peak RSS
-	curl cmake perl git make xz-utils openssl util-linux   # more real programs the tests trace (flock: util-linux)
+	curl cmake perl git make xz-utils openssl util-linux zstd   # more real programs the tests trace (flock: util-linux; zstd: corrupt blocks made)
 	libopenblas-dev libgomp1        # workloads (optional BLAS, OpenMP)
 	clang libclang-rt-14-dev        # the fuzz target (libFuzzer, ASan, UBSan)
 	debhelper lintian man-db groff-base zsh   # make deb and its check; the man page's and completions' checks
