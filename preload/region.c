@@ -685,7 +685,7 @@ static int pidns_own_for_clone(int *kids)
  * would be a child of that namespace's init, which may never reap it. */
 static int spawn_recorder(const char *name, size_t len)
 {
-	char path[4096];
+	static TPROF_LARGE char path[4096]; /* one registration at a time (register_once) */
 	if (tprof_getppid() == 0 && tprof_getpid() != 1) {
 		/* its parent is outside its pid namespace (nsenter -p): the recorder would be orphaned
 		 * to the namespace's init, which need not reap it */
