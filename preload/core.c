@@ -1440,7 +1440,7 @@ static int in_parents_memory(void)
 {
 	if (atomic_load(&tprof_sandboxed))
 		return 0;
-	long pp = tprof_raw_syscall2(SYS_getppid, 0, 0);
+	long pp = tprof_getppid();
 	return pp > 0 && tprof_raw_syscall6(SYS_kcmp, tprof_getpid(), pp, KCMP_VM, 0, 0, 0) == 0;
 }
 

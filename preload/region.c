@@ -1058,7 +1058,7 @@ TPROF_STARTUP size_t tprof_region_exec_env(char *const envp[], char *out, size_t
 	if (!envp || recorder_name_len < 2 || recorder_name[0] != 0 || sizeof(key) - 1 + recorder_name_len > cap)
 		return 0;
 	uint64_t dev, ino;
-	if (tprof_raw_syscall2(SYS_getppid, 0, 0) != 0 && tprof_proc_is_own() &&
+	if (tprof_getppid() != 0 && tprof_proc_is_own() &&
 	    (!recorder_pidns_ino || (pidns_of_self(&dev, &ino) && dev == recorder_pidns_dev && ino == recorder_pidns_ino)))
 		return 0;
 	size_t n = 0;
