@@ -185,8 +185,8 @@ static void *decoder_main(void *arg)
  * job with its payload when the decode thread decompressed it (the merge decompressing blocks after
  * it meanwhile when the decode thread is on it, then waiting a moment for it to finish), or NULL
  * when the merge is to decompress it itself. */
-struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next,
-			ZSTD_DCtx **dctx)
+static struct job *take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next,
+			    ZSTD_DCtx **dctx)
 {
 	struct tprof_reader_priv *p = t->priv;
 	if (!p->threaded)
@@ -242,7 +242,7 @@ struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const 
 
 /* The merge has taken job z's payload (and left it the buffer it had): that buffer goes back to
  * the pool. */
-void rd_release_job(struct tprof_reader_priv *p, struct job *z)
+static void release_job(struct tprof_reader_priv *p, struct job *z)
 {
 	pthread_mutex_lock(&p->lock);
 	zpool_put(p, z->zbuf, z->zcap);
@@ -258,7 +258,7 @@ int rd_begin_taken(struct tprof_trace *t, struct blockdec *d, const struct block
 		   ZSTD_DCtx **dctx, struct decoded *out)
 {
 	struct tprof_reader_priv *p = t->priv;
-	struct job *z = rd_take_job(t, b, next, dctx);
+	struct job *z = take_job(t, b, next, dctx);
 	if (z) { /* its payload, decompressed ahead (else decompressed below) */
 		if (z->zok) {
 			uint8_t *buf = d->zbuf;
@@ -269,7 +269,7 @@ int rd_begin_taken(struct tprof_trace *t, struct blockdec *d, const struct block
 			z->zbuf = buf;
 			z->zcap = cap;
 		}
-		rd_release_job(p, z);
+		release_job(p, z);
 	}
 	return rd_begin_block(t, dctx, d, b, out);
 }

@@ -183,7 +183,7 @@ struct tprof_reader_priv {
 	pthread_mutex_t lock;
 	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
 	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
-	ZSTD_DCtx *help_dctx; /* the merge's, for the blocks it decompresses ahead (rd_take_job) */
+	ZSTD_DCtx *help_dctx; /* the merge's, for the blocks it decompresses ahead (rd_begin_taken) */
 	/* the pipeline (see rd_start_decoder): on, and which side sleeps on its condition (merge:
 	 * avail, for a chunk; decode thread: want, for room) */
 	int piped, merge_sleeping, dec_sleeping;
@@ -252,9 +252,6 @@ int rd_begin_block(const struct tprof_trace *t, ZSTD_DCtx **dctx, struct blockde
 void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct decoded *out, uint64_t limit);
 
 /* prefetch.c */
-void rd_release_job(struct tprof_reader_priv *p, struct job *z);
-struct job *rd_take_job(struct tprof_trace *t, const struct block_ref *b, const struct block_ref *next,
-			ZSTD_DCtx **dctx);
 void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b);
 void rd_start_decoder(struct tprof_trace *t);
 void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c);
