@@ -69,13 +69,23 @@ TPROF_STARTUP static int scan_wanted(void)
 	       shm->pid == (int32_t)tprof_getpid() && !atomic_load(&shm->recorder_gone);
 }
 
-/* Adds the calling thread to the stopped ones. */
+/* Adds the calling thread to the stopped ones, with its alternate signal stack: the one the kernel
+ * has, else the one it had when it was set through the hook (with SS_AUTODISARM the kernel reports
+ * none while a handler runs on it). */
 static void note_stopped(struct tprof_shm *shm, uint64_t sp)
 {
+	stack_t ss;
+	uint64_t lo = tprof_tls.alt_lo, hi = tprof_tls.alt_hi;
+	if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {
+		lo = (uint64_t)(uintptr_t)ss.ss_sp;
+		hi = lo + ss.ss_size;
+	}
 	uint32_t i = atomic_fetch_add(&shm->scan_stopped, 1);
 	if (i < TPROF_SCAN_THREADS) {
 		shm->scan_threads[i].tid = (int32_t)tprof_gettid();
 		shm->scan_threads[i].sp = sp;
+		shm->scan_threads[i].alt_lo = lo < hi ? lo : 0;
+		shm->scan_threads[i].alt_hi = lo < hi ? hi : 0;
 	}
 	tprof_futex_wake(&shm->scan_stopped);
 }

@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 12
+#define TPROF_SHM_VERSION 13
 #define TPROF_UNHOOKED_NEW 1u      /* C++ operator new is an allocator's that does not call malloc */
 #define TPROF_UNHOOKED_DEEPBIND 2u /* a library was loaded with RTLD_DEEPBIND */
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */
@@ -51,11 +51,14 @@ enum { TPROF_SCAN_IDLE = 0, TPROF_SCAN_STOPPING, TPROF_SCAN_ASKED, TPROF_SCAN_SC
        TPROF_SCAN_GAVE_UP, TPROF_SCAN_EMPTY };
 
 /* A thread stopped for the scan: its stack from sp up holds its registers (a signal frame, or the
- * asking thread's own spills) and everything live on it. */
+ * asking thread's own spills) and everything live on it. [alt_lo, alt_hi): its alternate signal
+ * stack (0, 0: none), whose part below sp (all of it when sp is elsewhere) holds only the frames of
+ * handlers that returned. */
 struct tprof_scan_thread {
 	int32_t tid;
 	uint32_t pad;
 	uint64_t sp;
+	uint64_t alt_lo, alt_hi;
 };
 
 /* One recording thread. The process claims a free slot (FREE -> SETUP -> ACTIVE); the recorder

@@ -290,6 +290,13 @@ struct scan {
 	} pr[64];
 	size_t npr;
 	uint64_t pr_from, pr_walked;
+	/* the dead parts of the stopped threads' alternate signal stacks, sorted, apart and 8-aligned:
+	 * the frames of handlers that returned, never scanned (memcheck's stack tracking makes them
+	 * inaccessible when the stack pointer leaves them) */
+	struct dead {
+		uint64_t lo, hi;
+	} dead[16];
+	size_t ndead;
 };
 
 static void beat(struct scan *s, uint64_t bytes)
@@ -517,6 +524,25 @@ static void scan_words(struct scan *s, const uint64_t *w, uint64_t n, int defini
 	}
 }
 
+/* The words w[0, n), read from address a, but for those in the dead ranges. */
+static void scan_at(struct scan *s, uint64_t a, const uint64_t *w, uint64_t n, int definite)
+{
+	for (size_t k = 0; k < s->ndead && n; k++) {
+		uint64_t lo = s->dead[k].lo, hi = s->dead[k].hi, end = a + 8 * n;
+		if (hi <= a)
+			continue;
+		if (lo >= end)
+			break;
+		if (lo > a)
+			scan_words(s, w, (lo - a) / 8, definite);
+		uint64_t skip = ((hi < end ? hi : end) - a) / 8;
+		w += skip;
+		n -= skip;
+		a += 8 * skip;
+	}
+	scan_words(s, w, n, definite);
+}
+
 /* Scans [a, end) of the process as roots. */
 static void scan_range(struct scan *s, uint64_t a, uint64_t end)
 {
@@ -528,7 +554,7 @@ static void scan_range(struct scan *s, uint64_t a, uint64_t end)
 			len = cap;
 		read_mem(s, a, s->buf, len);
 		s->root_bytes += len;
-		scan_words(s, s->buf, len / 8, 1);
+		scan_at(s, a, s->buf, len / 8, 1);
 		beat(s, len);
 		a += len;
 	}
@@ -588,7 +614,7 @@ static void process_stack(struct scan *s)
 		if (w) {
 			s->nstack--;
 			b->pending = 0;
-			scan_words(s, w, (end - a) / 8, b->kind != TPROF_LEAK_POSSIBLE);
+			scan_at(s, a, w, (end - a) / 8, b->kind != TPROF_LEAK_POSSIBLE);
 			continue;
 		}
 		if (end <= a || end - a > cap / 4) { /* empty, or large: on its own */
@@ -599,7 +625,7 @@ static void process_stack(struct scan *s)
 				uint64_t len = end - a < cap ? end - a : cap;
 				read_mem(s, a, s->buf, len);
 				s->block_bytes += len;
-				scan_words(s, s->buf, len / 8, def);
+				scan_at(s, a, s->buf, len / 8, def);
 				beat(s, len);
 				a += len;
 			}
@@ -630,7 +656,7 @@ static void process_stack(struct scan *s)
 				read_mem(s, (uint64_t)remote[k].iov_base, local[k].iov_base, remote[k].iov_len);
 		s->block_bytes += total;
 		for (int k = 0; k < n; k++)
-			scan_words(s, local[k].iov_base, local[k].iov_len / 8, definite[k]);
+			scan_at(s, (uint64_t)remote[k].iov_base, local[k].iov_base, local[k].iov_len / 8, definite[k]);
 		beat(s, total);
 		
 	}
@@ -989,6 +1015,30 @@ static int read_maps(struct scan *s)
 	return 0;
 }
 
+/* Adds [lo, hi) (its whole words) to the dead ranges, kept sorted and apart; beyond 16 ranges the
+ * rest are scanned as any memory. */
+static void add_dead(struct scan *s, uint64_t lo, uint64_t hi)
+{
+	lo = (lo + 7) & ~7ull;
+	hi &= ~7ull;
+	if (lo >= hi)
+		return;
+	size_t k = 0;
+	while (k < s->ndead && s->dead[k].hi < lo)
+		k++;
+	size_t j = k; /* [k, j): the ranges [lo, hi) touches, merged into it */
+	while (j < s->ndead && s->dead[j].lo <= hi) {
+		lo = s->dead[j].lo < lo ? s->dead[j].lo : lo;
+		hi = s->dead[j].hi > hi ? s->dead[j].hi : hi;
+		j++;
+	}
+	if (j == k && s->ndead == sizeof(s->dead) / sizeof(s->dead[0]))
+		return;
+	memmove(&s->dead[k + 1], &s->dead[j], (s->ndead - j) * sizeof(s->dead[0]));
+	s->ndead = s->ndead - (j - k) + 1;
+	s->dead[k] = (struct dead){lo, hi};
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -1066,7 +1116,12 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 		stopped = TPROF_SCAN_THREADS;
 	for (uint32_t t = 0; t < stopped; t++) {
 		uint64_t sp = shm->scan_threads[t].sp;
-		struct lmap *m = (struct lmap *)map_of(&s, sp);
+		uint64_t alo = shm->scan_threads[t].alt_lo, ahi = shm->scan_threads[t].alt_hi;
+		int on_alt = alo < ahi && sp >= alo && sp < ahi;
+		if (alo < ahi)
+			add_dead(&s, alo, on_alt ? sp : ahi);
+		/* (on its alternate stack, the thread's own stack is scanned whole) */
+		struct lmap *m = on_alt ? NULL : (struct lmap *)map_of(&s, sp);
 		if (m && (!m->from || sp < m->from))
 			m->from = sp;
 	}

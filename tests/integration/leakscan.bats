@@ -25,6 +25,20 @@ vg_equal() { # vg_equal COMMAND ARGS...: tprof's kinds equal valgrind's
 	done
 }
 
+# a handler that returned left its locals on the alternate signal stack: memory of the program's
+# (a static array, a heap block, a mapping), but a dead frame all the same, which memcheck does not
+# scan; a handler that exits there is a live frame
+@test "alternate signal stacks: a returned handler's frame holds no block, an exiting one's does; kinds equal valgrind's" {
+	for how in dead heap mmap exit; do
+		vg_equal "$B/progs/leak_altstack" "$how"
+		if [ "$how" = exit ]; then
+			[[ "$output" == *"LEAK SUMMARY reachable "*"405/1"* ]]
+		else
+			[[ "$output" == *"LEAK SUMMARY definite "*"40"[137]"/1"* ]]
+		fi
+	done
+}
+
 # exit called by the C library itself, deep in the program's call chain: the frames above exit's
 # caller are the program's (argp_parse holds the only pointer to its parser's storage)
 @test "exit called from inside the C library (argp --help, --usage, a bad argument): kinds equal valgrind's" {
