@@ -108,8 +108,8 @@ load helpers
 			"$B/progs/freeres_exit" "$how"
 		echo "$how: $output"
 		[ "$status" -eq 0 ]
-		[ "$(jget "$WORK/t.json" leaked_blocks)" -gt 100 ] # the C library's state kept, as bare
-		! grep -q "never written" "$WORK/tp.out"
+		[ "$(jget "$WORK/.vg/t.json" leaked_blocks)" -gt 100 ] # the C library's state kept, as bare
+		! grep -q "never written" "$WORK/.vg/tp.out"
 	done
 }
 

@@ -8,17 +8,21 @@ set -u
 build=$(cd "$1" && pwd) work=$2 lib=$(cd "$(dirname "$0")" && pwd)
 shift 3
 cd "$work" || exit 2
-rm -f t.trace t.trace.* # traces are never overwritten: an older one would be read instead
-TRACE=t.trace
+# what the runs write goes to .vg, made before both: the directory the command runs in holds the
+# same names in both runs (python lists it when it imports)
+mkdir -p .vg
+rm -f .vg/t.trace .vg/t.trace.* # traces are never overwritten: an older one would be read instead
+TRACE=$PWD/.vg/t.trace
 . "$lib/vgenv.sh"
 # glib's slice allocator takes plain malloc under valgrind (it asks whether it runs there): both
 # runs get G_SLICE=always-malloc, which says the same outside.
 # valgrind's log on descriptor 9, and the tprof run given one too: --log-file would take descriptor 3
 # in the program, whose first open then returns 4 (docs/FORMAT.md)
-"${vg_env[@]}" G_SLICE=always-malloc valgrind --leak-check=full ${VG_OPTS:-} --log-fd=9 "$@" >vg.out 2>/dev/null 9>vg.log
+"${vg_env[@]}" G_SLICE=always-malloc valgrind --leak-check=full ${VG_OPTS:-} --log-fd=9 "$@" >.vg/vg.out 2>/dev/null 9>.vg/vg.log
 vg_rc=$?
-"${tp_env[@]}" G_SLICE=always-malloc "$@" >tp.out 2>/dev/null 9>/dev/null
+"${tp_env[@]}" G_SLICE=always-malloc "$@" >.vg/tp.out 2>/dev/null 9>/dev/null
 tp_rc=$?
+cd .vg || exit 2
 "$build/tprof" report --json t.trace >t.json || exit 1
 /usr/bin/python3 - "$vg_rc" "$tp_rc" <<'PY'
 import json, re, sys

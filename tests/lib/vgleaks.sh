@@ -16,12 +16,14 @@ set -u
 build=$(cd "$1" && pwd) work=$2 lib=$(cd "$(dirname "$0")" && pwd)
 shift 3
 cd "$work" || exit 2
-rm -f tl.trace
-TRACE=tl.trace
+mkdir -p .vg # what the runs write (see vgcompare.sh)
+rm -f .vg/tl.trace
+TRACE=$PWD/.vg/tl.trace
 . "$lib/vgenv.sh"
 # the log on descriptor 9 in both runs, not 3 in valgrind's alone (see vgcompare.sh)
-"${vg_env[@]}" valgrind --leak-check=full --show-leak-kinds=all --num-callers=64 --log-fd=9 "$@" >/dev/null 2>&1 9>vgl.log
+"${vg_env[@]}" valgrind --leak-check=full --show-leak-kinds=all --num-callers=64 --log-fd=9 "$@" >/dev/null 2>&1 9>.vg/vgl.log
 "${tp_env[@]}" "$@" >/dev/null 2>&1 9>/dev/null
+cd .vg || exit 2
 "$build/tprof" leaks --json --kinds all --no-default-suppressions tl.trace >tl.json || exit 1
 /usr/bin/python3 - <<'PY'
 import json, re, sys
