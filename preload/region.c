@@ -377,12 +377,61 @@ static const char *trace_name_said(pid_t pid)
 
 /* Creates the trace file exclusively: never through a symlink, never over an existing file. An
  * existing name gets a numeric suffix (.1, .2, ...). Returns the descriptor, path in path; or -1,
- * said. For a process whose recorder runs as another user, which does not create it (hello). */
+ * said. For a process whose recorder runs as another user, which does not create it (hello).
+ * Where the file system can, the file is made without a name first (O_TMPFILE), which is the slow
+ * part (an inode), and then named: a process killed meanwhile leaves no empty file that no
+ * recorder knows of, and between the name and the recorder's taking it there are a few system
+ * calls only. */
 static int open_trace(char *path, size_t cap, pid_t pid)
 {
 	const char *base = trace_name_said(pid);
 	if (!base)
 		return -1;
+	char dir[1024];
+	const char *slash = strrchr(base, '/');
+	size_t dl = !slash ? 1 : slash == base ? 1 : (size_t)(slash - base);
+	int tmp = -1;
+	if (dl < sizeof(dir)) {
+		memcpy(dir, slash ? base : ".", dl);
+		dir[dl] = 0;
+		tmp = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
+	}
+	if (tmp >= 0) {
+		struct tprof_sbuf fdp = {.n = 0};
+		tprof_sb_str(&fdp, "/proc/self/fd/");
+		tprof_sb_u64(&fdp, (uint64_t)tmp);
+		fdp.b[fdp.n] = 0;
+		for (int k = 0; k < 1000; k++) {
+			struct tprof_sbuf s = {.n = 0};
+			tprof_sb_str(&s, base);
+			if (k) {
+				tprof_sb_str(&s, ".");
+				tprof_sb_u64(&s, (uint64_t)k);
+			}
+			if (s.n >= sizeof(s.b) - 1 || s.n >= cap - 1)
+				break; /* said below, by the loop that creates it by name */
+			memcpy(path, s.b, s.n);
+			path[s.n] = 0;
+			if (linkat(AT_FDCWD, fdp.b, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
+				/* opened again by its name, which the recorder reads off the descriptor (the
+				 * first still says the file has none) */
+				struct stat a, b;
+				int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+				if (fd >= 0 && tprof_sys_fstat(fd, &a) == 0 && tprof_sys_fstat(tmp, &b) == 0 &&
+				    a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+					close(tmp);
+					tmp = fd;
+				} else if (fd >= 0) {
+					close(fd);
+				}
+				flock(tmp, LOCK_EX | LOCK_NB); /* as below */
+				return tmp;
+			}
+			if (errno != EEXIST)
+				break; /* (no /proc): by name */
+		}
+		close(tmp);
+	}
 	for (int k = 0; k < 1000; k++) {
 		struct tprof_sbuf s = {.n = 0};
 		tprof_sb_str(&s, base);
@@ -972,7 +1021,9 @@ void tprof_recorder_ensure(void)
 static int send_hello(int sock, int memfd, int tracefd, const char *path, uint32_t async)
 {
 	struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)tprof_getpid(),
-				(tracefd < 0 ? TPROF_HELLO_NO_FILE : 0) | async, 0};
+				(tracefd < 0 ? TPROF_HELLO_NO_FILE : 0) | async |
+					(tprof_cfg.quiet ? TPROF_HELLO_QUIET : 0),
+				0};
 	size_t nlen = tracefd < 0 ? strnlen(path, TPROF_HELLO_NAME_MAX) : 0;
 	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)path, nlen}};
 	union {
@@ -1507,12 +1558,8 @@ static int register_once(int child, pid_t pid, int own)
 	static TPROF_LARGE char own_path[4096]; /* one registration at a time (see make_path) */
 	const char *path = own_path;
 	int no_file = !own; /* the recorder is to create the file */
-	if (no_file) {
-		if (!(path = trace_name_said(pid)))
-			goto out;
-	} else if ((tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0) {
+	if (no_file && !(path = trace_name_said(pid)))
 		goto out;
-	}
 	spawn_err = 0;
 	spawn_why = NULL;
 	sock = find_recorder();
@@ -1523,9 +1570,7 @@ static int register_once(int child, pid_t pid, int own)
 			say("cannot start the recorder: ", errtext(spawn_err),
 			    spawn_err == EAGAIN ? " (the process limit, ulimit -u?); not tracing" : "; not tracing");
 		else if (!child && !emfile_seen)
-			say("no recorder took ", path, "; not tracing");
-		if (!no_file)
-			unlink(path);
+			say("no recorder took ", no_file ? path : "the trace", "; not tracing");
 		goto out;
 	}
 	/* The recorder sizes the file (it may have a larger file size limit than the program); the
@@ -1535,6 +1580,10 @@ static int register_once(int child, pid_t pid, int own)
 	int sized = tprof_getrlimit(RLIMIT_FSIZE, &fl) == 0 &&
 		    (fl.rlim_cur == RLIM_INFINITY || fl.rlim_cur >= TPROF_SHM_FILE_BYTES) &&
 		    ftruncate(memfd, (off_t)TPROF_SHM_FILE_BYTES) == 0;
+	/* the file this process makes itself, only now that a recorder is there to take it, just
+	 * before it is sent: a process killed between the two leaves an empty file no recorder knows of */
+	if (!no_file && (tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0)
+		goto out;
 	/* A fork child of a process the recorder took with TPROF_ANSWER_YES_ASYNC does not wait for
 	 * the answer (about 0.1 ms): the recorder takes it even after it has ended, and a refusal is
 	 * written into its memory (recorder_gone), as only a file it could not size (the child did

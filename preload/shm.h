@@ -223,12 +223,14 @@ struct tprof_shm {
 #define TPROF_HELLO_BARRIER 4u /* no registration: answered once every one queued before it is taken */
 #define TPROF_HELLO_SAY 8u /* no registration: one line (the bytes after the struct) for the recorder's
 			    * stderr, why the process is not traced; answered TPROF_ANSWER_YES once written */
+#define TPROF_HELLO_QUIET 16u /* with a registration: TPROF_QUIET=1, known to the recorder before the
+			       * process's memory says it (a process killed while it registers) */
 #define TPROF_HELLO_NAME_MAX 4095
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */
 	uint32_t version;
 	int32_t pid;
-	uint32_t flags;    /* TPROF_HELLO_NO_FILE, TPROF_HELLO_ASYNC */
+	uint32_t flags;    /* TPROF_HELLO_NO_FILE, TPROF_HELLO_ASYNC, TPROF_HELLO_QUIET */
 	uint32_t reserved; /* 0 */
 };
 

@@ -22,6 +22,9 @@ struct tprof_writer_args {
 	int after_exec;     /* the process's previous image registered too (it exec'd) */
 	uint64_t memfd_bytes; /* the memory file's size (TPROF_SHM_FILE_BYTES, less under a file size
 			       * limit): nothing at or past it is mapped or read */
+	int quiet;            /* TPROF_QUIET=1, as the registration said */
+	uid_t uid;            /* the process's user and group */
+	gid_t gid;
 };
 
 struct tprof_writer;
@@ -41,6 +44,8 @@ int tprof_writer_done(const struct tprof_writer *w);
 /* The absolute path of the trace file w writes ("" when unknown). */
 const char *tprof_writer_trace_path(const struct tprof_writer *w);
 void tprof_writer_release(struct tprof_writer *w);
+/* Removes the empty trace file fd of a process that ended before it could be traced (writer.c). */
+int tprof_remove_empty_trace(int fd, const char *path, int as_owner, uid_t uid, gid_t gid);
 
 /* Wakes the server thread (a writer has finished). */
 void tprof_recorder_wake(void);

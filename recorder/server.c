@@ -718,6 +718,16 @@ static void refuse(int conn, int async, int memfd, char why, pid_t label)
 static int spare_fd[2] = {-1, -1}; /* kept to take a registration when out of descriptors */
 static void accept_one(int lfd);
 
+/* Whether pid has ended: gone, or a zombie. */
+static int process_ended(pid_t pid)
+{
+	char buf[512];
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return 1;
+	const char *st = tprof_stat_read(pid, buf, sizeof(buf));
+	return st && (st[0] == 'Z' || st[0] == 'X');
+}
+
 static void take(int conn)
 {
 	struct {
@@ -803,11 +813,11 @@ static void take(int conn)
 	for (int i = 0; i < MAX_WRITERS && slot < 0; i++)
 		if (!entries[i].w)
 			slot = i;
-	int async = r >= (ssize_t)sizeof(h) && (h.flags & TPROF_HELLO_ASYNC), gone = 0;
+	int async = r >= (ssize_t)sizeof(h) && (h.flags & TPROF_HELLO_ASYNC), gone = 0, peer_known = 0;
 	if (r < (ssize_t)sizeof(h) || nfds != (no_file ? 1 : 2) || (!no_file && name_len) ||
-	    (h.flags & ~(TPROF_HELLO_NO_FILE | TPROF_HELLO_ASYNC)) || (async && !no_file) ||
+	    (h.flags & ~(TPROF_HELLO_NO_FILE | TPROF_HELLO_ASYNC | TPROF_HELLO_QUIET)) || (async && !no_file) ||
 	    h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
-	    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+	    !(peer_known = getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
 	    (size_err = size_memfd(fds[0], &memfd_bytes)) != 0 ||
 	    peer_process(conn, cred.pid, async, &pidfd, &starttime, &gone) != 0 ||
@@ -815,6 +825,17 @@ static void take(int conn)
 		/* RLIMIT_FSIZE, or the descriptor limit: reasons the process says */
 		char why = size_err == EFBIG ? TPROF_ANSWER_FSIZE : fds_short || out_of_fds() ? TPROF_ANSWER_FDS : no;
 		refuse(conn, async, nfds ? fds[0] : -1, why, r >= (ssize_t)sizeof(h) ? h.pid : 0);
+		/* the file of a process that made it itself and is gone already (one that waits removes
+		 * its own): nobody else would */
+		if (nfds == 2 && !no_file && peer_known && process_ended(cred.pid)) {
+			char fdpath[64], path[4096];
+			snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fds[1]);
+			ssize_t n = readlink(fdpath, path, sizeof(path) - 1);
+			if (n > 0) {
+				path[n] = 0;
+				tprof_remove_empty_trace(fds[1], path, 1, cred.uid, cred.gid);
+			}
+		}
 		close_fds(fds, nfds);
 		if (pidfd >= 0)
 			close(pidfd);
@@ -845,7 +866,8 @@ static void take(int conn)
 	struct tprof_writer_args a = {
 		.pid = cred.pid, .label = h.pid, .starttime = starttime, .memfd = fds[0], .tracefd = fds[1],
 		.own_mode = no_file, .path = no_file ? last_path : NULL, .after_exec = after_exec,
-		.memfd_bytes = memfd_bytes};
+		.memfd_bytes = memfd_bytes, .quiet = (h.flags & TPROF_HELLO_QUIET) != 0, .uid = cred.uid,
+		.gid = cred.gid};
 	struct tprof_writer *w = tprof_writer_start(&a);
 	if (!w) {
 		if (no_file)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -119,6 +120,9 @@ struct tprof_writer {
 	struct leak_live *live; /* the blocks live now, for the scan at the end (NULL: not asked) */
 	char trace_abs[4096];   /* the trace file's absolute path, for tprof record --error-exitcode */
 	int own_mode;           /* the recorder created the file: give it the process's umask */
+	int hello_quiet;        /* TPROF_QUIET=1 said at registration (before the shared memory can) */
+	uid_t owner_uid;        /* the process's user and group: its rights on its own file */
+	gid_t owner_gid;
 	struct leak_result *scan; /* the scan's result, written at the end of the trace */
 	uint32_t scan_reason;
 	uint8_t module_end_written[TPROF_SHM_MODULES];
@@ -1630,6 +1634,39 @@ static void give_mode(struct tprof_writer *w)
 	} /* 0600 is the safe side */
 }
 
+/* Removes the trace file fd, at path, of a process that ended before it could be traced, when it
+ * is still empty and still the file the path names; 1 when removed. With the file system rights of
+ * the process's user when the recorder is root's and the process made the file itself (as_owner:
+ * the path is the process's to choose), through its directory held open: a path component swapped
+ * meanwhile cannot make it name another file. */
+int tprof_remove_empty_trace(int fd, const char *path, int as_owner, uid_t uid, gid_t gid)
+{
+	struct stat ours, there;
+	const char *base = strrchr(path, '/');
+	if (path[0] != '/' || !base[1] || fstat(fd, &ours) != 0 || ours.st_size != 0 || strlen(path) >= 4096)
+		return 0;
+	char dir[4096];
+	size_t dl = base == path ? 1 : (size_t)(base - path);
+	memcpy(dir, path, dl);
+	dir[dl] = 0;
+	/* per thread: the recorder's other threads keep the recorder's */
+	as_owner = as_owner && geteuid() == 0 && (uid != 0 || gid != 0);
+	if (as_owner) {
+		setfsgid(gid);
+		setfsuid(uid);
+	}
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int gone = dfd >= 0 && fstatat(dfd, base + 1, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+		   there.st_ino == ours.st_ino && there.st_dev == ours.st_dev && unlinkat(dfd, base + 1, 0) == 0;
+	if (dfd >= 0)
+		close(dfd);
+	if (as_owner) {
+		setfsuid(0);
+		setfsgid(0);
+	}
+	return gone;
+}
+
 /* The whole life of one trace. */
 static void write_trace(struct tprof_writer *w)
 {
@@ -1638,13 +1675,12 @@ static void write_trace(struct tprof_writer *w)
 		give_mode(w);
 	if (wait_header(w) != 0) {
 		/* it gave up registering (and said why), or was killed meanwhile: no event can be known.
-		 * The empty file the recorder made for it goes, as a process removes its own. */
-		struct stat ours, there;
-		int gone = w->own_mode && w->trace_abs[0] == '/' && fstat(w->trace_fd, &ours) == 0 && ours.st_size == 0 &&
-			   stat(w->trace_abs, &there) == 0 && there.st_ino == ours.st_ino && there.st_dev == ours.st_dev &&
-			   unlink(w->trace_abs) == 0;
-		fprintf(stderr, "tprof: pid %d ended before it could be traced: %s\n", (int)w->label,
-			gone ? "no trace" : "its trace is empty");
+		 * The empty file goes, as a process removes its own. */
+		int gone = tprof_remove_empty_trace(w->trace_fd, w->trace_abs, !w->own_mode, w->owner_uid,
+						    w->owner_gid);
+		if (!w->hello_quiet)
+			fprintf(stderr, "tprof: pid %d ended before it could be traced: %s\n", (int)w->label,
+				gone ? "no trace" : "its trace is empty");
 		goto out;
 	}
 	w->clock_is_tsc = w->shm->clock == TPROF_CLOCK_TSC;
@@ -1845,6 +1881,9 @@ struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a)
 	w->starttime = a->starttime;
 	w->trace_fd = a->tracefd;
 	w->own_mode = a->own_mode;
+	w->hello_quiet = a->quiet;
+	w->owner_uid = a->uid;
+	w->owner_gid = a->gid;
 	if (a->path) {
 		snprintf(w->trace_abs, sizeof(w->trace_abs), "%s", a->path);
 	} else {

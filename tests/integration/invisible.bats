@@ -520,6 +520,45 @@ nobody_kit() {
 	[ "${traced% *}" -ge $((${bare% *} - 2)) ]
 }
 
+# fork children killed while they register (kill_registering.c): the recorder may learn of a child
+# only once it is gone. Under TPROF_QUIET it says nothing of it; the empty file of a child that was
+# gone before it could be traced is removed, by the recorder that made it (its own user's), or, for
+# a child of another user that made its file itself, with that user's rights; every trace left reads
+@test "children killed while they register: nothing said under TPROF_QUIET, no empty trace left, of the recorder's user or another" {
+	for d in 0 100 300 1000; do
+		mkdir s$d
+		TPROF_QUIET=1 TPROF_OUTPUT=s$d/%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/kill_registering" 9 $d \
+			>out.txt 2>err.txt
+		[ "$(cat out.txt)" = done ]
+		[ ! -s err.txt ] || { cat err.txt; false; }
+	done
+	settled s*/*.trace
+	for t in s*/*.trace; do
+		[ -s "$t" ] || { echo "empty: $t"; false; }
+		"$B/tprof" report --json "$t" >r.json || { echo "unreadable: $t"; false; }
+	done
+	[ "$(id -u)" = 0 ] || skip "not root: no other user"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	kit=$(nobody_kit kill_registering)
+	empty=0
+	for d in 0 0 0 100 300; do
+		rm -rf o && mkdir o && chmod 777 o
+		TPROF_QUIET=1 TPROF_OUTPUT="$WORK/o/%p.trace" LD_PRELOAD="$kit/libtprof.so" \
+			setpriv --reuid=nobody --regid=nogroup --clear-groups "$kit/progs/kill_registering" 9 $d >out.txt 2>err.txt
+		[ "$(cat out.txt)" = done ]
+		[ ! -s err.txt ] || { cat err.txt; false; }
+		settled o/*.trace
+		for t in o/*.trace; do
+			[ -s "$t" ] || { empty=$((empty + 1)); continue; }
+			"$B/tprof" report --json "$t" >r.json || { echo "unreadable: $t"; false; }
+		done
+	done
+	# a child killed between naming its file and sending it (a few system calls) leaves one: about
+	# one child in a hundred here (it was one in ten)
+	echo "empty: $empty"
+	[ "$empty" -le 2 ]
+}
+
 @test "a privilege drop, then exec: the new image registers with root's recorder and starts none as its user (ulimit -u)" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	command -v setpriv >/dev/null || skip "no setpriv"
