@@ -136,6 +136,12 @@ PY
 	vg_equal /bin/ls /
 	vg_equal /usr/bin/gzip -c f.txt
 	vg_equal /usr/bin/make --version
+	# a C++ driver with definitely lost blocks, NSS, a gconv module, a library's digest, 97 MB in use
+	vg_equal /usr/bin/g++ --version
+	vg_equal /usr/bin/getent passwd root
+	vg_equal /usr/bin/iconv -f latin1 -t utf8 f.txt
+	vg_equal /usr/bin/openssl dgst -sha256 f.txt
+	vg_equal /usr/bin/xz -T1 -c f.txt
 }
 
 @test "tprof leaks lists the lost kinds by default, sums up the reachable, and --kinds picks" {
