@@ -403,7 +403,7 @@ struct tprof_rec_state {
 	uint32_t stack;
 	uint32_t nalloc, nfree; /* pushes into the histories so far */
 	uint64_t alloc_hist[TPROF_PTR_HIST], free_hist[TPROF_PTR_HIST];
-	uint64_t alloc_size[TPROF_PTR_HIST]; /* the size of each alloc_hist entry */
+	uint16_t alloc_cls[TPROF_PTR_HIST]; /* the size class of each alloc_hist entry (0: none) */
 	/* per-class lists as rings: the list of class c holds cls[c] & 0xff entries, its newest at
 	 * class_ptr[c][((cls[c] >> 8) - 1) % TPROF_CLASS_DEPTH] (a top counting pushes mod 256); a push
 	 * onto a full list overwrites the oldest. Count and top are one 16-bit word, read and written
@@ -437,27 +437,27 @@ static inline uint64_t tprof_class_top(const struct tprof_rec_state *st, uint32_
 	return l & 0xff ? st->class_ptr[c][(uint8_t)((l >> 8) - 1) % TPROF_CLASS_DEPTH] : 0;
 }
 
-/* The block the class lists predict for an allocation of size, or 0. */
-static inline uint64_t tprof_class_predict(const struct tprof_rec_state *st, uint64_t size)
+/* The block the class lists predict for an allocation of class c (tprof_size_class), or 0. */
+static inline uint64_t tprof_class_predict(const struct tprof_rec_state *st, uint32_t c)
 {
-	uint32_t c = tprof_size_class(size);
 	return c ? tprof_class_top(st, c) : 0;
 }
 
-/* After a record: the histories and class lists, in the same order on both sides. freed_size: the
- * size of the block a free released when the record named it from the history, else UINT64_MAX.
+/* After a record: the histories and class lists, in the same order on both sides. freed_cls: the
+ * size class of the block a free released when the record named it from the history, else 0.
  * predicted: an allocation whose block is its class list's newest (tprof_class_predict), which it
- * takes off the list; otherwise the list is looked at. Always inlined: called once per record on
- * both sides, a call would cost more than the work. */
+ * takes off the list; otherwise the list is looked at. c: an allocation's size class (the caller
+ * has it already). Always inlined: called once per record on both sides, a call would cost more
+ * than the work. */
 static inline __attribute__((always_inline)) void tprof_rec_push(struct tprof_rec_state *st,
-								 const struct tprof_rec *r, uint64_t freed_size,
-								 int predicted)
+								 const struct tprof_rec *r, uint32_t freed_cls,
+								 int predicted, uint32_t c)
 {
 	if (r->kind == TPROF_EV_FREE) {
 		if (!r->ptr)
 			return;
 		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->ptr;
-		uint32_t c = freed_size == UINT64_MAX ? 0 : tprof_size_class(freed_size);
+		c = freed_cls;
 		if (c) {
 			uint16_t l = st->cls[c];
 			st->class_ptr[c][(l >> 8) % TPROF_CLASS_DEPTH] = r->ptr;
@@ -468,10 +468,9 @@ static inline __attribute__((always_inline)) void tprof_rec_push(struct tprof_re
 	if (tprof_kind_is_realloc(r->kind) && r->old_ptr)
 		st->free_hist[st->nfree++ % TPROF_PTR_HIST] = r->old_ptr;
 	if (r->ptr) {
-		uint32_t c = tprof_size_class(r->size);
 		if (c && (predicted || tprof_class_top(st, c) == r->ptr))
 			st->cls[c] = (uint16_t)(st->cls[c] - 0x101); /* count and top one less */
-		st->alloc_size[st->nalloc % TPROF_PTR_HIST] = r->size;
+		st->alloc_cls[st->nalloc % TPROF_PTR_HIST] = (uint16_t)c;
 		st->alloc_hist[st->nalloc++ % TPROF_PTR_HIST] = r->ptr;
 	}
 }
@@ -561,14 +560,14 @@ static inline uint32_t tprof_rec_encode(uint8_t *out[TPROF_NSTREAMS], struct tpr
 	if (r->no_tick && !re)
 		head |= TPROF_REC_NO_TICK;
 	int hist = 0;
-	uint64_t freed_size = UINT64_MAX;
+	uint32_t freed_cls = 0, c = alloc ? tprof_size_class(r->size) : 0;
 	if (!re && r->ptr) {
 		if (r->kind == TPROF_EV_FREE) {
 			dist = tprof_ptr_find(e->amap, st->alloc_hist, st->nalloc, r->ptr);
 			hist = dist != 0;
 			if (hist)
-				freed_size = st->alloc_size[(st->nalloc - dist) % TPROF_PTR_HIST];
-		} else if (tprof_class_predict(st, r->size) == r->ptr) {
+				freed_cls = st->alloc_cls[(st->nalloc - dist) % TPROF_PTR_HIST];
+		} else if (tprof_class_predict(st, c) == r->ptr) {
 			hist = 1; /* distance 0 */
 		} else {
 			dist = tprof_ptr_find(e->fmap, st->free_hist, st->nfree, r->ptr);
@@ -612,7 +611,7 @@ static inline uint32_t tprof_rec_encode(uint8_t *out[TPROF_NSTREAMS], struct tpr
 	}
 	if (r->kind != TPROF_EV_FREE && r->ptr)
 		tprof_ptr_note(e->amap, st->nalloc, r->ptr);
-	tprof_rec_push(st, r, freed_size, alloc && hist && dist == 0);
+	tprof_rec_push(st, r, freed_cls, alloc && hist && dist == 0, c);
 	return r->kind == TPROF_EV_FREE && hist ? dist : 0;
 }
 
@@ -648,9 +647,11 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 	}
 	r->size = 0;
 	r->stack = 0;
+	uint32_t c = 0;
 	if (alloc) {
 		if (tprof_get_varint(&in[TPROF_S_SIZE], &r->size))
 			return -1;
+		c = tprof_size_class(r->size);
 		if (head & TPROF_REC_SAME_STACK) {
 			r->stack = st->stack;
 		} else {
@@ -663,7 +664,7 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 		}
 		st->stack = r->stack;
 	}
-	uint64_t freed_size = UINT64_MAX;
+	uint32_t freed_cls = 0;
 	int predicted = 0;
 	r->hist_dist = 0;
 	if (head & TPROF_REC_PTR_HIST) { /* a free names an allocation, an allocation a free */
@@ -672,13 +673,13 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 		if (tprof_get_varint(&in[TPROF_S_PTR], &u) || u > TPROF_PTR_HIST || u > pushes)
 			return -1;
 		if (u == 0) { /* the class lists' prediction */
-			if (!alloc || !(r->ptr = tprof_class_predict(st, r->size)))
+			if (!alloc || !(r->ptr = tprof_class_predict(st, c)))
 				return -1;
 			predicted = 1;
 		} else {
 			r->ptr = hist[(pushes - u) % TPROF_PTR_HIST];
 			if (!alloc) {
-				freed_size = st->alloc_size[(pushes - u) % TPROF_PTR_HIST];
+				freed_cls = st->alloc_cls[(pushes - u) % TPROF_PTR_HIST];
 				r->hist_dist = (uint32_t)u;
 			}
 		}
@@ -703,7 +704,7 @@ static inline int tprof_rec_decode(struct tprof_cursor in[TPROF_NSTREAMS], struc
 		st->seq = r->seq2;
 		st->tick = r->tick2;
 	}
-	tprof_rec_push(st, r, freed_size, predicted);
+	tprof_rec_push(st, r, freed_cls, predicted, c);
 	return 0;
 }
 

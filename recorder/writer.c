@@ -51,7 +51,9 @@ struct wthread {
 
 #define OUT_CAP (1u << 20)
 #define OUT_FLUSH_AT (OUT_CAP - (128u << 10))
-#define BLOCK_TARGET (60u << 10) /* EVENTS payloads stay below this plus one record */
+/* EVENTS payloads stay below this plus 31 records (2.5 KB; each stream has 4 KiB more): the size is
+ * looked at every 16 records, and a run of unmeasured ones (15 at most) ends in its block */
+#define BLOCK_TARGET (60u << 10)
 #define REC_MAX TPROF_REC_MAX_BYTES
 #define EV_CAP (BLOCK_TARGET + TPROF_NSTREAMS * 4096 + 64)
 #define STK_CAP (256u << 10)
@@ -972,7 +974,7 @@ static uint32_t encode_run(struct tprof_writer *w, struct wthread *t, uint32_t f
 		in_run = rec.no_tick;
 		i++;
 		recs++;
-		if ((recs & 63) == 0 || in_run == 0) {
+		if ((recs & 15) == 0) { /* bytes only grows: stale by 15 records (1.2 KB) at most */
 			bytes = 0;
 			for (int s = 0; s < TPROF_NSTREAMS; s++)
 				bytes += (size_t)(out[s] - w->streams[s]);
