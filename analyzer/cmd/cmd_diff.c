@@ -210,26 +210,39 @@ static void print_text(const struct cmd_opts *o, const struct diff_result *d)
 		mt = d->ops[i].total_ns.y > mt ? d->ops[i].total_ns.y : mt;
 	}
 	struct tprof_unit us = tprof_ns_unit((uint64_t)ms), ut = tprof_ns_unit((uint64_t)mt);
-	if (d->nops) {
-		char h1[32], h2[32];
-		snprintf(h1, sizeof(h1), "self %s", us.name);
-		snprintf(h2, sizeof(h2), "total %s", ut.name);
-		printf("%-21s %-7s %-16s %-19s %-19s %-16s %s\n", "op", "status", "calls", h1, h2, "GFLOP", "GFLOP/s");
-	}
+	/* the cells first, then each column as wide as its widest cell or heading: a large change
+	 * ("+12345.6%") widens its own column only, and the table keeps within 120 columns */
+	char(*cell)[5][64] = xcalloc(shown_ops ? shown_ops : 1, sizeof(*cell));
+	char h1[32], h2[32];
+	snprintf(h1, sizeof(h1), "self %s", us.name);
+	snprintf(h2, sizeof(h2), "total %s", ut.name);
+	const char *head[5] = {"calls", h1, h2, "GFLOP", "GFLOP/s"};
+	int wid[5];
+	for (int k = 0; k < 5; k++)
+		wid[k] = (int)strlen(head[k]);
 	for (size_t i = 0; i < shown_ops; i++) {
 		const struct diff_op *p = &d->ops[i];
-		char c1[64], c2[64], c3[64], c4[64], c5[64], v[32];
-		tprof_text_cut(stdout, p->name, -21);
+		char v[32];
 		snprintf(v, sizeof(v), "%.0f", p->calls.y);
-		short_cell(&p->calls, v, c1);
-		short_cell(&p->self_ns, tprof_fmt_in((uint64_t)llround(p->self_ns.y), us, v), c2);
-		short_cell(&p->total_ns, tprof_fmt_in((uint64_t)llround(p->total_ns.y), ut, v), c3);
+		short_cell(&p->calls, v, cell[i][0]);
+		short_cell(&p->self_ns, tprof_fmt_in((uint64_t)llround(p->self_ns.y), us, v), cell[i][1]);
+		short_cell(&p->total_ns, tprof_fmt_in((uint64_t)llround(p->total_ns.y), ut, v), cell[i][2]);
 		snprintf(v, sizeof(v), "%.3f", p->flops.y / 1e9);
-		short_cell(&p->flops, v, c4);
+		short_cell(&p->flops, v, cell[i][3]);
 		snprintf(v, sizeof(v), "%.2f", p->gflops.y);
-		short_cell(&p->gflops, v, c5);
-		printf(" %-7s %-16s %-19s %-19s %-16s %s\n", diff_status_name(p->status), c1, c2, c3, c4, c5);
+		short_cell(&p->gflops, v, cell[i][4]);
+		for (int k = 0; k < 5; k++)
+			wid[k] = (int)strlen(cell[i][k]) > wid[k] ? (int)strlen(cell[i][k]) : wid[k];
 	}
+	if (d->nops)
+		printf("%-21s %-7s %-*s  %-*s  %-*s  %-*s  %s\n", "op", "status", wid[0], head[0], wid[1], head[1],
+		       wid[2], head[2], wid[3], head[3], head[4]);
+	for (size_t i = 0; i < shown_ops; i++) {
+		tprof_text_cut(stdout, d->ops[i].name, -21);
+		printf(" %-7s %-*s  %-*s  %-*s  %-*s  %s\n", diff_status_name(d->ops[i].status), wid[0], cell[i][0], wid[1],
+		       cell[i][1], wid[2], cell[i][2], wid[3], cell[i][3], cell[i][4]);
+	}
+	free(cell);
 
 	printf("\nallocation sites (%s%zu of %zu, by the change in bytes allocated; each figure: B, then the "
 	       "change from A)\n",
