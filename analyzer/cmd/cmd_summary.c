@@ -381,8 +381,9 @@ static void totals_text(const struct tprof_trace *t, const struct summary *m, co
 	if (lc->classified && s->live_blocks) {
 		uint64_t kb[LEAK_KINDS + 1], kn[LEAK_KINDS + 1];
 		leak_class_totals(lc, s, kb, kn);
-		for (int k = LEAK_KINDS - 1; k >= 0; k--) /* memcheck's order: definitely lost first */
-			printf("%s %s %s bytes", k < LEAK_KINDS - 1 ? "," : ":", leak_kind_words(k), tprof_commas(kb[k], c));
+		/* memcheck's order, definitely lost first, on a line of their own (within 120 columns) */
+		for (int k = LEAK_KINDS - 1; k >= 0; k--)
+			printf("%s%s %s bytes", k < LEAK_KINDS - 1 ? ", " : "\n    ", leak_kind_words(k), tprof_commas(kb[k], c));
 		if (kn[LEAK_LATE])
 			printf(", allocated after the scan %s bytes", tprof_commas(kb[LEAK_LATE], c));
 	} else if (s->live_blocks) {
