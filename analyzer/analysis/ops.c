@@ -560,7 +560,8 @@ static uint64_t pool_time(struct state *s, const struct thr *h, const struct ops
 				add_sub_n(w, opname, 0, work, 0);
 			}
 			if (!g->nranges) {
-				struct ops_row *w = &r->rows[row_for(r, "(no range)", 0, 32)];
+				size_t ix = row_for(r, "(no range)", 0, 32); /* first: it may move the rows */
+				struct ops_row *w = &r->rows[ix];
 				w->kernel_ns += work;
 				add_sub_n(w, opname, 0, work, 0);
 			}
@@ -569,7 +570,8 @@ static uint64_t pool_time(struct state *s, const struct thr *h, const struct ops
 			row_name(t, opener, o->group_shape, name, sizeof(name));
 			unsigned op = op_entry(s, opener->op);
 			int bits = op && tprof_op_info(op)->elem_bytes == 8 ? 64 : 32;
-			r->rows[row_for(r, name, op, bits)].self_ns += work;
+			size_t ix = row_for(r, name, op, bits); /* first: it may move the rows */
+			r->rows[ix].self_ns += work;
 		}
 	}
 	uint64_t wall = span_ns(t, from, h->last);

@@ -220,6 +220,17 @@ PY
 	[[ "$output" == *"thread 1 made no kernel call and ran no OpenMP region"* ]]
 	run "$B/tprof" ops --thread x t.trace
 	[ "$status" -eq 1 ]
+	# a pool thread: the ops whose regions it ran, each new to its table (rows added as it goes,
+	# with no call of its own); every share within its wall time, and the sum too
+	pool=$("$B/tprof" report --json t.trace | $PY -c 'import json, sys; print(json.load(sys.stdin)["thread_list"][1]["tid"])')
+	"$B/tprof" ops --thread "$pool" --json t.trace >p.json
+	$PY - p.json <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+rows = p["ops"]
+assert rows and all(0 <= r["self_ns"] <= p["wall_ns"] for r in rows), rows
+assert sum(r["self_ns"] for r in rows) <= p["wall_ns"], (sum(r["self_ns"] for r in rows), p["wall_ns"])
+PY
 }
 
 @test "cnn_bench and mlp_bench: FLOPs match the formulas per shape" {
