@@ -19,6 +19,9 @@
 /* Every block: u8 type, u32 payload length, u32 CRC-32C of (type byte + payload), payload. */
 #define TPROF_BLOCK_HEADER_LEN 9
 #define TPROF_BLOCK_MAX_PAYLOAD (16u << 20) /* readers reject longer blocks as corrupt */
+/* No recorder writes a longer block (each is made in its 1 MiB output buffer): one that runs past
+ * the end of the file was not cut there, its length is corrupt. */
+#define TPROF_BLOCK_MAX_WRITTEN ((1u << 20) - TPROF_BLOCK_HEADER_LEN)
 /* A ZEVENTS block's payload once decompressed (the recorder's are under 100 KiB): a few bytes of
  * zstd can claim far more, and a reader holds one such buffer per thread being decoded. */
 #define TPROF_ZEVENTS_MAX_RAW (1u << 20)

@@ -51,6 +51,7 @@ struct wthread {
 
 #define OUT_CAP (1u << 20)
 #define OUT_FLUSH_AT (OUT_CAP - (128u << 10))
+_Static_assert(OUT_CAP - TPROF_BLOCK_HEADER_LEN <= TPROF_BLOCK_MAX_WRITTEN, "a block readers would take for corrupt");
 /* EVENTS payloads stay below this plus 31 records (2.5 KB; each stream has 4 KiB more): the size is
  * looked at every 16 records, and a run of unmeasured ones (15 at most) ends in its block */
 #define BLOCK_TARGET (60u << 10)

@@ -325,6 +325,14 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 			goto fail;
 		}
 		if (have < TPROF_BLOCK_HEADER_LEN || len > have - TPROF_BLOCK_HEADER_LEN) {
+			if (have >= 5 && len > TPROF_BLOCK_MAX_WRITTEN) {
+				/* a flipped length byte, not a cut: the bytes after it would be lost unsaid */
+				rd_set_err(err, errlen, path, off,
+					   "corrupt: block length %u runs past the end of the file and is longer than any "
+					   "block a recorder writes (%u)",
+					   len, TPROF_BLOCK_MAX_WRITTEN);
+				goto fail;
+			}
 			t->cut = 1;
 			t->cut_at = off;
 			t->cut_blocks = t->blocks;

@@ -68,6 +68,21 @@ print(16, 17, " ".join(str(o + 9 + len(p) // 2) for o, t, p in pick if len(p)))'
 	done
 }
 
+@test "a block length flipped past the end of the file and past what a recorder writes is corrupt, not a cut" {
+	# the third byte of a middle block's length set: 16 MB, under the 16 MiB limit but over the
+	# 1 MiB a recorder's blocks fit in; read as a cut, the blocks after it would be dropped unsaid
+	off=$($PY -c '
+import sys; sys.path.insert(0, sys.argv[2]); from rss_blocks import blocks
+b = list(blocks(open(sys.argv[1], "rb").read()))
+print(b[len(b) // 2][0] + 3)' "$FIXTURE/good.trace" "$TPROF_ROOT/tests/integration")
+	cp "$FIXTURE/good.trace" c.trace
+	$PY -c 'import sys; f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); f.write(bytes([0xff]))' c.trace "$off"
+	run "$B/tprof" report c.trace
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"c.trace: byte $((off - 3)): corrupt: block length "*" runs past the end of the file and is longer than any block a recorder writes (1048567)"* ]]
+}
+
 @test "cut at every block boundary: incomplete, read up to there; inside a block: read up to that block, the cut said" {
 	$PY - "$FIXTURE/good.trace" >bounds.txt <<'PY'
 import struct, sys
