@@ -340,6 +340,18 @@ int cmd_record(int argc, char **argv)
 				return 1;
 			}
 			output = val;
+			/* an existing directory named without its '/': the traces go into it, not beside
+			 * it as "DIR.1" */
+			struct stat st;
+			size_t ol = strlen(val);
+			if (val[ol - 1] != '/' && stat(val, &st) == 0 && S_ISDIR(st.st_mode)) {
+				static char dir[4096];
+				if (ol + 2 <= sizeof(dir)) {
+					memcpy(dir, val, ol);
+					memcpy(dir + ol, "/", 2);
+					output = dir;
+				}
+			}
 		} else if (strcmp(a, "--error-exitcode") == 0) {
 			char *end = NULL;
 			long n = val ? strtol(val, &end, 10) : -1;

@@ -332,9 +332,12 @@ PY
 	mkdir od
 	TPROF_OUTPUT="$WORK/od/" LD_PRELOAD="$B/libtprof.so" sh -c '"$0" >/dev/null' "$B/progs/heap_known"
 	"$B/tprof" record -o od/ -- "$B/progs/heap_known" >/dev/null
+	# and -o naming an existing directory without its /: in it too, not od.1 beside it
+	"$B/tprof" record -o od -- "$B/progs/heap_known" >/dev/null
 	ls od
+	[ ! -e od.1 ]
 	for t in od/*; do settled "$t"; done
-	[ "$(ls od/tprof.heap_known.*.trace | wc -l)" = 2 ]
+	[ "$(ls od/tprof.heap_known.*.trace | wc -l)" = 3 ]
 	for t in od/*; do report "$t" r.json; [ "$(jget r.json complete)" = true ]; done
 }
 
