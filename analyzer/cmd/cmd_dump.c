@@ -12,13 +12,14 @@
 
 int cmd_dump(int argc, char **argv)
 {
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
-			"usage: tprof dump FILE\n");
-		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 1;
-	}
+	/* the shared parser: the same messages as every other command (an unknown option named, one
+	 * trace at a time), and --help with a file too */
+	struct cmd_opts o = {.name = "dump", .usage = "usage: tprof dump FILE", .accept = 0};
+	int rc = cmd_parse(&o, argc, argv);
+	if (rc != CMD_RUN)
+		return rc;
 	cmd_progress_off(); /* it prints while it reads */
-	struct tprof_trace *t = cmd_open_trace(argv[1]);
+	struct tprof_trace *t = cmd_open_trace(o.file);
 	if (!t)
 		return 2;
 	printf("# seq time_ns tid call size ptr [old_ptr] stack=ID\n");
