@@ -375,6 +375,22 @@ static const char *trace_name_said(pid_t pid)
 	return p;
 }
 
+/* base, or base.k for k > 0, into path (cap bytes); -1 when it does not fit. */
+static int suffixed(char *path, size_t cap, const char *base, int k)
+{
+	struct tprof_sbuf s = {.n = 0};
+	tprof_sb_str(&s, base);
+	if (k) {
+		tprof_sb_str(&s, ".");
+		tprof_sb_u64(&s, (uint64_t)k);
+	}
+	if (s.n >= sizeof(s.b) - 1 || s.n >= cap - 1)
+		return -1;
+	memcpy(path, s.b, s.n);
+	path[s.n] = 0;
+	return 0;
+}
+
 /* Creates the trace file exclusively: never through a symlink, never over an existing file. An
  * existing name gets a numeric suffix (.1, .2, ...). Returns the descriptor, path in path; or -1,
  * said. For a process whose recorder runs as another user, which does not create it (hello).
@@ -402,16 +418,8 @@ static int open_trace(char *path, size_t cap, pid_t pid)
 		tprof_sb_u64(&fdp, (uint64_t)tmp);
 		fdp.b[fdp.n] = 0;
 		for (int k = 0; k < 1000; k++) {
-			struct tprof_sbuf s = {.n = 0};
-			tprof_sb_str(&s, base);
-			if (k) {
-				tprof_sb_str(&s, ".");
-				tprof_sb_u64(&s, (uint64_t)k);
-			}
-			if (s.n >= sizeof(s.b) - 1 || s.n >= cap - 1)
+			if (suffixed(path, cap, base, k) != 0)
 				break; /* said below, by the loop that creates it by name */
-			memcpy(path, s.b, s.n);
-			path[s.n] = 0;
 			if (linkat(AT_FDCWD, fdp.b, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
 				/* opened again by its name, which the recorder reads off the descriptor (the
 				 * first still says the file has none) */
@@ -433,19 +441,10 @@ static int open_trace(char *path, size_t cap, pid_t pid)
 		close(tmp);
 	}
 	for (int k = 0; k < 1000; k++) {
-		struct tprof_sbuf s = {.n = 0};
-		tprof_sb_str(&s, base);
-		if (k) {
-			tprof_sb_str(&s, ".");
-			tprof_sb_u64(&s, (uint64_t)k);
-		}
-		if (s.n >= sizeof(s.b) - 1 || s.n >= cap - 1) {
+		if (suffixed(path, cap, base, k) != 0) {
 			errno = ENAMETOOLONG; /* the suffix did not fit: never another file's name */
 			break;
 		}
-		size_t n = s.n;
-		memcpy(path, s.b, n);
-		path[n] = 0;
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd >= 0) {
 			/* held by the recorder (the lock goes with the open file) until the trace is
