@@ -162,8 +162,8 @@ int leak_kinds_parse(const char *arg)
 			mask |= 1 << k;
 		}
 		p += n;
-		if (*p == ',')
-			p++;
+		if (*p == ',' && !*++p)
+			return -1; /* a trailing comma: a kind left out, as an empty one between two */
 	}
 	return mask ? mask : -1;
 }

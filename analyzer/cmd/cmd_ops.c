@@ -127,6 +127,8 @@ static const struct {
 		 {"flops", SORT_FLOPS}, {"name", SORT_NAME},   {"gflops", SORT_GFLOPS}};
 
 /* ops' own options, for cmd_parse. */
+static int sort_given; /* --sort was given */
+
 static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 {
 	struct ops_options *o = ctx;
@@ -146,6 +148,7 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 		for (size_t k = 0; k < sizeof(sort_keys) / sizeof(sort_keys[0]); k++)
 			if (!strcmp(v, sort_keys[k].name)) {
 				sort_by = sort_keys[k].key;
+				sort_given = 1;
 				return CMD_RUN;
 			}
 		tprof_err("ops: unknown sort key '%s'", v);
@@ -160,6 +163,10 @@ static int parse_ops_opt(void *ctx, int argc, char **argv, int *i)
 		return CMD_RUN;
 	}
 	if (!strcmp(a, "--by")) {
+		if (o->by_range + o->by_thread + o->by_region) {
+			tprof_err("ops: one --by at a time");
+			return 1;
+		}
 		if (strcmp(v, "range") == 0)
 			o->by_range = 1;
 		else if (strcmp(v, "thread") == 0)
@@ -564,9 +571,17 @@ int cmd_ops(int argc, char **argv)
 	struct cmd_opts co = { .name = "ops", .usage = USAGE, .accept = CMD_JSON | CMD_CSV | CMD_TOP | CMD_SKIP_STEPS,
 			       .csv_tables = tables, .extra = parse_ops_opt, .ctx = &o };
 	sort_by = SORT_SELF;
+	sort_given = 0;
 	int rc = cmd_parse(&co, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
+	/* options of the op table, refused where they would change nothing */
+	const char *by = o.by_range ? "range" : o.by_thread ? "thread" : o.by_region ? "region" : NULL;
+	if (by && (o.group_shape || o.wide || (sort_given && !o.by_range))) {
+		tprof_err("ops: %s is for the op table, not --by %s",
+			  o.group_shape ? "--group-by" : o.wide ? "--wide" : "--sort", by);
+		return 1;
+	}
 	o.skip_steps = co.skip_steps;
 	const char *path = co.file;
 	int json = co.json;

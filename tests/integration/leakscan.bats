@@ -165,9 +165,11 @@ p = json.load(open("pr.json"))
 assert {r["kind"] for r in p["leaks"]} == {"possible", "reachable"}
 assert p["summary"] == a["summary"]
 PY
-	run "$B/tprof" leaks --kinds nonsense t.trace
-	[ "$status" -eq 1 ]
-	[[ "$output" == *"--kinds takes"* ]]
+	for k in nonsense definite, ,definite definite,,reachable; do
+		run "$B/tprof" leaks --kinds "$k" t.trace
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"--kinds takes"* ]]
+	done
 }
 
 @test "--error-exitcode: the status when leaks of the chosen kinds are left, 0 when none" {

@@ -220,6 +220,13 @@ PY
 	[[ "$output" == *"thread 1 made no kernel call and ran no OpenMP region"* ]]
 	run "$B/tprof" ops --thread x t.trace
 	[ "$status" -eq 1 ]
+	# options of the op table where they would change nothing: refused, as export refuses its own
+	for a in "--by thread --sort calls" "--by range --group-by shape" "--by region --wide" "--by range --by thread"; do
+		run "$B/tprof" ops $a t.trace
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"is for the op table, not --by "* || "$output" == *"one --by at a time"* ]]
+	done
+	"$B/tprof" ops --by range --sort calls t.trace >/dev/null
 	# a pool thread: the ops whose regions it ran, each new to its table (rows added as it goes,
 	# with no call of its own); every share within its wall time, and the sum too
 	pool=$("$B/tprof" report --json t.trace | $PY -c 'import json, sys; print(json.load(sys.stdin)["thread_list"][1]["tid"])')
