@@ -203,7 +203,7 @@ void supp_add_default(struct suppressions *s)
 
 int supp_load(struct suppressions *s, const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = tprof_fopen_nowait(path, "r");
 	if (!f) {
 		set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;

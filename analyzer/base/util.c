@@ -3,12 +3,14 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef MADV_POPULATE_WRITE
 #define TPROF_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
@@ -460,4 +462,20 @@ const char *tprof_base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
+}
+
+FILE *tprof_fopen_nowait(const char *path, const char *mode)
+{
+	int w = mode[0] == 'w';
+	int fd = open(path, (w ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return NULL;
+	int fl = fcntl(fd, F_GETFL);
+	FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, mode) : NULL;
+	if (!f) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
 }

@@ -90,6 +90,9 @@ long tprof_utf8_next(const unsigned char *s, int *len);
 
 /* Writes s as a JSON string literal (quotes included): every control character, quote and
  * backslash escaped, invalid UTF-8 bytes replaced by U+FFFD, so the output is always valid JSON. */
+/* fopen for "r" or "w" that never waits: a FIFO no process has open at the other end reads as
+ * empty, and one written fails with ENXIO, where fopen would wait for a peer for good. */
+FILE *tprof_fopen_nowait(const char *path, const char *mode);
 void tprof_json_str(FILE *f, const char *s);
 
 /* Writes s as one CSV field (RFC 4180): as it is, or between double quotes with every quote doubled

@@ -191,9 +191,9 @@ static FILE *open_output(const char *out, const char *file)
 		tprof_err("export: %s is the trace being read: not written over", out);
 		return NULL;
 	}
-	FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+	FILE *f = strcmp(out, "-") == 0 ? stdout : tprof_fopen_nowait(out, "w");
 	if (!f)
-		tprof_err("export: %s: %s", out, strerror(errno));
+		tprof_err("export: %s: %s", out, errno == ENXIO ? "a FIFO no process reads" : strerror(errno));
 	return f;
 }
 

@@ -259,6 +259,13 @@ PY
 	[ "$status" -eq 0 ]
 	run timeout 20 "$B/tprof" diff t.trace t.trace
 	[ "$status" -eq 0 ]
+	# a FIFO nobody has open named as a suppression file (read as empty) or as export's output
+	# (refused): where open would wait for the other end for good
+	run timeout 20 "$B/tprof" leaks --suppressions fifo t.trace
+	[ "$status" -eq 0 ]
+	run timeout 20 "$B/tprof" export t.trace --folded fifo
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"fifo: a FIFO no process reads"* ]]
 }
 
 @test "a trace cut short while it is read: a message and exit status 2, never SIGBUS" {
