@@ -936,11 +936,27 @@ static int find_recorder(void)
 	uint64_t start0;
 	if (!tprof_proc_is_own() && proc_stat(0, &pp0, &start0) == 0)
 		pid = pp0;
+	int regone = 0;
 	for (int depth = 0; depth < 32 && pid > 1; depth++) {
 		pid_t pp;
 		uint64_t start;
-		if (proc_stat(pid, &pp, &start) != 0)
-			break;
+		int bad = proc_stat(pid, &pp, &start) != 0;
+		if (bad || pp == 0) {
+			/* gone since its child was read (a shell that ended while its child exec'd us:
+			 * no file, or a parent 0 while it is being reaped), the child has another parent
+			 * by now, its subreaper or init: read again, if still the same process (its
+			 * start time), instead of starting a recorder here. A parent 0 that stays is one
+			 * outside this pid namespace. */
+			pid_t child = nwalked ? walked[nwalked - 1] : 0, np;
+			uint64_t cstart;
+			if (regone++ < 4 && proc_stat(child, &np, &cstart) == 0 && np != pid && np != 0 &&
+			    (!nwalked || cstart == starts[nwalked - 1])) {
+				pid = np;
+				continue;
+			}
+			if (bad)
+				break;
+		}
 		int fd = connect_named(uids, nuids, pid, start);
 		if (fd >= 0)
 			return found_by_walk(fd);

@@ -1469,6 +1469,17 @@ true exited with 0"
 	done
 }
 
+@test "a subreaper's grandchildren exec while their parent ends: each finds the recorder, none starts its own" {
+	# a new image walks up its ancestors for their recorder; a parent reaped between two reads (no
+	# /proc file, or a parent 0 while it is being released) ended the walk, and the image started a
+	# recorder whose orphan the subreaper then reaped: in most runs of 300 before
+	run timeout 60 env TPROF_OUTPUT="$WORK/s.%p.trace" TPROF_QUIET=1 LD_PRELOAD="$B/libtprof.so" \
+		"$B/progs/subreaper_storm" 300 600
+	echo "$output" # shown when the test fails
+	[ "$status" -eq 0 ]
+	[ "$output" = "reaped 600 of 600" ]
+}
+
 @test "bash: a loop piped into sort -r" {
 	pair bash -c 'for i in 1 2 3; do echo $i; done | sort -r'
 	expect out "3
