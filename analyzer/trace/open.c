@@ -564,8 +564,9 @@ void tprof_trace_close(struct tprof_trace *t)
 			free(p->cur[i].md.zbuf);
 			free(p->cur[i].md.st);
 			free(p->cur[i].own.ev);
-			for (int k = 0; k < PIPE_SLOTS; k++)
+			for (int k = 0; p->cur[i].q && k < PIPE_SLOTS; k++)
 				free(p->cur[i].q[k].ev);
+			free(p->cur[i].q);
 		}
 		free(p->cur);
 		struct tid_entry *e, *tmp;

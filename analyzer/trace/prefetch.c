@@ -487,8 +487,11 @@ void rd_start_decoder(struct tprof_trace *t)
 	p->piped = pipe && p->ncur <= PIPE_MAX_CURSORS;
 	p->pipe_slots = PIPE_CHUNKS / (unsigned)p->ncur;
 	p->pipe_slots = p->pipe_slots > PIPE_SLOTS ? PIPE_SLOTS : p->pipe_slots < 2 ? 2 : p->pipe_slots;
-	for (size_t i = 0; i < p->ncur; i++)
+	for (size_t i = 0; i < p->ncur; i++) {
 		p->cur[i].dec_done = !p->cur[i].nblocks;
+		if (p->piped) /* only then: a trace of thousands of threads holds no queues */
+			p->cur[i].q = xcalloc(PIPE_SLOTS, sizeof(*p->cur[i].q));
+	}
 	if (pthread_create(&p->thread, NULL, p->piped ? pipe_main : decoder_main, t) != 0) {
 		p->threaded = p->piped = 0;
 		pthread_mutex_destroy(&p->lock);

@@ -30,11 +30,13 @@ struct block_ref {
 
 /* The pipeline: with at most PIPE_MAX_CURSORS threads in the trace, the decode thread decodes the
  * records too, up to PIPE_SLOTS chunks ahead of the merge in each thread and PIPE_CHUNKS in all
- * (about 3.6 MiB; prefetch.c). Fewer chunks made it slower: the decode thread then writes events
+ * (about 7 MiB; prefetch.c). Fewer chunks made it slower: the decode thread then writes events
  * into lines still in the merge's CPU's second-level cache (1 MiB here), which costs a transfer
- * between the two CPUs' caches each. */
-#define PIPE_SLOTS 16
-#define PIPE_CHUNKS 32
+ * between the two CPUs' caches each; and with 16 chunks of one thread (32k events, less than two
+ * blocks) it waited, its queue full, while the merge decoded a block left to it (the summary of
+ * the 2 M-pair storm took 44-45 ms at best against 40-41 with 32). */
+#define PIPE_SLOTS 32
+#define PIPE_CHUNKS 64
 #define PIPE_MAX_CURSORS 16
 
 /* Decoded events (a realloc as its two): a chunk. */
@@ -91,7 +93,7 @@ struct cursor {
 	/* The pipeline (prefetch.c): the chunks the decode thread decoded ahead, q[qhead] to
 	 * q[qtail - 1] (mod PIPE_SLOTS). The decode thread writes qtail, dec_done and dec_seq and owns
 	 * d; the merge writes qhead. */
-	struct decoded q[PIPE_SLOTS];
+	struct decoded *q; /* PIPE_SLOTS chunks, made when the pipeline starts */
 	unsigned qhead, qtail;
 	int dec_done;     /* the thread's last chunk (or a corrupt one) is queued */
 	uint64_t dec_seq; /* the sequence number of the last event decoded */
