@@ -124,7 +124,7 @@ int stacks_replay_to_peak(struct tprof_trace *t, const struct heap_stats *peak, 
 void temporaries_init(struct temporaries *tp)
 {
 	addrmap_init(&tp->owner);
-	tp->threads = tp->cur = NULL;
+	tp->threads = tp->cur = tp->prev = NULL;
 }
 
 void temporaries_free(struct temporaries *tp)
@@ -135,20 +135,23 @@ void temporaries_free(struct temporaries *tp)
 		HASH_DEL(tp->threads, th);
 		free(th);
 	}
-	tp->cur = NULL;
+	tp->cur = tp->prev = NULL;
 }
 
 struct temp_thread *temporaries_thread(struct temporaries *tp, uint32_t tid)
 {
 	if (tp->cur && tp->cur->tid == tid)
 		return tp->cur;
-	struct temp_thread *th;
-	HASH_FIND(hh, tp->threads, &tid, sizeof(tid), th);
-	if (!th) {
-		th = xcalloc(1, sizeof(*th));
-		th->tid = tid;
-		HASH_ADD(hh, tp->threads, tid, sizeof(th->tid), th);
+	struct temp_thread *th = tp->prev;
+	if (!th || th->tid != tid) {
+		HASH_FIND(hh, tp->threads, &tid, sizeof(tid), th);
+		if (!th) {
+			th = xcalloc(1, sizeof(*th));
+			th->tid = tid;
+			HASH_ADD(hh, tp->threads, tid, sizeof(th->tid), th);
+		}
 	}
+	tp->prev = tp->cur;
 	return tp->cur = th;
 }
 

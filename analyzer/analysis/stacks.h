@@ -87,6 +87,7 @@ struct temp_thread {
 struct temporaries {
 	struct addrmap owner;
 	struct temp_thread *threads, *cur; /* per thread: its latest take; cur: the last one looked up */
+	struct temp_thread *prev;          /* the one before cur (two threads' runs alternate) */
 };
 void temporaries_init(struct temporaries *tp);
 void temporaries_free(struct temporaries *tp);

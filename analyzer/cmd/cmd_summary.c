@@ -118,11 +118,12 @@ static void run(struct summary *m, struct temporaries *tp, const struct tprof_ev
 	struct heap_stats *s = &m->hs;
 	uint64_t live = s->live_bytes, blocks = s->live_blocks, peak = s->peak_bytes, bytes = s->bytes_allocated;
 	uint64_t nfree = 0, nalloc = 0, temporary = 0, calls[TPROF_EV_KIND_MAX + 1] = {0};
+	/* a run is one thread's: its entry once (entries stay where they are; step may look up another) */
+	struct temp_thread *th = n ? temporaries_thread_fast(tp, ev[0].tid) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct tprof_event *e = &ev[i];
 		struct heap_pair *q = heap_pair_of(s, e->ptr);
 		if (e->kind == TPROF_EV_FREE && e->ptr && q->ptr == e->ptr) {
-			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 			struct site *st = site_of(m, q->stack);
 			nfree++;
 			live -= q->size;
@@ -139,7 +140,6 @@ static void run(struct summary *m, struct temporaries *tp, const struct tprof_ev
 		}
 		if (e->ptr && !q->ptr && e->kind != TPROF_EV_FREE && !tprof_kind_is_realloc(e->kind) &&
 		    heap_pair_fits(s, q, e) && e->size <= UINT64_MAX - bytes && e->size <= UINT64_MAX - live) {
-			struct temp_thread *th = temporaries_thread_fast(tp, e->tid);
 			uint64_t seq;
 			if (th->owned_in_map && addrmap_get(&tp->owner, th->owned, &seq) && seq == th->owned_seq)
 				addrmap_del(&tp->owner, th->owned, NULL);

@@ -124,12 +124,12 @@ static void fill_ticks(struct tprof_event *ev, size_t from, size_t to, uint64_t 
 {
 	if (b_seq > a_seq && b_tick > a_tick && b_tick - a_tick < (1ull << 31) && b_seq - a_seq < (1ull << 31)) {
 		/* the usual run: one division, then fixed point (the result may differ from the exact
-		 * line by one tick) */
+		 * line by one tick). The events' numbers lie strictly between a_seq and b_seq (they
+		 * increase within a block, checked as decoded), so (seq - a_seq) * slope stays below
+		 * (b_tick - a_tick) << 32: no clamp, no overflow. */
 		uint64_t slope = ((b_tick - a_tick) << 32) / (b_seq - a_seq);
-		for (size_t i = from; i < to; i++) {
-			uint64_t sq = ev[i].seq;
-			ev[i].tick = sq <= a_seq ? a_tick : sq >= b_seq ? b_tick : a_tick + (((sq - a_seq) * slope) >> 32);
-		}
+		for (size_t i = from; i < to; i++)
+			ev[i].tick = a_tick + (((ev[i].seq - a_seq) * slope) >> 32);
 	} else {
 		for (size_t i = from; i < to; i++)
 			ev[i].tick = interpolate(ev[i].seq, a_seq, a_tick, b_seq, b_tick);
