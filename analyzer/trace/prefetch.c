@@ -148,10 +148,31 @@ static void decompress_job(struct tprof_trace *t, struct job *z, ZSTD_DCtx **dct
  * (56 bytes each) would cost more to move between the two CPUs' caches than to decode again: the
  * merge decodes every record itself, chunk by chunk, and the events stay in its cache until it
  * has analyzed them. */
+/* The CPUs of attr, for a thread about to be made: those in cpus but the caller's, when there is
+ * another. */
+static void start_elsewhere(pthread_attr_t *attr, const cpu_set_t *cpus)
+{
+	int me = sched_getcpu();
+	cpu_set_t other = *cpus;
+	if (me < 0 || me >= CPU_SETSIZE || !CPU_ISSET(me, &other) || CPU_COUNT(&other) < 2)
+		return;
+	CPU_CLR(me, &other);
+	pthread_attr_setaffinity_np(attr, sizeof(other), &other); /* else where the kernel puts it */
+}
+
+/* The decode thread, running (on another CPU than the merge's): every CPU of the process again,
+ * so that it goes where there is room if that one gets busy. */
+static void reset_cpus(const struct tprof_reader_priv *p)
+{
+	if (p->cpus_known)
+		pthread_setaffinity_np(pthread_self(), sizeof(p->cpus), &p->cpus);
+}
+
 static void *decoder_main(void *arg)
 {
 	struct tprof_trace *t = arg;
 	struct tprof_reader_priv *p = t->priv;
+	reset_cpus(p);
 	ZSTD_DCtx *dctx = NULL;
 	pthread_mutex_lock(&p->lock);
 	for (size_t j = 0; !p->stop;) {
@@ -373,6 +394,7 @@ static void *pipe_main(void *arg)
 {
 	struct tprof_trace *t = arg;
 	struct tprof_reader_priv *p = t->priv;
+	reset_cpus(p);
 	int left = 1;
 	while (left && !__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST)) {
 		ssize_t ci = pipe_pick(p, &left);
@@ -469,8 +491,8 @@ void rd_start_decoder(struct tprof_trace *t)
 	for (size_t j = 0; j < p->njobs && compressed < 2; j++)
 		compressed += p->jobs[j].b->raw_len != 0;
 	cpu_set_t cpus;
-	if (compressed < 2 || !on ||
-	    (on == 2 && (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2)))
+	int known = sched_getaffinity(0, sizeof(cpus), &cpus) == 0;
+	if (compressed < 2 || !on || (on == 2 && (!known || CPU_COUNT(&cpus) < 2)))
 		return;
 	for (size_t i = 0; i < p->ncur; i++)
 		if (p->cur[i].nblocks)
@@ -492,7 +514,21 @@ void rd_start_decoder(struct tprof_trace *t)
 		if (p->piped) /* only then: a trace of thousands of threads holds no queues */
 			p->cur[i].q = xcalloc(PIPE_SLOTS, sizeof(*p->cur[i].q));
 	}
-	if (pthread_create(&p->thread, NULL, p->piped ? pipe_main : decoder_main, t) != 0) {
+	/* A new thread starts on its creator's CPU, and the scheduler may leave both threads there
+	 * for tens of milliseconds (as long as the whole reading; a third of the summaries of the
+	 * storm took 60-70 ms instead of 45 so): it starts on another CPU, and may go anywhere once
+	 * it runs (start_elsewhere, reset_cpus). */
+	p->cpus_known = known;
+	if (known)
+		p->cpus = cpus;
+	pthread_attr_t attr;
+	int attr_ok = pthread_attr_init(&attr) == 0;
+	if (attr_ok && known)
+		start_elsewhere(&attr, &cpus);
+	int made = pthread_create(&p->thread, attr_ok ? &attr : NULL, p->piped ? pipe_main : decoder_main, t) == 0;
+	if (attr_ok)
+		pthread_attr_destroy(&attr);
+	if (!made) {
 		p->threaded = p->piped = 0;
 		pthread_mutex_destroy(&p->lock);
 		pthread_cond_destroy(&p->want);

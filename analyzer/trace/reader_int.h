@@ -6,6 +6,7 @@
 #define TPROF_READER_INT_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <uthash.h>
 #include <zstd.h>
@@ -182,6 +183,8 @@ struct tprof_reader_priv {
 	size_t nzpool;
 	int decoder_done;        /* the decode thread has no block left to take */
 	pthread_t thread;
+	cpu_set_t cpus; /* the CPUs this process may run on: the decode thread's, once it runs */
+	int cpus_known; /* cpus was read */
 	pthread_mutex_t lock;
 	pthread_cond_t want;  /* the decode thread waits for the merge to take a block */
 	pthread_cond_t ready; /* the merge waits for the block the decode thread is on */
