@@ -86,11 +86,14 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 		}
 		if (!(s = rd_pipe_next(t, c)))
 			return 0;
+		if (s->at)
+			c->ev_off = s->at;
 		if (p->progress && s->at)
 			progress_step(t, s->at);
 		if (s->deleg) {
 			const struct block_ref *b = s->deleg;
 			size_t k = (size_t)(b - c->blocks) + 1;
+			c->ev_off = b->off;
 			s = &c->own;
 			c->inl = 1;
 			s->status = 1;
@@ -118,6 +121,7 @@ static int cursor_fill(struct tprof_trace *t, struct cursor *c)
 			return 0;
 		}
 		const struct block_ref *b = &c->blocks[c->next_block++];
+		c->ev_off = b->off;
 		if (rd_begin_taken(t, &c->d, b, c->next_block < c->nblocks ? &c->blocks[c->next_block] : NULL, &p->dctx,
 				   &c->own) < 0) {
 			c->own.n = 0;
@@ -281,10 +285,10 @@ static inline int hand_out(struct tprof_reader_priv *p, struct tprof_trace *t, s
 	struct cursor *c = &p->cur[ci];
 	const struct tprof_event *ev = c->next;
 	if (ev->seq <= p->last_seq && p->last_seq) {
-		snprintf(t->err, sizeof(t->err),
-			 "%s: corrupt: event sequence number %llu of thread %u repeats or goes back "
-			 "(last %llu)",
-			 t->path, (unsigned long long)ev->seq, ev->tid, (unsigned long long)p->last_seq);
+		rd_set_err(t->err, sizeof(t->err), t->path, c->ev_off,
+			   "corrupt: event sequence number %llu of thread %u repeats or goes back (last %llu), in an "
+			   "EVENTS block",
+			   (unsigned long long)ev->seq, ev->tid, (unsigned long long)p->last_seq);
 		return -1;
 	}
 	p->last_seq = ev->seq;

@@ -91,6 +91,7 @@ struct cursor {
 	struct decoded own;
 	int holding;                             /* the merge is reading own (q[qhead] when piped) */
 	const struct tprof_event *next, *end;    /* the merge's position in it */
+	uint64_t ev_off;                         /* the offset of the block those events are from */
 	/* The pipeline (prefetch.c): the chunks the decode thread decoded ahead, q[qhead] to
 	 * q[qtail - 1] (mod PIPE_SLOTS). The decode thread writes qtail, dec_done and dec_seq and owns
 	 * d; the merge writes qhead. */

@@ -337,6 +337,15 @@ PY
 	[ "$(jget r.json duration_ns)" = 1999000 ]
 }
 
+@test "two threads with the same sequence number: corrupt at the block of the second" {
+	# the reader's merge finds it, after both blocks were read: it named no offset
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" d.trace --events 6 --threads 1 --dup-seq >blocks.txt
+	off=$(awk '$2 == 4 { o = $1 } END { print o + 9 }' blocks.txt) # the last EVENTS block's payload
+	run "$B/tprof" report d.trace
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"d.trace: byte $off: corrupt: event sequence number 1 of thread 100001 repeats or goes back"* ]]
+}
+
 @test "byte totals past 2^64 are corrupt input, never wrapped numbers" {
 	$PY "$TPROF_ROOT/tests/integration/mktrace.py" huge.trace --huge --events 4 >/dev/null
 	run "$B/tprof" report --json huge.trace # 2^64 exactly: not yet

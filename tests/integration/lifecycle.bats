@@ -138,8 +138,12 @@ signal_end() { # TRACE_JSON SIGNAL
 @test "children killed and reaped at once by their parent: each trace says the signal" {
 	# the recorder read the zombie, found it reaped meanwhile, and did not ask the pidfd again:
 	# about one child in six ended "without an exit call"
+	# each sleep is killed once it is sleep (a kill before its exec, on a loaded machine, ended a
+	# bash image instead), and has had a moment to register
 	"$B/tprof" record -o 'k.%p.trace' -- bash -c \
-		'for i in $(seq 20); do sleep 30 & p=$!; sleep 0.02; kill $p; wait $p; done' 2>err.txt || true
+		'for i in $(seq 20); do sleep 30 & p=$!
+		 for k in {1..500}; do read -r c </proc/$p/comm; [ "$c" = sleep ] && break; sleep 0.01; done
+		 sleep 0.02; kill $p; wait $p; done' 2>err.txt || true
 	n=0
 	for f in k.*.trace*; do
 		report "$f" r.json

@@ -4,7 +4,7 @@ any version, plain EVENTS blocks of one thread, and an END block with any reason
 Prints one line per block, "OFFSET TYPE LENGTH", for tests that cut the file inside one.
 
 Usage: mktrace.py OUT [--version V] [--owner PATH] [--no-owner-field] [--events N] [--per-block K]
-                      [--threads T] [--stack-id ID] [--zraw N] [--last-clock TICK,MONO]
+                      [--threads T [--dup-seq]] [--stack-id ID] [--zraw N] [--last-clock TICK,MONO]
                       [--tsc] [--end REASON,VALUE[,FLAGS] | --no-end]
                       [--leaks ENTRIES] [--leaks-summary STATUS,ERRNO,BLOCKS,BYTES[,LISTED]] [--leaks-raw HEX]
 
@@ -12,7 +12,8 @@ The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even
 malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
 calls make (N + 1) / 2 allocations of which, for N odd, the last is still in use at the end.
 --threads T adds T more threads (tids 100001..100000+T), each with a THREAD block and one EVENTS block of a
-malloc and its free, after the others' events. --last-clock replaces the last CLOCK pair's tick and CLOCK_MONOTONIC ns; --tsc says the ticks are
+malloc and its free, after the others' events; with --dup-seq their sequence numbers start again at 1
+(numbers that thread 4242 has too: corrupt), and the blocks are printed as without --threads. --last-clock replaces the last CLOCK pair's tick and CLOCK_MONOTONIC ns; --tsc says the ticks are
 the TSC's (clock 1) instead of CLOCK_MONOTONIC ns. --zraw N adds a ZEVENTS block of thread 4242 that claims N bytes once decompressed (its zstd data
 is not valid). --stack-id ID defines one stack (two frames) under that id in a STACKS block, which no event uses.
 --huge makes every call a malloc of 2^62 bytes that is never freed (byte totals past 2^64 from
@@ -81,6 +82,7 @@ def main():
     ap.add_argument("--events", type=int, default=6)
     ap.add_argument("--per-block", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--dup-seq", action="store_true")
     ap.add_argument("--stack-id", type=int, default=0)
     ap.add_argument("--zraw", type=int, default=0)
     ap.add_argument("--last-clock", default="")
@@ -112,7 +114,7 @@ def main():
         blocks.append((EVENTS, events_block(chunk, chunk[0][0] - 1)))
     if a.zraw:
         blocks.append((ZEVENTS, varint(TID) + varint(a.zraw) + b"\x28\xb5\x2f\xfd" + bytes(16)))
-    seq = a.events
+    seq = 0 if a.dup_seq else a.events
     for tid in range(100001, 100001 + a.threads):
         blocks.append((THREAD, varint(tid) + string("t%d" % tid)))
         ptr = 0x900000 + 0x40 * (tid - 100000)
@@ -155,7 +157,7 @@ def main():
 
     data = bytearray(b"TPROFTRC" + struct.pack("<HHI", a.version, 16, 0))
     for t, p in blocks:
-        if not a.threads:
+        if not a.threads or a.dup_seq:
             print(len(data), t, len(p))
         data += block(t, p)
     open(a.out, "wb").write(data)
