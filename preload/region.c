@@ -260,6 +260,12 @@ static int say_to_recorder(const char *line, size_t n);
  * learn which one is not traced. It goes where the recorder's lines go, the stderr of the tree's
  * first process, when a recorder is known (said through it: TPROF_HELLO_SAY): the program's own
  * stderr may be its stdout by now (2>&1), or a file of its own. Without one, on this process's. */
+/* The registration's connection while its message is not sent yet (register_once), else -1: the
+ * recorder is reading that connection and takes no other until it has the message or its end, so
+ * a line said meanwhile (the trace file cannot be made) first ends it; said through the recorder
+ * otherwise, the line waited 2 s for an answer, then was written a second time by the process. */
+static __thread int unsent_sock = -1; /* this thread's: another thread's line leaves it alone */
+
 static void say(const char *a, const char *b, const char *c)
 {
 	struct tprof_sbuf s = {.n = 0};
@@ -271,6 +277,10 @@ static void say(const char *a, const char *b, const char *c)
 	tprof_sb_str(&s, a);
 	tprof_sb_text(&s, b); /* a path, the program's */
 	tprof_sb_str(&s, c);
+	if (unsent_sock >= 0) {
+		close(unsent_sock);
+		unsent_sock = -1;
+	}
 	if (s.n < sizeof(s.b) && say_to_recorder(s.b, s.n))
 		return;
 	tprof_sb_str(&s, "\n");
@@ -1577,7 +1587,7 @@ static int register_once(int child, pid_t pid, int own)
 		goto out;
 	spawn_err = 0;
 	spawn_why = NULL;
-	sock = find_recorder();
+	sock = unsent_sock = find_recorder();
 	if (sock < 0) {
 		if (spawn_why)
 			say("cannot start the recorder: ", spawn_why, "; not tracing");
@@ -1597,8 +1607,11 @@ static int register_once(int child, pid_t pid, int own)
 		    ftruncate(memfd, (off_t)TPROF_SHM_FILE_BYTES) == 0;
 	/* the file this process makes itself, only now that a recorder is there to take it, just
 	 * before it is sent: a process killed between the two leaves an empty file no recorder knows of */
-	if (!no_file && (tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0)
+	if (!no_file && (tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0) {
+		sock = unsent_sock; /* -1 when a line said why, which ended the connection */
 		goto out;
+	}
+	unsent_sock = -1;
 	/* A fork child of a process the recorder took with TPROF_ANSWER_YES_ASYNC does not wait for
 	 * the answer (about 0.1 ms): the recorder takes it even after it has ended, and a refusal is
 	 * written into its memory (recorder_gone), as only a file it could not size (the child did

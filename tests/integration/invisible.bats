@@ -980,6 +980,18 @@ parent 0"
 	[ "$(grep -vc '^tprof: ' traced.err)" = 0 ]
 }
 
+@test "trace files that cannot be made: one line for each process, said once" {
+	# the process made its file itself once the recorder could not, while the recorder still read
+	# its registration: the line it sent waited 2 s for an answer, then was written a second time
+	run env TPROF_OUTPUT="$WORK/none/t.%p" LD_PRELOAD="$B/libtprof.so" sh -c 'ls / | wc -l'
+	echo "$output" # shown when the test fails
+	[ "$status" -eq 0 ]
+	lines=$(printf '%s\n' "$output" | grep -c "cannot create $WORK/none/t.[0-9]*: No such file or directory; not tracing$")
+	[ "$lines" = 3 ] # sh, ls and wc
+	[ "$(printf '%s\n' "$output" | grep "cannot create" | sort -u | wc -l)" = 3 ]
+	[ "$(printf '%s\n' "$output" | grep -vc "^tprof: ")" = 1 ] # ls's count
+}
+
 @test "a recorder that takes the connection and never answers: the program waits 10 s at most, then runs untraced and says so" {
 	# the line on why it is not traced is not sent to a recorder that gave no answer
 	name="tprof-test-mute.$$"
