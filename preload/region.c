@@ -802,6 +802,14 @@ static int spawn_recorder(const char *name, size_t len)
 		reaper = 0;
 	if (reaper)
 		syscall(SYS_prctl, (long)PR_SET_CHILD_SUBREAPER, 0L, 0L, 0L, 0L);
+	/* The init of a pid namespace (unshare -p -f, a container's first process) is where every
+	 * orphan of it goes: a recorder orphaned by the clone in between would be its child all the
+	 * same, one it sees in its wait calls and, waiting for every child, waits for (a hang: the
+	 * recorder waits for its root). There the clone in between stays, the recorder's parent,
+	 * with no descriptor open, waiting for it: a child without an exit signal, which those calls
+	 * do not see (but with __WALL or __WCLONE). An exec would give it one (SIGCHLD): the recorder
+	 * cannot be that child itself. Both end with the namespace. */
+	int direct = tprof_getpid() == 1;
 	int kids = -1, ns = pidns_own_for_clone(&kids);
 	long c = -1;
 	if (ns >= 0)
@@ -814,6 +822,13 @@ static int spawn_recorder(const char *name, size_t len)
 	}
 	if (c == 0) {
 		long g = syscall(SYS_clone, (long)SIGCHLD, NULL, NULL, NULL, NULL);
+		if (g > 0 && direct) {
+			syscall(SYS_close_range, 0u, ~0u, 0u); /* none of the program's files held open */
+			syscall(SYS_prctl, (long)PR_SET_NAME, (long)"tprof-wait", 0L, 0L, 0L); /* in ps -o comm */
+			int st;
+			while (syscall(SYS_wait4, g, &st, (long)__WALL, NULL) < 0 && errno == EINTR)
+				;
+		}
 		if (g == 0) {
 			setsid();
 			/* 3: the listening socket, 0 and 1: /dev/null, 2 kept (/dev/null too when it is
@@ -866,7 +881,7 @@ static int spawn_recorder(const char *name, size_t len)
 		}
 		syscall(SYS_exit_group, g < 0 ? 1L : 0L);
 	}
-	if (c > 0) {
+	if (c > 0 && !direct) {
 		int st;
 		while (syscall(SYS_wait4, c, &st, (long)__WALL, NULL) < 0 && errno == EINTR)
 			;
@@ -930,49 +945,62 @@ static int find_recorder(void)
 			return fd;
 	}
 	/* The nearest ancestor that started a recorder; the walk stops at the first process that
-	 * cannot be read (another user's, or gone) or after 32 steps. A recorder is named after the
+	 * cannot be read (another user's, or gone) or after 4096 steps. A recorder is named after the
 	 * user that started it: this process's, or root's, which takes every user's processes (a
 	 * program that dropped its privileges and exec'd). Then the same names at their paths: a
 	 * process in a network namespace of its own reaches its ancestors' recorder so. */
 	uid_t uids[2] = {getuid(), 0};
 	int nuids = uids[0] != 0 ? 2 : 1;
-	pid_t pid = tprof_getppid(), walked[32];
+	pid_t walked[32]; /* the first steps, for the paths below */
 	uint64_t starts[32];
 	int nwalked = 0;
-	/* /proc of another pid namespace, where this process is under another number (the child of a
-	 * process that entered a pid namespace with setns, whose parent is pid 0 to it, still sees the
-	 * /proc of the namespace outside): the walk is in its numbers, from the parent it shows */
-	pid_t pp0;
-	uint64_t start0;
-	if (!tprof_proc_is_own() && proc_stat(0, &pp0, &start0) == 0)
-		pid = pp0;
-	int regone = 0;
-	for (int depth = 0; depth < 32 && pid > 1; depth++) {
-		pid_t pp;
-		uint64_t start;
-		int bad = proc_stat(pid, &pp, &start) != 0;
-		if (bad || pp == 0) {
-			/* gone since its child was read (a shell that ended while its child exec'd us:
-			 * no file, or a parent 0 while it is being reaped), the child has another parent
-			 * by now, its subreaper or init: read again, if still the same process (its
-			 * start time), instead of starting a recorder here. A parent 0 that stays is one
-			 * outside this pid namespace. */
-			pid_t child = nwalked ? walked[nwalked - 1] : 0, np;
-			uint64_t cstart;
-			if (regone++ < 4 && proc_stat(child, &np, &cstart) == 0 && np != pid && np != 0 &&
-			    (!nwalked || cstart == starts[nwalked - 1])) {
-				pid = np;
-				continue;
+	/* A process gone since its child was read (a shell that ended while its child exec'd us: no
+	 * file, or a parent 0 while it is being released) leaves its children with another parent by
+	 * then, their subreaper or init: the walk starts again from this process, up to 3 times, unless
+	 * it fails where and as it did before (a process of another user's, hidden; a parent 0 that
+	 * stays is one outside this pid namespace). It includes pid 1, the init of a pid namespace
+	 * that started a recorder, and goes up to 4096 steps (pids are reused: a bound, not a cycle's
+	 * end). */
+	pid_t fail_at = -1, fail_child = -1;
+	for (int attempt = 0;; attempt++) {
+		/* /proc of another pid namespace, where this process is under another number (the child
+		 * of a process that entered a pid namespace with setns, whose parent is pid 0 to it,
+		 * still sees the /proc of the namespace outside): the walk is in its numbers, from the
+		 * parent it shows */
+		pid_t pid = tprof_getppid(), pp0, child = 0;
+		uint64_t start0;
+		if (!tprof_proc_is_own() && proc_stat(0, &pp0, &start0) == 0)
+			pid = pp0;
+		nwalked = 0;
+		int again = 0;
+		for (int depth = 0; depth < 4096 && pid >= 1; depth++) {
+			pid_t pp;
+			uint64_t start;
+			int bad = proc_stat(pid, &pp, &start) != 0;
+			if (bad || (pp == 0 && pid != 1)) {
+				if (attempt < 3 && (pid != fail_at || child != fail_child)) {
+					fail_at = pid;
+					fail_child = child;
+					again = 1;
+					break;
+				}
+				if (bad)
+					break;
 			}
-			if (bad)
+			int fd = connect_named(uids, nuids, pid, start);
+			if (fd >= 0)
+				return found_by_walk(fd);
+			if (nwalked < 32) {
+				walked[nwalked] = pid;
+				starts[nwalked++] = start;
+			}
+			child = pid;
+			if (pp == 0)
 				break;
+			pid = pp;
 		}
-		int fd = connect_named(uids, nuids, pid, start);
-		if (fd >= 0)
-			return found_by_walk(fd);
-		walked[nwalked] = pid;
-		starts[nwalked++] = start;
-		pid = pp;
+		if (!again)
+			break;
 	}
 	int paths = sock_dir_present(uids[0]); /* another user's directory is closed to this one */
 	for (int i = 0; i < nwalked && paths; i++) {

@@ -1492,6 +1492,55 @@ true exited with 0"
 	[ "$output" = "reaped 600 of 600" ]
 }
 
+@test "a subreaper's great-grandchildren exec while their parent and grandparent end: none starts a recorder of its own" {
+	# the walk read its parent again when that one was gone, but that one's parent could be gone
+	# too: it now starts again from the process itself (before, one run of this test in four failed)
+	for i in 1 2 3; do
+		run timeout 60 env TPROF_OUTPUT="$WORK/s.%p.trace" TPROF_QUIET=1 LD_PRELOAD="$B/libtprof.so" \
+			"$B/progs/subreaper_storm" 300 400 3
+		echo "$output" # shown when the test fails
+		[ "$status" -eq 0 ]
+		[ "$output" = "reaped 900 of 900" ]
+	done
+}
+
+@test "a chain of 40 processes under a subreaper: the last ones find the recorder 40 steps up" {
+	# the walk gave up after 32 steps, and each process deeper started a recorder of its own,
+	# which the subreaper then reaped
+	printf '%s\n' 'if [ "$1" -gt 0 ]; then sh "$0" $(($1 - 1)); else ls / >/dev/null; echo leaf; fi' >deep.sh
+	"$B/progs/subreaper" "sh $WORK/deep.sh 40" >bare.out
+	[ "$(cat bare.out)" = "leaf
+reaped 1, subreaper 1" ]
+	run timeout 60 env TPROF_OUTPUT="$WORK/d.%p.trace" TPROF_QUIET=1 LD_PRELOAD="$B/libtprof.so" \
+		"$B/progs/subreaper" "sh $WORK/deep.sh 40"
+	echo "$output" # shown when the test fails
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(cat bare.out)" ]
+}
+
+@test "the init of a new pid namespace, traced from inside: it reaps what bare reaps and ends; one recorder inside" {
+	# its recorder, orphaned to it as to every init, was a child its wait calls saw: waiting for
+	# every child it waited for good (the recorder waits for its root); and the processes after it
+	# did not look at pid 1 and each started a recorder of their own
+	[ "$(id -u)" = 0 ] || skip "not root"
+	unshare -p -f --mount-proc true 2>/dev/null || skip "no pid namespaces here"
+	cmd='ls / >/dev/null; ls / >/dev/null; ps -e -o comm= | grep -c tprof-recorder'
+	bare=$(timeout -s KILL 30 unshare -p -f --kill-child --mount-proc "$B/progs/subreaper" "$cmd")
+	[ "$bare" = "0
+reaped 1, subreaper 1" ]
+	run timeout -s KILL 30 unshare -p -f --kill-child --mount-proc env TPROF_OUTPUT="$WORK/n.%p.trace" \
+		TPROF_QUIET=1 LD_PRELOAD="$B/libtprof.so" "$B/progs/subreaper" "$cmd"
+	echo "$output" # shown when the test fails
+	[ "$status" -eq 0 ]
+	[ "$output" = "1
+reaped 1, subreaper 1" ] # its one recorder, and nothing more for it to reap
+	for f in n.*.trace*; do # all but its own, which ends with the namespace (docs: README)
+		[ "$f" = n.1.trace ] && continue
+		"$B/tprof" report --json "$f" >r.json
+		[ "$(jget r.json complete)" = true ]
+	done
+}
+
 @test "bash: a loop piped into sort -r" {
 	pair bash -c 'for i in 1 2 3; do echo $i; done | sort -r'
 	expect out "3
