@@ -755,9 +755,16 @@ static void emit_events(struct tprof_writer *w, uint32_t tid, size_t len, const 
 			size_t to = k < ncuts ? cuts[k] : len;
 			if (to - from < 256 && k < ncuts)
 				continue; /* too small to stand alone: goes with the next part */
-			/* literals coded but in the sizes' frame (see where zctx is made) */
+			/* literals coded but in a frame made mostly of the sizes' stream (see where zctx
+			 * is made; a small stream goes with the next one's frame) */
+			size_t in_sizes = 0;
+			if (ncuts > TPROF_S_SIZE) {
+				size_t a = from > cuts[TPROF_S_SIZE - 1] ? from : cuts[TPROF_S_SIZE - 1];
+				size_t b = to < cuts[TPROF_S_SIZE] ? to : cuts[TPROF_S_SIZE];
+				in_sizes = b > a ? b - a : 0;
+			}
 			ZSTD_CCtx_setParameter(w->zctx, ZSTD_c_literalCompressionMode,
-					       k == TPROF_S_SIZE ? ZSTD_ps_disable : ZSTD_ps_enable);
+					       2 * in_sizes > to - from ? ZSTD_ps_disable : ZSTD_ps_enable);
 			size_t zn = ZSTD_compress2(w->zctx, zp, cap - (size_t)(zp - z), w->ev_buf + from, to - from);
 			ok = !ZSTD_isError(zn);
 			zp += ok ? zn : 0;
