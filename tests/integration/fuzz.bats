@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # The fuzz target (tests/fuzz/fuzz_trace.c: every command that reads a trace, under ASan and UBSan)
-# runs 6000 inputs over the corpus in tests/fuzz/corpus: no crash, leak, hang or blow-up; and the
-# cache-file reader's target (tests/fuzz/fuzz_symcache.c) 20000 over tests/fuzz/symcache_corpus, and
-# the suppression-file reader's (tests/fuzz/fuzz_supp.c) 50000 over tests/fuzz/supp_corpus.
+# runs 6000 inputs over the corpus in tests/fuzz/corpus, and 3000 with the decode thread: no crash,
+# leak, hang or blow-up; and the cache-file reader's target (tests/fuzz/fuzz_symcache.c) 20000 over
+# tests/fuzz/symcache_corpus, and the suppression-file reader's (tests/fuzz/fuzz_supp.c) 50000 over
+# tests/fuzz/supp_corpus.
 # Longer runs: make fuzz; build/fuzz/fuzz_trace -max_total_time=3600 DIR tests/fuzz/corpus
 
 load helpers
@@ -24,6 +25,11 @@ fuzz() {
 
 @test "fuzz: 6000 runs of libFuzzer over every command that reads a trace find nothing" {
 	fuzz fuzz_trace corpus 6000
+}
+
+@test "fuzz: 3000 runs over every command that reads a trace, with the decode thread, find nothing" {
+	# the pipeline and the decompression ahead (prefetch.c), which one thread never runs
+	TPROF_DECODE_THREAD=1 fuzz fuzz_trace corpus 3000
 }
 
 @test "fuzz: 20000 runs of libFuzzer over the symbolizer's cache-file reader find nothing" {
