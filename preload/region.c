@@ -1637,6 +1637,7 @@ static int register_once(int child, pid_t pid, int own)
 	 * before it is sent: a process killed between the two leaves an empty file no recorder knows of */
 	if (!no_file && (tracefd = open_trace(own_path, sizeof(own_path), pid)) < 0) {
 		sock = unsent_sock; /* -1 when a line said why, which ended the connection */
+		unsent_sock = -1;   /* closed below: no later line may close that number again */
 		goto out;
 	}
 	unsent_sock = -1;
