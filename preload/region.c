@@ -256,16 +256,16 @@ static const char *errtext(int err)
 
 static int say_to_recorder(const char *line, size_t n);
 
-/* One line naming the process, as the recorder's line does: in a tree of processes the user must
- * learn which one is not traced. It goes where the recorder's lines go, the stderr of the tree's
- * first process, when a recorder is known (said through it: TPROF_HELLO_SAY): the program's own
- * stderr may be its stdout by now (2>&1), or a file of its own. Without one, on this process's. */
 /* The registration's connection while its message is not sent yet (register_once), else -1: the
  * recorder is reading that connection and takes no other until it has the message or its end, so
  * a line said meanwhile (the trace file cannot be made) first ends it; said through the recorder
  * otherwise, the line waited 2 s for an answer, then was written a second time by the process. */
 static __thread int unsent_sock = -1; /* this thread's: another thread's line leaves it alone */
 
+/* One line naming the process, as the recorder's line does: in a tree of processes the user must
+ * learn which one is not traced. It goes where the recorder's lines go, the stderr of the tree's
+ * first process, when a recorder is known (said through it: TPROF_HELLO_SAY): the program's own
+ * stderr may be its stdout by now (2>&1), or a file of its own. Without one, on this process's. */
 static void say(const char *a, const char *b, const char *c)
 {
 	struct tprof_sbuf s = {.n = 0};

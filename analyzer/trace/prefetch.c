@@ -141,13 +141,6 @@ static void decompress_job(struct tprof_trace *t, struct job *z, ZSTD_DCtx **dct
 	pthread_cond_broadcast(&p->ready);
 }
 
-/* The decode thread: decompresses blocks in file order, at most DECODE_AHEAD blocks and
- * DECODE_AHEAD_BYTES of payload ahead of the merge. It leaves each thread's next block to the merge,
- * which is about to need it: the merge decompresses that one itself when it comes to it first. Only
- * the payload crosses to the merge's CPU, a few bytes an event, where the events decoded from it
- * (56 bytes each) would cost more to move between the two CPUs' caches than to decode again: the
- * merge decodes every record itself, chunk by chunk, and the events stay in its cache until it
- * has analyzed them. */
 /* The CPUs of attr, for a thread about to be made: those in cpus but the caller's, when there is
  * another. */
 static void start_elsewhere(pthread_attr_t *attr, const cpu_set_t *cpus)
@@ -168,6 +161,13 @@ static void reset_cpus(const struct tprof_reader_priv *p)
 		pthread_setaffinity_np(pthread_self(), sizeof(p->cpus), &p->cpus);
 }
 
+/* The decode thread: decompresses blocks in file order, at most DECODE_AHEAD blocks and
+ * DECODE_AHEAD_BYTES of payload ahead of the merge. It leaves each thread's next block to the merge,
+ * which is about to need it: the merge decompresses that one itself when it comes to it first. Only
+ * the payload crosses to the merge's CPU, a few bytes an event, where the events decoded from it
+ * (56 bytes each) would cost more to move between the two CPUs' caches than to decode again: the
+ * merge decodes every record itself, chunk by chunk, and the events stay in its cache until it
+ * has analyzed them. */
 static void *decoder_main(void *arg)
 {
 	struct tprof_trace *t = arg;
