@@ -144,6 +144,36 @@ static void index_jobs(struct tprof_reader_priv *p)
 		((struct block_ref *)p->jobs[j].b)->job = (uint32_t)j;
 }
 
+/* For a block at off whose length runs past the end of the file (size): where a complete block ends
+ * exactly at the end of the file instead, the one at off itself (its checksum right over the bytes
+ * up to there) or one after it (a header whose length reaches exactly there, its checksum right),
+ * or 0 when none does. A recorder writes whole blocks and nothing after a write that failed, so a
+ * file it left cut ends inside its last block: one that ends at a block's end was not cut, and the
+ * length at off was corrupted. Only the last TPROF_BLOCK_MAX_WRITTEN bytes are looked at. */
+static uint64_t complete_block_at_end(const uint8_t *map, uint64_t off, uint64_t size, unsigned version)
+{
+	uint64_t h = TPROF_BLOCK_HEADER_LEN;
+	if (size - off >= h) {
+		uint8_t type = map[off];
+		uint32_t crc = tprof_crc32c_update(tprof_crc32c_update(0, &type, 1), map + off + h, size - off - h);
+		if (crc == tprof_load_u32(map + off + 5))
+			return off + 1; /* 0 means none */
+	}
+	uint64_t from = off + 1, span = (uint64_t)TPROF_BLOCK_MAX_WRITTEN + h;
+	if (size > span && size - span > from)
+		from = size - span;
+	for (uint64_t y = from; y + h <= size; y++) {
+		uint8_t type = map[y];
+		if (type < TPROF_BLK_INFO || type > tprof_block_type_max(version) ||
+		    tprof_load_u32(map + y + 1) != size - y - h)
+			continue;
+		uint32_t crc = tprof_crc32c_update(tprof_crc32c_update(0, &type, 1), map + y + h, size - y - h);
+		if (crc == tprof_load_u32(map + y + 5))
+			return y + 1;
+	}
+	return 0;
+}
+
 /* Adds to *n the records of every compressed EVENTS block indexed so far. Their counts are inside
  * the compressed payloads, so each gives only the first bytes it decompresses to (zstd decodes at
  * most one of its blocks, 128 KiB, for them). For a cut trace, which says how many events came
@@ -331,6 +361,14 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 					   "corrupt: block length %u runs past the end of the file and is longer than any "
 					   "block a recorder writes (%u)",
 					   len, TPROF_BLOCK_MAX_WRITTEN);
+				goto fail;
+			}
+			uint64_t whole = have >= 5 ? complete_block_at_end(map, off, size, version) : 0;
+			if (whole) {
+				rd_set_err(err, errlen, path, off,
+					   "corrupt: block length %u runs past the end of the file, but a complete block "
+					   "ends there (the one at byte %llu): a corrupted length, not a cut",
+					   len, (unsigned long long)(whole - 1));
 				goto fail;
 			}
 			t->cut = 1;

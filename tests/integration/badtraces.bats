@@ -51,8 +51,7 @@ teardown_file() {
 
 @test "a flipped byte anywhere is caught by the block checksum" {
 	# in the first block's type and length, and inside the payloads of the first, a middle and the
-	# last block (a flipped length that runs past the end of the file reads as a cut there: what a
-	# killed recorder leaves looks the same)
+	# last block
 	offs=$($PY -c '
 import sys; sys.path.insert(0, sys.argv[2]); from rss_blocks import blocks
 b = list(blocks(open(sys.argv[1], "rb").read()))
@@ -81,6 +80,31 @@ print(b[len(b) // 2][0] + 3)' "$FIXTURE/good.trace" "$TPROF_ROOT/tests/integrati
 	echo "$output"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"c.trace: byte $((off - 3)): corrupt: block length "*" runs past the end of the file and is longer than any block a recorder writes (1048567)"* ]]
+}
+
+@test "every bit of a middle and of the last block's length flipped: corrupt, never read as a cut" {
+	# a length made longer runs past the end of the file, where a cut would end too; but a complete
+	# block (that one, or the last) ends exactly there, which no cut leaves
+	offs=$($PY -c '
+import sys; sys.path.insert(0, sys.argv[2]); from rss_blocks import blocks
+b = list(blocks(open(sys.argv[1], "rb").read()))
+print(b[len(b) // 2][0], b[-1][0])' "$FIXTURE/good.trace" "$TPROF_ROOT/tests/integration")
+	past=0
+	for blk in $offs; do
+		for k in 1 2 3 4; do
+			for bit in 0 1 2 3 4 5 6 7; do
+				cp "$FIXTURE/good.trace" c.trace
+				$PY -c 'import sys; f=open(sys.argv[1],"r+b"); o=int(sys.argv[2]); f.seek(o); b=f.read(1); f.seek(o); f.write(bytes([b[0]^(1<<int(sys.argv[3]))]))' c.trace $((blk + k)) "$bit"
+				run "$B/tprof" report c.trace
+				[ "$status" -eq 2 ] || { echo "block $blk byte $k bit $bit: $output"; false; }
+				[[ "$output" == *"c.trace: byte $blk: corrupt: "* ]] || { echo "block $blk byte $k bit $bit: $output"; false; }
+				[[ "$output" != *"cut at byte"* ]]
+				[[ "$output" != *"runs past the end of the file, but a complete block ends there"* ]] || past=$((past + 1))
+			done
+		done
+	done
+	echo "flips past the end of the file: $past"
+	[ "$past" -ge 16 ] # each block's high bits, at least
 }
 
 @test "cut at every block boundary: incomplete, read up to there; inside a block: read up to that block, the cut said" {
