@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -171,13 +172,15 @@ static void forward(int sig, siginfo_t *si, void *uc)
 	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE)) {
 		if (si->si_pid == child_pid)
 			kill(getppid(), sig);
-		else
+		else if (sig != SIGCONT) /* a shell's fg continues the program itself (follow_stop) */
 			kill(child_pid, sig);
 	}
 	errno = e;
 }
 
-/* The signals tprof record passes on: those that would end or stop it, but the ones the kernel
+/* The signals tprof record passes on: those that would end or stop it, SIGWINCH and SIGURG, which
+ * a program may handle (a terminal's resize reaches the program from the terminal), and SIGCONT the
+ * program sends its parent; not the ones the kernel
  * sends a process for what it did itself (SIGSEGV, SIGXCPU, ...; SIGTTIN and SIGTTOU, which a
  * background process's own terminal read or write raises: caught, its write would raise it again
  * and again), and the real-time ones the C library leaves to programs. */
@@ -186,10 +189,27 @@ static int forwarded(int sig)
 	switch (sig) {
 	case SIGINT: case SIGTERM: case SIGHUP: case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGALRM:
 	case SIGPIPE: case SIGVTALRM: case SIGPROF: case SIGIO: case SIGPWR: case SIGTSTP:
+	case SIGWINCH: case SIGURG: /* ignored unless handled: a program may handle them */
+	case SIGCONT: /* only the program's own, on to tprof record's parent (forward) */
 		return 1;
 	default:
 		return sig >= SIGRTMIN && sig <= SIGRTMAX;
 	}
+}
+
+/* In the recorder: tprof record has ended while the program runs. It ends only after the program,
+ * unless it was killed (SIGKILL, which it cannot pass on): the program is then killed too, as a bare
+ * run sent that signal would be, and its trace says so. After a normal end the program is reaped
+ * already and its pidfd reaches nobody. */
+static volatile int program_pidfd = -1;
+
+static void record_gone(int sig)
+{
+	(void)sig;
+	int e = errno;
+	if (program_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, program_pidfd, SIGKILL, NULL, 0);
+	errno = e;
 }
 
 /* Wakes the wait for the recorder's note when the program stops (follow_stop). */
@@ -493,6 +513,7 @@ int cmd_record(int argc, char **argv)
 	}
 	note[0] = above_std(note[0]);
 	note[1] = above_std(note[1]);
+	pid_t self = getpid();
 	pid_t rec = fork();
 	if (rec < 0) {
 		tprof_err("record: fork: %s", strerror(errno));
@@ -520,6 +541,10 @@ int cmd_record(int argc, char **argv)
 			tprof_err("record: pidfd_open: %s", strerror(errno));
 			_exit(1);
 		}
+		program_pidfd = o.root_pidfd;
+		signal(SIGUSR2, record_gone); /* in the recorder, never the program: invisible to it */
+		if (prctl(PR_SET_PDEATHSIG, SIGUSR2) == 0 && getppid() != self)
+			record_gone(SIGUSR2); /* killed before that was set */
 		_exit(tprof_server_run(&o));
 	}
 	close(note[1]);

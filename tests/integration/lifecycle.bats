@@ -553,6 +553,36 @@ PY
 	[ "$(jget r.json signal)" = 15 ]
 }
 
+@test "tprof record killed (SIGKILL, which it cannot pass on): the program is killed too, as bare, and its trace says so" {
+	for T in "" "$B/tprof record -o k.trace --"; do
+		rm -f done.txt
+		TPROF_QUIET=1 $T sh -c 'sleep 1; echo ran > done.txt' &
+		p=$!
+		sleep 0.4
+		kill -KILL "$p"
+		wait "$p" && st=0 || st=$?
+		[ "$st" -eq 137 ]
+		sleep 1.3
+		[ ! -e done.txt ]
+	done
+	report k.trace r.json
+	[ "$(jget r.json signal)" = 9 ]
+	[ "$(jget r.json complete)" = true ]
+}
+
+@test "tprof record passes on SIGWINCH and SIGURG sent to it, and the program's SIGCONT, SIGWINCH and SIGURG to its parent" {
+	for T in "" "$B/tprof record -o w.trace --"; do
+		out=$(TPROF_QUIET=1 bash -c "$T"' sh -c "for s in WINCH URG USR1; do trap \"echo got \$s\" \$s; done; sleep 1.2" & p=$!; sleep 0.4
+			for s in WINCH URG USR1; do kill -$s $p; sleep 0.15; done; wait $p')
+		echo "${T:-bare}: $out"
+		[ "$(echo "$out" | sort | tr '\n' ' ')" = "got URG got USR1 got WINCH " ]
+		out=$(TPROF_QUIET=1 bash -c 'for s in USR1 CONT WINCH URG; do trap "echo parent got $s" $s; done
+			'"$T"' sh -c "for s in USR1 CONT WINCH URG; do kill -\$s \$PPID; sleep 0.1; done"; sleep 0.2')
+		echo "${T:-bare}: $out"
+		[ "$(echo "$out" | sort | tr '\n' ' ')" = "parent got CONT parent got URG parent got USR1 parent got WINCH " ]
+	done
+}
+
 @test "tprof record as a shell's job: a program stopping itself twice is followed twice; signals sent to tprof record reach it" {
 	# a shell's fg continues the whole group; the program may stop again before tprof record
 	# looks, which took it for still stopped and continued it
