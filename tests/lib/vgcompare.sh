@@ -32,6 +32,9 @@ vg = open("vg.log").read()
 pid = re.match(r"==(\d+)==", vg)[1]
 m = re.search(r"==%s== +in use at exit: ([\d,]+) bytes in ([\d,]+) blocks" % pid, vg)
 h = re.search(r"==%s== +total heap usage: ([\d,]+) allocs, ([\d,]+) frees, ([\d,]+) bytes allocated" % pid, vg)
+if not m or not h:  # the command exec'd another program (a wrapper script), which valgrind did not follow
+    sys.exit("vgcompare: valgrind's log has no HEAP SUMMARY of the command's process (did it exec "
+             "another program? run that one directly): .vg/vg.log")
 n = lambda s: int(s.replace(",", ""))
 want = dict(leaked_bytes=n(m[1]), leaked_blocks=n(m[2]), allocations=n(h[1]), frees=n(h[2]),
             bytes_allocated=n(h[3]))
