@@ -125,6 +125,12 @@ $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -g -O0 -Wall -Wextra -D_GNU_SOURCE -pthread -fno-builtin -o $@ $< -lpthread
 
+# ... and one that is not position-independent, as Debian's python3 is: its PLT entries are the
+# addresses of the functions whose addresses it takes
+$(BUILD)/progs/canon_plt: tests/progs/canon_plt.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O0 -Wall -Wextra -D_GNU_SOURCE -fno-builtin -fno-pic -no-pie -o $@ $<
+
 $(BUILD)/progs/%: tests/progs/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -g -O0 -Wall -Wextra -fno-builtin -o $@ $<

@@ -272,6 +272,40 @@ void *tprof_find_symbol(const char *name)
 	return find_def(name, NULL, NULL, 1, &ifunc);
 }
 
+/* The executable's entry, and whether addr lies in it (the first module dl_iterate_phdr reports). */
+struct exe_probe {
+	const void *addr;
+	const char *name;
+	int in_exe, defines;
+};
+
+static int probe_exe(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct exe_probe *q = arg;
+	q->in_exe = contains(info, q->addr);
+	if (q->in_exe)
+		q->defines = module_def(info, q->name, &(int){0}) != NULL;
+	return 1; /* the first is the executable: no other */
+}
+
+/* addr is name's address as dlsym found it. An executable that takes the address of a function it
+ * does not define (one not position-independent does, with a non-zero value for the undefined
+ * symbol) has its PLT entry made the function's address for the whole process, and that is what
+ * dlsym returns; the calls reach the first definition of the other modules, which is returned
+ * instead. Else addr. */
+void *tprof_past_exe_stub(void *addr, const char *name)
+{
+	struct exe_probe q = {addr, name, 0, 0};
+	if (!addr)
+		return addr;
+	dl_iterate_phdr(probe_exe, &q);
+	if (!q.in_exe || q.defines)
+		return addr;
+	int ifunc = 0;
+	return find_def(name, NULL, NULL, 0, &ifunc);
+}
+
 /* A lookup of the loader's that failed leaves its error for dlerror(), in blocks allocated under the
  * guard, which the program's next dl call or __libc_freeres would free where the trace sees it:
  * taken back at once, under the guard too (dlerror() twice: the message, then nothing left). Only

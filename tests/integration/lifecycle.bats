@@ -1384,6 +1384,32 @@ heap_known_after() {
 	[[ "$output" == *"no heap call was intercepted"*"libc.so.6"* ]]
 }
 
+@test "an executable that is not position-independent and takes malloc's address: intercepted, no owner, reallocarray counted as itself" {
+	# its PLT entry is then malloc's address for the whole process, which dlsym returns: it is not
+	# a malloc of the executable's own (Debian's python3 is built so)
+	run env TPROF_QUIET=1 TPROF_OUTPUT=c.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/canon_plt" calls
+	[ "$status" -eq 0 ]
+	[ "$output" = "ok 1" ]
+	report c.trace r.json
+	[ "$(jget r.json malloc_owner)" = "" ]
+	[ "$(jget r.json calls.reallocarray)" = 100 ]
+	[ "$(jget r.json calls.realloc)" = 1 ]
+	[ "$(jget r.json leaked_bytes)" = 100 ]
+	run "$B/tprof" report c.trace
+	[[ "$output" != *"intercepted"* ]]
+	# the addresses taken, no heap call: no registration, no trace, as for any such program
+	run env TPROF_QUIET=1 TPROF_OUTPUT=n.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/canon_plt" none
+	[ "$status" -eq 0 ]
+	[ "$output" = "no heap call" ]
+	sleep 0.3
+	[ ! -e n.trace ]
+	if [ "$(od -An -tx1 -j16 -N1 /usr/bin/python3.11 2>/dev/null | tr -d ' ')" = 02 ]; then
+		TPROF_QUIET=1 TPROF_OUTPUT=p.trace LD_PRELOAD="$B/libtprof.so" /usr/bin/python3.11 -c 'print(1)'
+		report p.trace p.json
+		[ "$(jget p.json malloc_owner)" = "" ]
+	fi
+}
+
 @test "ulimit -v: address space is taken as used, so a program under a 64 MB limit runs and is traced exactly" {
 	if ldd "$B/tprof-recorder" | grep -q libasan; then
 		skip "an ASan-built recorder (SAN=1) reserves its shadow memory: it cannot run under ulimit -v"
