@@ -200,8 +200,44 @@ static void check_async(void)
 	close(sv[1]);
 }
 
+/* The recorder's stderr is the first traced process's, the same open file, whose offset it shares:
+ * a line written after that process has ended (its trace is finished after it) would land where
+ * the program's output stopped, over what another writer has added since (a shell's `echo done >>
+ * log` after the program). In a regular file whose end lies past that offset a line goes to the
+ * end instead, the offset left where it is. */
+static ssize_t stderr_write(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie;
+	struct stat st;
+	off_t at;
+	ssize_t w;
+	if (fstat(2, &st) == 0 && S_ISREG(st.st_mode) && (at = lseek(2, 0, SEEK_CUR)) >= 0 && at < st.st_size) {
+		do
+			w = pwrite(2, buf, n, st.st_size);
+		while (w < 0 && errno == EINTR);
+		return w;
+	}
+	do
+		w = write(2, buf, n);
+	while (w < 0 && errno == EINTR);
+	return w;
+}
+
+static void stderr_at_end(void)
+{
+	static FILE *f;
+	if (f)
+		return;
+	f = fopencookie(NULL, "w", (cookie_io_functions_t){.write = stderr_write});
+	if (f) {
+		setvbuf(f, NULL, _IONBF, 0);
+		stderr = f;
+	}
+}
+
 void tprof_recorder_setup(void)
 {
+	stderr_at_end();
 	if (!getcwd(start_dir, sizeof(start_dir)))
 		start_dir[0] = 0;
 	if (chdir("/") != 0) { /* never keep a directory of the program's busy */
