@@ -1561,7 +1561,9 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 	if (xb && w->shm->rss_interval_ms) /* taken by the process on its way out */
 		rss_add(w, atomic_load(&w->shm->exit_rss_tick), xb);
 	rss_flush(w);
-	if (atomic_load(&w->process_gone) && w->gone_clock[1] && w->gone_clock[1] >= w->last_pair_mono)
+	/* the last pair, when the process's end was seen: a backlog the writer drains after it is not
+	 * the process's time (a pair taken meanwhile, before the writer saw the end, stays the last) */
+	if (atomic_load(&w->process_gone) && w->gone_clock[1])
 		write_clock_at(w, w->gone_clock[0], w->gone_clock[1], w->gone_clock[2]);
 	else
 		write_clock(w);
@@ -1769,7 +1771,7 @@ static void write_trace(struct tprof_writer *w)
 		}
 		if (w->rss_count && now - w->rss_staged_ns >= RSS_STAGE_NS)
 			rss_flush(w);
-		if (now - last_clock >= 1000000000u) {
+		if (now - last_clock >= 1000000000u && !atomic_load(&w->process_gone)) {
 			write_clock(w);
 			last_clock = now;
 		}

@@ -542,6 +542,21 @@ PY
 	done
 }
 
+@test "duration ends where the process ended, not where its writer finished draining it" {
+	# the writer drains rings for a while after a busy program has ended, and wrote a clock pair
+	# every second meanwhile, the last of which made the duration: 3.9 s for a program of 1.7 s
+	s=$EPOCHREALTIME
+	TPROF_OUTPUT=d.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/realloc_churn"
+	e=$EPOCHREALTIME
+	wall=$(( (10#${e//[!0-9]/} - 10#${s//[!0-9]/}) * 1000 ))
+	report d.trace r.json
+	d=$(jget r.json duration_ns)
+	echo "wall $wall ns, duration $d ns"
+	[ "$(jget r.json complete)" = true ]
+	[ "$d" -le $((wall + 100000000)) ] # the end is seen a moment after it
+	[ "$d" -ge $((wall / 2)) ]
+}
+
 @test "tprof record passes on SIGTERM sent to it, and ends as the program ended" {
 	"$B/tprof" record -o s.trace -- sleep 30 &
 	rec=$!
