@@ -1715,22 +1715,30 @@ void tprof_region_before_fork(void)
 	}
 }
 
+static int init_drained; /* the init of a pid namespace asked for its drain (tprof_region_barrier) */
+
 /* The end of a process whose fork children may have registered without waiting for their answer
  * (TPROF_HELLO_ASYNC): one message to the recorder, answered once it has taken every registration
  * queued before it, so that when a process has ended the trace files of the children it made
  * exist, as they do when a child waits at registration. One round trip, at most 10 s. */
 TPROF_STARTUP void tprof_region_barrier(void)
 {
-	if (!children_async || children_async != (pid_t)tprof_getpid() || !recorder_name_len ||
+	/* the init of a pid namespace: whatever is inside, the recorder too, is killed as it ends, so it
+	 * waits, besides, for the traces of the processes that are gone (TPROF_HELLO_DRAIN) */
+	pid_t me = (pid_t)tprof_getpid();
+	int init = me == 1 && tprof_shm && tprof_shm->pid == 1 && !init_drained;
+	if ((!init && (!children_async || children_async != me)) || !recorder_name_len ||
 	    atomic_load(&tprof_sandboxed))
 		return; /* none, or a vfork child: the memory is its parent's */
 	children_async = 0; /* once */
+	init_drained = 1;
 	int saved = errno;
 	int sock = try_connect(recorder_name, recorder_name_len);
 	if (sock < 0) /* it entered a network namespace of its own since */
 		sock = try_connect_path(recorder_name, recorder_name_len);
 	if (sock >= 0) {
-		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)tprof_getpid(), TPROF_HELLO_BARRIER, 0};
+		struct tprof_hello h = {TPROF_SHM_MAGIC, TPROF_SHM_VERSION, (int32_t)tprof_getpid(),
+					TPROF_HELLO_BARRIER | (init ? TPROF_HELLO_DRAIN : 0), 0};
 		ssize_t w;
 		do
 			w = send(sock, &h, sizeof(h), MSG_NOSIGNAL);

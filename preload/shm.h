@@ -225,6 +225,9 @@ struct tprof_shm {
 			    * stderr, why the process is not traced; answered TPROF_ANSWER_YES once written */
 #define TPROF_HELLO_QUIET 16u /* with a registration: TPROF_QUIET=1, known to the recorder before the
 			       * process's memory says it (a process killed while it registers) */
+#define TPROF_HELLO_DRAIN 32u /* with TPROF_HELLO_BARRIER: answered once, besides, the trace of every
+			       * process that is gone is written (the init of a pid namespace, at its
+			       * end: the kernel then kills the recorder with everything else inside) */
 #define TPROF_HELLO_NAME_MAX 4095
 struct tprof_hello {
 	uint64_t magic; /* TPROF_SHM_MAGIC */

@@ -503,6 +503,28 @@ static void process_gone(struct entry *e)
 	e->pidfd = -1;
 }
 
+/* Barriers that wait, besides, for the traces of the processes that are gone (TPROF_HELLO_DRAIN):
+ * answered once every such process's end has been seen and its writer is done. */
+#define MAX_DRAINS 8
+static int drains[MAX_DRAINS], ndrains;
+
+static void answer_drains(void)
+{
+	if (!ndrains)
+		return;
+	for (int i = 0; i < high; i++) /* ends that came since the last look */
+		if (entries[i].w && entries[i].pidfd >= 0 && poll(&(struct pollfd){entries[i].pidfd, POLLIN, 0}, 1, 0) == 1)
+			process_gone(&entries[i]);
+	if (finishing_writers())
+		return;
+	char done = TPROF_ANSWER_YES;
+	for (int k = 0; k < ndrains; k++) {
+		send(drains[k], &done, 1, MSG_NOSIGNAL);
+		close(drains[k]);
+	}
+	ndrains = 0;
+}
+
 static void close_fds(int *fds, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -793,8 +815,8 @@ static void take(int conn)
 		for (int i = 0; i < k && nfds < 4; i++)
 			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 	}
-	if (r >= (ssize_t)sizeof(h) && h.flags == TPROF_HELLO_BARRIER && nfds == 0 && h.magic == TPROF_SHM_MAGIC &&
-	    h.version == TPROF_SHM_VERSION) {
+	if (r >= (ssize_t)sizeof(h) && (h.flags & ~TPROF_HELLO_DRAIN) == TPROF_HELLO_BARRIER && nfds == 0 &&
+	    h.magic == TPROF_SHM_MAGIC && h.version == TPROF_SHM_VERSION) {
 		/* every registration queued before it has been taken: connections of one socket are
 		 * taken in order; those queued at the other (a process in another network namespace,
 		 * its fork children) are taken now */
@@ -807,6 +829,13 @@ static void take(int conn)
 					accept_one(lfd);
 			}
 			draining = 0;
+		}
+		if ((h.flags & TPROF_HELLO_DRAIN) && ndrains < MAX_DRAINS) {
+			int keep = fcntl(conn, F_DUPFD_CLOEXEC, 3); /* answered by answer_drains */
+			if (keep >= 0) {
+				drains[ndrains++] = keep;
+				return;
+			}
 		}
 		char done = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES; /* as to a registration */
 		send(conn, &done, 1, MSG_NOSIGNAL);
@@ -978,6 +1007,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	uint64_t idle_since = mono_ms();
 	for (;;) {
 		reap_writers();
+		answer_drains();
 		check_root(o->listen_fd);
 		/* nothing traced now: no file kept open on the trace's file system, which the user may
 		 * unmount as soon as tprof record is done (before it is told) or a moment after the
