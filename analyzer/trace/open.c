@@ -174,50 +174,79 @@ static uint64_t complete_block_at_end(const uint8_t *map, uint64_t off, uint64_t
 	return 0;
 }
 
-/* Adds to *n the records of every compressed EVENTS block indexed so far. Their counts are inside
- * the compressed payloads, so each gives only the first bytes it decompresses to (zstd decodes at
- * most one of its blocks, 128 KiB, for them). For a cut trace, which says how many events came
- * before the cut: the plain blocks' counts are summed as they are read. 0, or -1 with a message
- * when a block does not decompress to an EVENTS header of its thread. */
-static int count_compressed_events(struct tprof_trace *t, uint64_t *n, char *err, size_t errlen)
+/* The events of one EVENTS payload (what report counts: a realloc is two), from its header and its
+ * first stream, the records' heads; the records' count alone when the payload is shorter. */
+static uint64_t payload_events(const uint8_t *p, size_t n)
+{
+	struct tprof_cursor c = {p, p + n};
+	uint64_t tid, count, v, head_len = 0;
+	if (tprof_get_varint(&c, &tid) || tprof_get_varint(&c, &count))
+		return 0;
+	for (int k = 0; k < 2 + TPROF_NSTREAMS; k++) /* base seq, base tick, the streams' lengths */
+		if (tprof_get_varint(&c, k == 2 ? &head_len : &v))
+			return count;
+	uint64_t events = count;
+	for (uint64_t i = 0; i < head_len && i < count && c.p + i < c.end; i++)
+		events += tprof_kind_is_realloc(c.p[i] & TPROF_REC_KIND_MASK);
+	return events;
+}
+
+/* Adds to *n the events of every EVENTS block indexed so far (a realloc is two, as report counts
+ * them), for a cut trace, which says how many came before the cut. A compressed block's are
+ * inside its payload: it is decompressed up to the end of its records' heads. 0, or -1 with a
+ * message when a block does not decompress to an EVENTS header of its thread. */
+static int count_events(struct tprof_trace *t, uint64_t *n, char *err, size_t errlen)
 {
 	struct tprof_reader_priv *p = t->priv;
 	ZSTD_DCtx *d = NULL;
+	uint8_t *buf = NULL;
 	int rc = 0;
 	for (size_t i = 0; i < p->ncur && rc == 0; i++) {
 		const struct cursor *cu = &p->cur[i];
 		for (size_t k = 0; k < cu->nblocks && rc == 0; k++) {
 			const struct block_ref *b = &cu->blocks[k];
-			if (!b->raw_len)
+			if (!b->raw_len) {
+				*n += payload_events(p->map + b->off, b->len);
 				continue;
-			if (!d && !(d = ZSTD_createDCtx())) {
-				snprintf(err, errlen, "%s: cannot create a zstd context", t->path);
-				return -1;
 			}
-			uint8_t head[32];
+			if ((!d && !(d = ZSTD_createDCtx())) || (!buf && !(buf = malloc(TPROF_ZEVENTS_MAX_RAW)))) {
+				snprintf(err, errlen, "%s: cannot create a zstd context", t->path);
+				rc = -1;
+				break;
+			}
+			/* the header first (at most 128 bytes), then as far as the heads reach */
 			ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
 			ZSTD_inBuffer in = {p->map + b->off, b->len, 0};
-			ZSTD_outBuffer o = {head, b->raw_len < sizeof(head) ? b->raw_len : sizeof(head), 0};
-			while (o.pos < o.size && in.pos < in.size) {
-				size_t was_in = in.pos, was_out = o.pos;
-				size_t r = ZSTD_decompressStream(d, &o, &in);
-				if (ZSTD_isError(r) || (in.pos == was_in && o.pos == was_out))
+			ZSTD_outBuffer o = {buf, b->raw_len < 128 ? b->raw_len : 128, 0};
+			int grown = 0;
+			for (;;) {
+				while (o.pos < o.size && in.pos < in.size) {
+					size_t was_in = in.pos, was_out = o.pos;
+					size_t r = ZSTD_decompressStream(d, &o, &in);
+					if (ZSTD_isError(r) || (in.pos == was_in && o.pos == was_out))
+						break;
+				}
+				struct tprof_cursor c = {buf, buf + o.pos};
+				uint64_t tid, count;
+				if (tprof_get_varint(&c, &tid) || tid != cu->tid || tprof_get_varint(&c, &count) ||
+				    count == 0 || count > b->raw_len) {
+					rd_set_err(err, errlen, t->path, b->off,
+						   "corrupt: compressed EVENTS block of thread %u does not decompress to "
+						   "its header",
+						   cu->tid);
+					rc = -1;
 					break;
-			}
-			struct tprof_cursor c = {head, head + o.pos};
-			uint64_t tid, count;
-			if (tprof_get_varint(&c, &tid) || tid != cu->tid || tprof_get_varint(&c, &count) ||
-			    count == 0 || count > b->raw_len) {
-				rd_set_err(err, errlen, t->path, b->off,
-					"corrupt: compressed EVENTS block of thread %u does not decompress to "
-					"its header",
-					cu->tid);
-				rc = -1;
-			} else {
-				*n += count;
+				}
+				if (grown || o.size == b->raw_len) {
+					*n += payload_events(buf, o.pos);
+					break;
+				}
+				o.size = 128 + count < b->raw_len ? 128 + count : b->raw_len;
+				grown = 1;
 			}
 		}
 	}
+	free(buf);
 	ZSTD_freeDCtx(d);
 	return rc;
 }
@@ -326,7 +355,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 
-	uint64_t off = hlen, events_seen = 0, dropped_to = 0, last_clock_off = 0;
+	uint64_t off = hlen, dropped_to = 0, last_clock_off = 0;
 	size_t cap_clocks = 0;
 	char clock_why[128];
 	int last_was_end = 0;
@@ -454,7 +483,6 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 								       : (uint64_t)(c.p - map);
 				cu->blocks[cu->nblocks++] = (struct block_ref){at, (uint32_t)(pl + len - (map + at)),
 										(uint32_t)raw};
-				events_seen += count;
 			}
 			break;
 		}
@@ -543,8 +571,8 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 		goto fail;
 	}
 	if (t->cut) {
-		t->cut_events = events_seen;
-		if (count_compressed_events(t, &t->cut_events, err, errlen) != 0)
+		t->cut_events = 0;
+		if (count_events(t, &t->cut_events, err, errlen) != 0)
 			goto fail;
 		dropped_to = 0;
 	}

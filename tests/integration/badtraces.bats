@@ -153,9 +153,11 @@ PY
 			[ "$(jget mid.json cut_at_byte)" = "$b" ]
 			[ "$(jget mid.json complete)" = false ]
 			[ "$(jget mid.json end)" = none ]
-			# the events counted before the cut are the ones read (reallocs are one record, two events)
-			records=$("$B/tprof" dump mid.trace 2>/dev/null | grep -v '^#' | grep -vc '/new' || true)
-			[[ "$output" == *"($records events before it;"* ]]
+			# the events counted before the cut are the ones read, as report counts them (a
+			# realloc is two)
+			events=$("$B/tprof" dump mid.trace 2>/dev/null | grep -c '^[0-9]' || true)
+			[[ "$output" == *"($events events before it;"* ]]
+			[ "$(jget mid.json events)" = "$events" ]
 		done
 	done <bounds.txt
 	[ "$n" -ge 4 ]
