@@ -550,6 +550,10 @@ static uint64_t pool_time(struct state *s, const struct thr *h, const struct ops
 		work = work > inner ? work - inner : 0;
 		if (!g->owner || !work)
 			continue;
+		if (o->one_thread) { /* its own calls only: the work is the opening call's, another thread's */
+			r->pool_ns += work;
+			continue;
+		}
 		const struct tprof_kcall *opener = &t->kcalls[g->owner->calls[g->call]];
 		r->in_ops_ns += work;
 		if (o->by_range) {
@@ -856,7 +860,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		r->thr = xrealloc(r->thr, (r->nthr + 1) * sizeof(*r->thr));
 		const char *tn = tprof_trace_thread_name(t, h->tid);
 		r->thr[r->nthr++] = (struct ops_thread){h->tid, xstrndup(tn, strlen(tn)), wall, in1 - in0,
-							r->in_ops_ns - in1, idle, r->calls - calls0,
+							r->in_ops_ns - in1 + (o->one_thread ? r->pool_ns : 0), idle, r->calls - calls0,
 							(uint64_t)h->tid == t->info.pid};
 	}
 	if (o->one_thread && !r->threads) {

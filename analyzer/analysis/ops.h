@@ -95,6 +95,7 @@ struct ops_result {
 	uint64_t wall_ns;    /* sum over threads with kernel calls of their wall time */
 	uint64_t in_ops_ns;  /* time inside top-level calls (= sum of all self times) */
 	uint64_t idle_ns;    /* OpenMP pool threads' time outside the regions they run (waiting for work) */
+	uint64_t pool_ns;    /* --thread: its work in regions other threads' calls opened (in no row) */
 	size_t threads;      /* threads with kernel calls */
 	uint64_t calls;      /* kernel calls kept */
 	uint64_t top_flops;  /* FLOPs of top-level calls kept */

@@ -387,6 +387,7 @@ static const struct out_col head_cols[] = {
 	{"in_ops_ns", OUT_U64, "ns", NULL, NULL},
 	{"outside_ns", OUT_U64, "ns", NULL, NULL},
 	{"idle_ns", OUT_U64, "ns", NULL, NULL},
+	{"pool_ns", OUT_U64, "ns", NULL, NULL},
 	{"threads", OUT_U64, "threads", NULL, NULL},
 	{"calls", OUT_U64, "calls", NULL, NULL},
 	{"by", OUT_STR, "", NULL, NULL},
@@ -461,8 +462,9 @@ static void put_ops(const struct cmd_opts *co, struct ops_result *r, size_t n, c
 	out_str(&w, rf->source);
 	out_u64(&w, r->wall_ns);
 	out_u64(&w, r->in_ops_ns);
-	out_u64(&w, r->wall_ns - r->in_ops_ns - r->idle_ns);
+	out_u64(&w, r->wall_ns - r->in_ops_ns - r->idle_ns - r->pool_ns);
 	out_u64(&w, r->idle_ns);
+	out_u64(&w, r->pool_ns);
 	out_u64(&w, r->threads);
 	out_u64(&w, r->calls);
 	out_str(&w, by_range ? "range" : "op");
@@ -634,10 +636,13 @@ int cmd_ops(int argc, char **argv)
 		printf("  traced wall time %s over %zu thread%s with kernel calls (first to last event of each%s)\n",
 		       tprof_fmt_ns(r.wall_ns, a), r.threads, r.threads == 1 ? "" : "s",
 		       o.skip_steps ? ", from the first kept step" : "");
-	uint64_t outside = r.wall_ns - r.in_ops_ns - r.idle_ns;
+	uint64_t outside = r.wall_ns - r.in_ops_ns - r.idle_ns - r.pool_ns;
 	printf("  in kernels %s (%.1f%%), outside kernels %s (%.1f%%)", tprof_fmt_ns(r.in_ops_ns, b),
 	       100.0 * (double)r.in_ops_ns / wall, tprof_fmt_ns(outside, c), 100.0 * (double)outside / wall);
 	printf("; %" PRIu64 " calls\n", r.calls);
+	if (r.pool_ns)
+		printf("  OpenMP work %s (%.1f%%): in regions other threads' calls opened (their self time)\n",
+		       tprof_fmt_ns(r.pool_ns, a), 100.0 * (double)r.pool_ns / wall);
 	if (r.idle_ns)
 		printf("  idle %s (%.1f%%): OpenMP pool threads waiting between regions\n", tprof_fmt_ns(r.idle_ns, a),
 		       100.0 * (double)r.idle_ns / wall);

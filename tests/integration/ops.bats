@@ -227,16 +227,21 @@ PY
 		[[ "$output" == *"is for the op table, not --by "* || "$output" == *"one --by at a time"* ]]
 	done
 	"$B/tprof" ops --by range --sort calls t.trace >/dev/null
-	# a pool thread: the ops whose regions it ran, each new to its table (rows added as it goes,
-	# with no call of its own); every share within its wall time, and the sum too
+	# a pool thread: only its own calls in its table (the work it did in regions other threads'
+	# calls opened is theirs: pool_ns, as --by thread has it), every share within its wall time,
+	# and the shares add up to it
 	pool=$("$B/tprof" report --json t.trace | $PY -c 'import json, sys; print(json.load(sys.stdin)["thread_list"][1]["tid"])')
 	"$B/tprof" ops --thread "$pool" --json t.trace >p.json
-	$PY - p.json <<'PY'
+	"$B/tprof" ops --by thread --json t.trace >bt.json
+	$PY - p.json bt.json "$pool" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
+th = [t for t in json.load(open(sys.argv[2]))["threads"] if t["tid"] == int(sys.argv[3])][0]
 rows = p["ops"]
-assert rows and all(0 <= r["self_ns"] <= p["wall_ns"] for r in rows), rows
-assert sum(r["self_ns"] for r in rows) <= p["wall_ns"], (sum(r["self_ns"] for r in rows), p["wall_ns"])
+assert all(r["calls"] > 0 and 0 <= r["self_ns"] <= p["wall_ns"] for r in rows), rows
+assert sum(r["self_ns"] for r in rows) == p["in_ops_ns"], p
+assert p["in_ops_ns"] + p["outside_ns"] + p["idle_ns"] + p["pool_ns"] == p["wall_ns"], p
+assert p["pool_ns"] > 0 and p["pool_ns"] == th["pool_ns"] and p["in_ops_ns"] == th["kernel_ns"], (p, th)
 PY
 }
 
