@@ -635,12 +635,15 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 		if (o->by_range) {
 			const char *opname = k->op < t->nop_names && t->op_names[k->op] ? t->op_names[k->op] : "?";
 			uint64_t top_flops = top[i] == 2 ? k->flops : 0;
+			unsigned opx = top[i] == 2 ? op_entry(s, k->op) : 0;
+			uint64_t top_macs = opx ? tprof_op_cost(opx, &t->kshape[k->shape_at], k->nshape).macs : 0;
 			const struct omp_region *fr = foreign_region(s, h, k);
 			if (fr) { /* charged to the ranges of the thread that opened the region */
 				for (size_t q = 0; q < fr->nranges; q++) {
 					struct ops_row *w = &r->rows[s->ranges[fr->ranges[q]].row];
 					w->kernel_ns += self[i];
 					w->flops += top_flops;
+					w->macs += top_macs;
 					w->bytes += top[i] == 2 ? k->bytes : 0;
 					add_sub(w, opname, self[i], top_flops);
 				}
@@ -651,6 +654,7 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 				struct ops_row *w = &r->rows[s->ranges[rstack[q]].row];
 				w->kernel_ns += self[i];
 				w->flops += top_flops;
+				w->macs += top_macs;
 				w->bytes += top[i] == 2 ? k->bytes : 0;
 				add_sub(w, opname, self[i], top_flops);
 			}
@@ -659,6 +663,7 @@ static void thread_calls(struct state *s, struct thr *h, const struct ops_option
 				struct ops_row *w = &r->rows[ix];
 				w->kernel_ns += self[i];
 				w->flops += top_flops;
+				w->macs += top_macs;
 				w->bytes += top[i] == 2 ? k->bytes : 0;
 				add_sub(w, opname, self[i], top_flops);
 			}

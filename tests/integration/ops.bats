@@ -281,6 +281,9 @@ for k in ("forward", "backward", "optimizer", "forward/layer0", "backward/layer1
     assert k in rows, (k, sorted(rows))
     assert rows[k]["calls"] == 6, (k, rows[k]["calls"])
 assert rows["optimizer"]["flops"] > 0
+# a range's multiply-adds are those of its top-level calls, as its FLOPs are (matmuls: half of them)
+assert 0 < rows["forward"]["macs"] <= rows["forward"]["flops"], rows["forward"]
+assert 0 < rows["backward/layer1"]["macs"] <= rows["backward/layer1"]["flops"], rows["backward/layer1"]
 assert rows["backward"]["alloc_bytes"] > 0 # per-step scratch
 # the per-op breakdown of each range adds up to its kernel time, and names what ran there
 for name, r in rows.items():
