@@ -55,8 +55,7 @@ void stack_print_csv(FILE *f, const struct stack_frame *fr, size_t n)
 		fputc(',', f);
 		tprof_csv_str(f, s->file);
 		fputc(',', f);
-		if (s->line > 0)
-			fprintf(f, "%d", s->line);
+		fprintf(f, "%d", s->line > 0 ? s->line : 0); /* as in JSON: an unknown line is 0 */
 		fputc(',', f);
 		tprof_csv_str(f, s->module);
 		fputc(',', f);

@@ -67,7 +67,7 @@ def json_value(row, col):
         if not row["stack"]:
             return None
         v = row["stack"][0][col]
-        return None if col == "line" and v == 0 else v
+        return v  # an unknown line is 0 in both
     for half, k in (("_lo_ns", 0), ("_hi_ns", 1)):
         if col.endswith(half):
             return row[col[: -len(half)] + "_ns"][k]
