@@ -95,6 +95,7 @@ struct tprof_writer {
 	uint64_t reallocs_written; /* of the records: a realloc's is two events, as the reader counts */
 	size_t out_len;
 	int out_failed; /* a write failed: stop writing, keep draining so producers never block */
+	int trace_removed; /* nothing of it could be written: the empty file was removed */
 	size_t stk_len;
 	uint32_t stk_count;
 	size_t rss_len;
@@ -1303,7 +1304,10 @@ static void report_path(struct tprof_writer *w, int reason, int value)
 				 (int)w->label, end_words(reason, value, how, sizeof(how)),
 				 (unsigned long long)(w->events_written + w->reallocs_written),
 				 w->lost_written ? ", LOST " : "",
-				 w->lost_written ? "some" : "", w->out_failed ? "trace incomplete:" : "trace written to",
+				 w->lost_written ? "some" : "",
+				 w->trace_removed ? "no trace: nothing of it could be written to"
+				 : w->out_failed  ? "trace incomplete:"
+						  : "trace written to",
 				 file);
 		if (w->shm->debug && n > 0 && (size_t)n < sizeof(line))
 			snprintf(line + n, sizeof(line) - (size_t)n,
@@ -1582,6 +1586,11 @@ static void finish_trace(struct tprof_writer *w, int exec_seen, int alive)
 	end_of(w, exec_seen, &reason, &value);
 	write_end(w, reason, value, flags);
 	out_flush(w);
+	/* nothing could be written (a full file system from the start): no empty file is left */
+	struct stat st;
+	if (w->out_failed && fstat(w->trace_fd, &st) == 0 && st.st_size == 0)
+		w->trace_removed = tprof_remove_empty_trace(w->trace_fd, w->trace_abs, !w->own_mode, w->owner_uid,
+							    w->owner_gid);
 	report_path(w, reason, value);
 }
 

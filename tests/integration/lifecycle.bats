@@ -542,6 +542,26 @@ PY
 	done
 }
 
+@test "a full file system: nothing of a trace can be written, no empty file is left, and the line says so" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	mkdir full
+	mount -t tmpfs -o size=64k tmpfs full 2>/dev/null || skip "cannot mount a tmpfs here"
+	dd if=/dev/zero of=full/fill bs=4k count=100 2>/dev/null || true
+	run env TPROF_QUIET=0 TPROF_OUTPUT="$PWD/full/" LD_PRELOAD="$B/libtprof.so" sh -c 'ls / >/dev/null; echo ran'
+	ls -la full
+	left=$(ls full | grep -vc '^fill$' || true)
+	for i in $(seq 50); do # the recorder keeps the directory a moment longer (README)
+		umount full 2>/dev/null && break
+		sleep 0.1
+	done
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *ran* ]]
+	[[ "$output" == *"no space left on device"* || "$output" == *"No space left on device"* ]]
+	[[ "$output" == *"no trace: nothing of it could be written to"* ]]
+	[ "$left" = 0 ]
+}
+
 @test "duration ends where the process ended, not where its writer finished draining it" {
 	# the writer drains rings for a while after a busy program has ended, and wrote a clock pair
 	# every second meanwhile, the last of which made the duration: 3.9 s for a program of 1.7 s
