@@ -1726,7 +1726,9 @@ TPROF_STARTUP void tprof_region_barrier(void)
 	/* the init of a pid namespace: whatever is inside, the recorder too, is killed as it ends, so it
 	 * waits, besides, for the traces of the processes that are gone (TPROF_HELLO_DRAIN) */
 	pid_t me = (pid_t)tprof_getpid();
-	int init = me == 1 && tprof_shm && tprof_shm->pid == 1 && !init_drained;
+	/* (only for a recorder it found by its parent chain or started: one named by TPROF_RECORDER,
+	 * tprof record's, lives outside and outlives the namespace) */
+	int init = me == 1 && tprof_shm && tprof_shm->pid == 1 && !init_drained && recorder_pidns_ino;
 	if ((!init && (!children_async || children_async != me)) || !recorder_name_len ||
 	    atomic_load(&tprof_sandboxed))
 		return; /* none, or a vfork child: the memory is its parent's */

@@ -46,6 +46,9 @@ const char *tprof_writer_trace_path(const struct tprof_writer *w);
 void tprof_writer_release(struct tprof_writer *w);
 /* Removes the empty trace file fd of a process that ended before it could be traced (writer.c). */
 int tprof_remove_empty_trace(int fd, const char *path, int as_owner, uid_t uid, gid_t gid);
+/* The parent-death signal tprof record's server set (0: none), set again after each change of the
+ * file system ids, which clears it. */
+extern int tprof_recorder_pdeathsig;
 
 /* Wakes the server thread (a writer has finished). */
 void tprof_recorder_wake(void);

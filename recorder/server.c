@@ -42,6 +42,7 @@ static struct entry {
 } entries[MAX_WRITERS];
 static int nentries, high; /* in use; every used entry is below high */
 static _Atomic int stderr_dropped;
+int tprof_recorder_pdeathsig;
 static pid_t root_pid;
 static char root_trace[4096]; /* the trace of root's last image */
 static int root_fd = -1, root_gone;
@@ -517,7 +518,7 @@ static void answer_drains(void)
 			process_gone(&entries[i]);
 	if (finishing_writers())
 		return;
-	char done = TPROF_ANSWER_YES;
+	char done = async_ok ? TPROF_ANSWER_YES_ASYNC : TPROF_ANSWER_YES; /* as to any barrier */
 	for (int k = 0; k < ndrains; k++) {
 		send(drains[k], &done, 1, MSG_NOSIGNAL);
 		close(drains[k]);

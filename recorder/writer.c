@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1687,6 +1688,9 @@ int tprof_remove_empty_trace(int fd, const char *path, int as_owner, uid_t uid, 
 	if (as_owner) {
 		setfsuid(0);
 		setfsgid(0);
+		/* a change of the file system ids clears the thread's parent-death signal */
+		if (tprof_recorder_pdeathsig)
+			prctl(PR_SET_PDEATHSIG, tprof_recorder_pdeathsig);
 	}
 	return gone;
 }

@@ -896,6 +896,8 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		r->idle_ns = r->wall_ns > r->in_ops_ns ? r->wall_ns - r->in_ops_ns : 0;
 	if (r->wall_ns < r->in_ops_ns)
 		r->wall_ns = r->in_ops_ns;
+	if (r->wall_ns < r->in_ops_ns + r->idle_ns + r->pool_ns) /* the same, --thread on a pool thread */
+		r->pool_ns = r->wall_ns - r->in_ops_ns - r->idle_ns;
 	for (size_t i = 0; i < r->nrows; i++)
 		if (r->rows[i].ndur)
 			tprof_sort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);

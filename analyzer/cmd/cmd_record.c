@@ -543,6 +543,7 @@ int cmd_record(int argc, char **argv)
 		}
 		program_pidfd = o.root_pidfd;
 		signal(SIGUSR2, record_gone); /* in the recorder, never the program: invisible to it */
+		tprof_recorder_pdeathsig = SIGUSR2;
 		if (prctl(PR_SET_PDEATHSIG, SIGUSR2) == 0 && getppid() != self)
 			record_gone(SIGUSR2); /* killed before that was set */
 		_exit(tprof_server_run(&o));

@@ -159,14 +159,18 @@ static uint64_t complete_block_at_end(const uint8_t *map, uint64_t off, uint64_t
 		if (crc == tprof_load_u32(map + off + 5))
 			return off + 1; /* 0 means none */
 	}
+	/* from the end back: a recorder's last block (END, a few bytes) is met first, and a file made
+	 * to hold a header that fits every few bytes costs at most 64 checksums */
 	uint64_t from = off + 1, span = (uint64_t)TPROF_BLOCK_MAX_WRITTEN + h;
 	if (size > span && size - span > from)
 		from = size - span;
-	for (uint64_t y = from; y + h <= size; y++) {
+	int tries = 0;
+	for (uint64_t y = size - h; y >= from && y + h <= size && tries < 64; y--) {
 		uint8_t type = map[y];
 		if (type < TPROF_BLK_INFO || type > tprof_block_type_max(version) ||
 		    tprof_load_u32(map + y + 1) != size - y - h)
 			continue;
+		tries++;
 		uint32_t crc = tprof_crc32c_update(tprof_crc32c_update(0, &type, 1), map + y + h, size - y - h);
 		if (crc == tprof_load_u32(map + y + 5))
 			return y + 1;

@@ -333,7 +333,11 @@ fd 4 holds 5 bytes: four|"
 		echo done >>log
 		env TPROF_QUIET=0 LD_PRELOAD="$B/libtprof.so" TPROF_OUTPUT="$WORK/l.%p.trace" ls / >/dev/null 2>log2
 		echo new >log2
-		sleep 0.5
+		for k in $(seq 100); do # the line comes once the trace is written
+			grep -q '^tprof: ls .* exited with status 0' log && break
+			sleep 0.1
+		done
+		sleep 0.2 # and log2's
 		cat log log2
 		grep -q '^done$' log
 		grep -q '^tprof: ls .* exited with status 0' log
