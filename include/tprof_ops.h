@@ -452,7 +452,7 @@ enum tprof_op_id {
 #define TP_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, N, ...) N
 #define TP_CAT(a, b) TP_CAT_(a, b)
 #define TP_CAT_(a, b) a##b
-#define TP_V(x, i) const int64_t x = s[i]; (void)x;
+#define TP_V(x, i) const __int128 x = s[i]; (void)x; /* 128 bits: M*K+K*N+M*N of int sizes passes 2^63 */
 #define TP_D1(a) TP_V(a, 0)
 #define TP_D2(a, b) TP_D1(a) TP_V(b, 1)
 #define TP_D3(a, b, c) TP_D2(a, b) TP_V(c, 2)
@@ -472,12 +472,17 @@ struct tprof_op_cost {
 	uint64_t flops, bytes, macs;
 };
 
+/* A cost in [0, 2^64 - 1]: negative shapes give 0, more than 64 bits the largest. */
+static inline uint64_t tprof_cost_clamp(__int128 v)
+{
+	return v <= 0 ? 0 : v > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
 #define TP_COSTFN(RK, RET, NAME, PARAMS, ARGS, SNAMES, SVALS, FLOPS, BYTES, MACS)                               \
 	static inline struct tprof_op_cost tprof_cost_##NAME(const int64_t *s)                                 \
 	{                                                                                                      \
-		TP_DECL SNAMES int64_t f_ = (FLOPS), b_ = (BYTES), m_ = (MACS);                                 \
-		struct tprof_op_cost c = {f_ > 0 ? (uint64_t)f_ : 0, b_ > 0 ? (uint64_t)b_ : 0,                  \
-					  m_ > 0 ? (uint64_t)m_ : 0};                                          \
+		TP_DECL SNAMES __int128 f_ = (FLOPS), b_ = (BYTES), m_ = (MACS);                                \
+		struct tprof_op_cost c = {tprof_cost_clamp(f_), tprof_cost_clamp(b_), tprof_cost_clamp(m_)};     \
 		return c;                                                                                      \
 	}
 TPROF_OPS(TP_COSTFN)

@@ -10,6 +10,7 @@
 
 #include "analysis/heap.h"
 #include "analysis/ops.h"
+#include "tprof_ops.h"
 #include "../unittest.h"
 
 static uint64_t seq;
@@ -170,8 +171,27 @@ static void test_welch(void)
 	CHECK_EQ(ops_diff_ci(&single, &b, &lo, &hi), -1);
 }
 
+/* Op costs of int-sized shapes past 2^63 in their 64-bit terms: exact where the cost fits 64 bits
+ * (it was signed overflow, then 0), the largest where it does not, 0 for negative shapes. */
+static void test_op_cost_wide(void)
+{
+	const int64_t big = 2147483647; /* INT_MAX: M = 0, N = K = INT_MAX (nothing to compute) */
+	int64_t s[5] = {0, big, big, 0, 0};
+	struct tprof_op_cost c = tprof_op_cost(TPROF_OP_tnn_matmul, s, 5);
+	CHECK_EQ(c.flops, 0);
+	CHECK_EQ(c.bytes, 4 * (uint64_t)big * (uint64_t)big); /* 18,446,744,056,529,682,436 */
+	int64_t t[5] = {big, big, big, 0, 0};
+	c = tprof_op_cost(TPROF_OP_tnn_matmul, t, 5);
+	CHECK_EQ(c.flops, UINT64_MAX);
+	CHECK_EQ(c.macs, UINT64_MAX);
+	int64_t u[5] = {-1, 4, 4, 0, 0};
+	c = tprof_op_cost(TPROF_OP_tnn_matmul, u, 5);
+	CHECK_EQ(c.flops, 0);
+}
+
 int main(void)
 {
+	RUN(test_op_cost_wide);
 	RUN(test_heap_counts);
 	RUN(test_heap_paired);
 	RUN(test_heap_overflow);
