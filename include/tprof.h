@@ -13,7 +13,10 @@
  *
  * Names are copied (at most 63 bytes kept, cut before a UTF-8 character the limit falls inside); an
  * empty name is no name, as NULL. A process keeps 4,095 distinct names; calls with a name beyond those
- * are recorded without one (shown as "?"). A call costs about one clock read when tracing. */
+ * are recorded without one (shown as "?"). Steps are the process's: the boundaries of every thread
+ * form one sequence (mark them on one thread). tprof ops --by range keeps 64 levels of nesting; deeper
+ * ranges count in the 64th. A call from a signal handler that interrupted its thread inside a call
+ * of tprof's is lost (counted). A call costs about one clock read when tracing. */
 #ifndef TPROF_H
 #define TPROF_H
 

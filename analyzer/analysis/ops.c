@@ -807,6 +807,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		if (t->annots[i].kind == TPROF_ANNOT_STEP)
 			sb[nsb++] = t->annots[i].tick;
 	r->steps_total = nsb > 1 ? nsb - 1 : 0;
+	r->step_marks = nsb;
 	if (o->skip_steps && o->skip_steps >= nsb) {
 		snprintf(t->err, sizeof(t->err),
 			 "%s: cannot skip %u steps: the program marked %zu step boundaries (tprof_step)", t->path,
@@ -898,6 +899,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		r->wall_ns = r->in_ops_ns;
 	if (r->wall_ns < r->in_ops_ns + r->idle_ns + r->pool_ns) /* the same, --thread on a pool thread */
 		r->pool_ns = r->wall_ns - r->in_ops_ns - r->idle_ns;
+	r->lost_events = t->lost_events;
 	for (size_t i = 0; i < r->nrows; i++)
 		if (r->rows[i].ndur)
 			tprof_sort(r->rows[i].dur_ns, r->rows[i].ndur, sizeof(uint64_t), by_u64);

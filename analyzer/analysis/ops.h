@@ -96,6 +96,7 @@ struct ops_result {
 	uint64_t in_ops_ns;  /* time inside top-level calls (= sum of all self times) */
 	uint64_t idle_ns;    /* OpenMP pool threads' time outside the regions they run (waiting for work) */
 	uint64_t pool_ns;    /* --thread: its work in regions other threads' calls opened (in no row) */
+	uint64_t lost_events; /* the trace's (its END's): calls and annotations may be missing */
 	size_t threads;      /* threads with kernel calls */
 	uint64_t calls;      /* kernel calls kept */
 	uint64_t top_flops;  /* FLOPs of top-level calls kept */
@@ -103,6 +104,7 @@ struct ops_result {
 	/* steps: durations between consecutive kept boundaries */
 	uint64_t *step_ns;
 	size_t nsteps, steps_total, steps_skipped;
+	size_t step_marks; /* tprof_step() calls: a step lies between two */
 	uint64_t step_flops; /* FLOPs of top-level calls within the kept steps */
 	uint64_t steps_ns;   /* their total duration */
 	/* the program's tprof_param() values (the last one of each name) */

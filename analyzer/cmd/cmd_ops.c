@@ -207,7 +207,11 @@ static void print_steps(const struct ops_result *r)
 	double flops_step;
 	step_figures(r, &d, &flops_step);
 	if (!r->steps_total) {
-		printf("\nsteps: none marked (the program calls tprof_step() at iteration boundaries)\n");
+		if (r->step_marks == 1) /* a step lies between two boundaries */
+			printf("\nsteps: one boundary marked, no whole step (tprof_step() marks where each iteration "
+			       "begins)\n");
+		else
+			printf("\nsteps: none marked (the program calls tprof_step() at iteration boundaries)\n");
 		return;
 	}
 	char a[32], b[32], c[32], e[32], f[32], g[32];
@@ -388,6 +392,7 @@ static const struct out_col head_cols[] = {
 	{"outside_ns", OUT_U64, "ns", NULL, NULL},
 	{"idle_ns", OUT_U64, "ns", NULL, NULL},
 	{"pool_ns", OUT_U64, "ns", NULL, NULL},
+	{"lost_events", OUT_U64, "events", NULL, NULL},
 	{"threads", OUT_U64, "threads", NULL, NULL},
 	{"calls", OUT_U64, "calls", NULL, NULL},
 	{"by", OUT_STR, "", NULL, NULL},
@@ -465,6 +470,7 @@ static void put_ops(const struct cmd_opts *co, struct ops_result *r, size_t n, c
 	out_u64(&w, r->wall_ns - r->in_ops_ns - r->idle_ns - r->pool_ns);
 	out_u64(&w, r->idle_ns);
 	out_u64(&w, r->pool_ns);
+	out_u64(&w, r->lost_events);
 	out_u64(&w, r->threads);
 	out_u64(&w, r->calls);
 	out_str(&w, by_range ? "range" : "op");
@@ -643,6 +649,10 @@ int cmd_ops(int argc, char **argv)
 	if (r.pool_ns)
 		printf("  OpenMP work %s (%.1f%%): in regions other threads' calls opened (their self time)\n",
 		       tprof_fmt_ns(r.pool_ns, a), 100.0 * (double)r.pool_ns / wall);
+	if (r.lost_events)
+		printf("  warning: %s events were lost (a signal handler's, made inside its thread's own event,\n"
+		       "           or lossy mode's): calls, ranges and steps may be missing\n",
+		       tprof_commas(r.lost_events, a));
 	if (r.idle_ns)
 		printf("  idle %s (%.1f%%): OpenMP pool threads waiting between regions\n", tprof_fmt_ns(r.idle_ns, a),
 		       100.0 * (double)r.idle_ns / wall);

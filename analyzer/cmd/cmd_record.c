@@ -473,6 +473,14 @@ int cmd_record(int argc, char **argv)
 		ex[0] = ex[1] = -1;
 	ex[0] = above_std(ex[0]);
 	ex[1] = above_std(ex[1]);
+	/* the program waits at its exec for the recorder to be there (a byte on go): killed before
+	 * that, tprof record could not have it killed (record_gone), so it never runs, as a bare
+	 * program killed then */
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) != 0)
+		go[0] = go[1] = -1;
+	go[0] = above_std(go[0]);
+	go[1] = above_std(go[1]);
 	pid_t pid = fork();
 	if (pid < 0) {
 		tprof_err("record: fork: %s", strerror(errno));
@@ -490,6 +498,20 @@ int cmd_record(int argc, char **argv)
 		setenv(TPROF_RECORDER_ENV, name, 1);
 		if (output)
 			setenv("TPROF_OUTPUT", output, 1);
+		if (go[1] >= 0)
+			close(go[1]);
+		if (go[0] >= 0) {
+			char c;
+			ssize_t r;
+			do
+				r = read(go[0], &c, 1);
+			while (r < 0 && errno == EINTR);
+			if (r != 1) {
+				signal(SIGKILL, SIG_DFL);
+				raise(SIGKILL);
+			}
+			close(go[0]);
+		}
 		execvp(argv[i], argv + i);
 		int e = errno;
 		fprintf(stderr, "tprof: record: cannot run %s: %s\n", argv[i], strerror(e));
@@ -499,6 +521,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (ex[1] >= 0)
 		close(ex[1]);
+	if (go[0] >= 0)
+		close(go[0]);
 	child_pid = pid;
 	free(preload);
 	/* The recorder runs in a process of its own, in a session of its own (a terminal's ^C is the
@@ -521,6 +545,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (rec == 0) {
 		close(note[0]);
+		if (go[1] >= 0)
+			close(go[1]); /* the program goes on when tprof record says so, or dies with it */
 		if (ex[0] >= 0)
 			close(ex[0]);
 		for (int k = 1; k < NSIG; k++)
@@ -550,6 +576,13 @@ int cmd_record(int argc, char **argv)
 	}
 	close(note[1]);
 	close(lfd);
+	if (go[1] >= 0) { /* the recorder is there: the program may run */
+		ssize_t w;
+		do
+			w = write(go[1], "g", 1);
+		while (w < 0 && errno == EINTR);
+		close(go[1]);
+	}
 	int exec_err = 0; /* read once the recorder runs: the program's registration waits for it */
 	if (ex[0] >= 0) {
 		ssize_t r;
