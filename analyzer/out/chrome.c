@@ -47,7 +47,7 @@ static void meta(struct out *w, uint64_t tid, const char *what, const char *key,
 
 static const char *annot_name(const struct tprof_trace *t, uint32_t id)
 {
-	return id && id < t->nannot_names && t->annot_names[id] ? t->annot_names[id] : "(unnamed)";
+	return id && id < t->nannot_names && t->annot_names[id] ? t->annot_names[id] : "?";
 }
 
 /* {"M":64,"N":768,"K":768}: the shape values named by the op's NAMES detail ("M,N,K"). */
