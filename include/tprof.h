@@ -16,7 +16,8 @@
  * are recorded without one (shown as "?"). Steps are the process's: the boundaries of every thread
  * form one sequence (mark them on one thread). tprof ops --by range keeps 64 levels of nesting; deeper
  * ranges count in the 64th. A call from a signal handler that interrupted its thread inside a call
- * of tprof's is lost (counted). A call costs about one clock read when tracing. */
+ * of tprof's is kept for that call to record after its own (beyond 16 of them waiting, lost and
+ * counted). A call costs about one clock read when tracing. */
 #ifndef TPROF_H
 #define TPROF_H
 

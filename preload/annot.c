@@ -57,8 +57,8 @@ uint32_t tprof_name_intern(const char *name)
 void tprof_annot_record(int kind, uint32_t name_id, int64_t value)
 {
 	tprof_alive_check(); /* a fork child's first call (the OpenMP notes come here) */
-	if (tprof_tls.crit) { /* a handler's, inside a ring write it interrupted: counted lost */
-		tprof_lost_no_ring();
+	if (tprof_tls.crit) { /* a handler's, inside a ring write it interrupted: published after it */
+		tprof_defer_annot(name_id, kind, value);
 		return;
 	}
 	struct tprof_thread *t = tprof_tls.thread;

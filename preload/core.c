@@ -863,42 +863,29 @@ static void defer_lost(uint32_t n)
 		atomic_fetch_add_explicit(&tprof_shm->lost_global, n, memory_order_relaxed);
 }
 
-void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old, uint64_t seq_before,
-		 uint64_t tick_before)
+/* The start of a deferral of n entries: their place in defer[] (deferring set), or -1 when they are
+ * lost (counted): between a realloc's two halves, in a handler interrupting a deferral, or no room. */
+static int defer_open(uint32_t n, uint32_t *head)
 {
-	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) || !tprof_shm)
-		return;
-	int saved = errno;
-	int re = tprof_kind_is_realloc(kind);
-	uint32_t n = re ? 2 : 1;
-	/* between a realloc's two halves, or in a handler interrupting this one: lost */
 	if (tprof_tls.crit == 2 || tprof_tls.deferring) {
 		defer_lost(n);
-		errno = saved;
-		return;
+		return -1;
 	}
 	tprof_tls.deferring = 1;
 	__asm__ volatile("" ::: "memory");
 	/* read once deferring is set: a handler's call before that has listed itself whole */
-	uint32_t head = tprof_tls.defer_head;
-	if (head + n - tprof_tls.defer_tail > TPROF_DEFER_MAX) { /* no room: lost */
+	*head = tprof_tls.defer_head;
+	if (*head + n - tprof_tls.defer_tail > TPROF_DEFER_MAX) { /* no room: lost */
 		tprof_tls.deferring = 0;
 		defer_lost(n);
-		errno = saved;
-		return;
+		return -1;
 	}
-	atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed); /* not listed: scan */
-	struct tprof_ev *d = &tprof_tls.defer[head % TPROF_DEFER_MAX];
-	uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
-	/* no stack: the interrupted capture owns the stack walk's caches */
-	if (re) {
-		*d = (struct tprof_ev){tick_before, tprof_ev_pack(seq_before, 0, kind), size,
-				       (uint64_t)(uintptr_t)ptr};
-		tprof_tls.defer[(head + 1) % TPROF_DEFER_MAX] = (struct tprof_ev){
-			tprof_now(), tprof_ev_pack(seq, 0, TPROF_RING_REALLOC_TAIL), 0, (uint64_t)(uintptr_t)old};
-	} else {
-		*d = (struct tprof_ev){tprof_now(), tprof_ev_pack(seq, 0, kind), size, (uint64_t)(uintptr_t)ptr};
-	}
+	return 0;
+}
+
+/* The end of a deferral: the n entries at head listed, the slot marked. */
+static void defer_close(uint32_t head, uint32_t n)
+{
 	__asm__ volatile("" ::: "memory");
 	tprof_tls.defer_head = head + n;
 	/* a call that returned (to the handler) with its event out of the ring: lost if the process
@@ -915,6 +902,49 @@ void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old,
 		}
 	}
 	tprof_tls.deferring = 0;
+}
+
+void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old, uint64_t seq_before,
+		 uint64_t tick_before)
+{
+	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) || !tprof_shm)
+		return;
+	int saved = errno;
+	int re = tprof_kind_is_realloc(kind);
+	uint32_t n = re ? 2 : 1, head;
+	if (defer_open(n, &head) != 0) {
+		errno = saved;
+		return;
+	}
+	atomic_store_explicit(&tprof_few_over, 1, memory_order_relaxed); /* not listed: scan */
+	struct tprof_ev *d = &tprof_tls.defer[head % TPROF_DEFER_MAX];
+	uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+	/* no stack: the interrupted capture owns the stack walk's caches */
+	if (re) {
+		*d = (struct tprof_ev){tick_before, tprof_ev_pack(seq_before, 0, kind), size,
+				       (uint64_t)(uintptr_t)ptr};
+		tprof_tls.defer[(head + 1) % TPROF_DEFER_MAX] = (struct tprof_ev){
+			tprof_now(), tprof_ev_pack(seq, 0, TPROF_RING_REALLOC_TAIL), 0, (uint64_t)(uintptr_t)old};
+	} else {
+		*d = (struct tprof_ev){tprof_now(), tprof_ev_pack(seq, 0, kind), size, (uint64_t)(uintptr_t)ptr};
+	}
+	defer_close(head, n);
+	errno = saved;
+}
+
+void tprof_defer_annot(uint32_t name_id, int kind, int64_t value)
+{
+	if (!atomic_load_explicit(&tprof_recording, memory_order_relaxed) || !tprof_shm)
+		return;
+	int saved = errno;
+	uint32_t head;
+	if (defer_open(1, &head) == 0) {
+		uint64_t seq = atomic_fetch_add_explicit(&tprof_shm->seq, 1, memory_order_seq_cst);
+		tprof_tls.defer[head % TPROF_DEFER_MAX] =
+			(struct tprof_ev){tprof_now(), tprof_ev_pack(seq, name_id, TPROF_RING_ANNOT), (uint64_t)kind,
+					  (uint64_t)value};
+		defer_close(head, 1);
+	}
 	errno = saved;
 }
 

@@ -374,6 +374,9 @@ __attribute__((always_inline)) static inline void tprof_ring_kick(struct tprof_r
  * full. kind TPROF_EV_REALLOC/REALLOCARRAY: seq and tick of the release before the call are given. */
 void tprof_defer(unsigned kind, uint64_t size, const void *ptr, const void *old, uint64_t seq_before,
 		 uint64_t tick_before);
+/* The same for an annotation (a handler's tprof_step, range or mark): kept, numbered, published by
+ * the interrupted call; lost (counted) as tprof_defer's. */
+void tprof_defer_annot(uint32_t name_id, int kind, int64_t value);
 /* Publishes what tprof_defer kept, in order, on the calling thread's ring. */
 void tprof_defer_flush(struct tprof_thread *t);
 /* What tprof_defer kept for a thread that got no slot: counted lost, dropped; called with crit held,

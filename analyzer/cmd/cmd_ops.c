@@ -650,8 +650,8 @@ int cmd_ops(int argc, char **argv)
 		printf("  OpenMP work %s (%.1f%%): in regions other threads' calls opened (their self time)\n",
 		       tprof_fmt_ns(r.pool_ns, a), 100.0 * (double)r.pool_ns / wall);
 	if (r.lost_events)
-		printf("  warning: %s events were lost (a signal handler's, made inside its thread's own event,\n"
-		       "           or lossy mode's): calls, ranges and steps may be missing\n",
+		printf("  warning: %s events were lost (lossy mode's, or signal handlers' beyond what could be\n"
+		       "           kept): calls, ranges and steps may be missing\n",
 		       tprof_commas(r.lost_events, a));
 	if (r.idle_ns)
 		printf("  idle %s (%.1f%%): OpenMP pool threads waiting between regions\n", tprof_fmt_ns(r.idle_ns, a),

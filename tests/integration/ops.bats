@@ -455,6 +455,23 @@ PY
 	[[ "$output" == *"gpt.trace"*"t.trace"* ]] # runs named by file: two runs of one program differ
 }
 
+@test "annotations a signal handler makes while its thread writes a heap event are kept: the steps add up" {
+	# they were lost (counted): 2,540 of 3,500 in this program, and 130 steps of 499 came out
+	run traced "$B/progs/annot_signal" 1000
+	[ "$status" -eq 0 ]
+	[ "$output" = 1000 ]
+	"$B/tprof" report --json t.trace >r.json
+	"$B/tprof" ops --json t.trace >o.json
+	$PY - r.json o.json <<'PY'
+import json, sys
+r, o = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("lost", r["lost_events"], "steps", o["steps"]["count"])
+assert r["lost_events"] < 350, r["lost_events"]  # 3,500 annotations; a full ring may still drop a few
+assert o["steps"]["count"] >= 450, o["steps"]  # 500 boundaries, 499 steps
+assert o["lost_events"] == r["lost_events"], (o["lost_events"], r["lost_events"])
+PY
+}
+
 @test "--by range: ranges nested deeper than 64 are folded into the 64th, and every pop closes its own" {
 	traced "$B/progs/deep_ranges"
 	"$B/tprof" ops --by range --json t.trace >r.json
