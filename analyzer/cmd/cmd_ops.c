@@ -23,9 +23,12 @@ enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_FLOPS, SORT_NAME, SORT_G
 
 static enum sort_key sort_by;
 
+/* FLOPs over total time; for --by range's "(no range)" row, which has no instance and so no total,
+ * over its kernel time. */
 static double gflops_of(const struct ops_row *w)
 {
-	return w->total_ns ? (double)w->flops / (double)w->total_ns : 0;
+	uint64_t ns = w->total_ns ? w->total_ns : w->kernel_ns;
+	return ns ? (double)w->flops / (double)ns : 0;
 }
 
 static int row_cmp(const void *a, const void *b)
@@ -727,9 +730,11 @@ int cmd_ops(int argc, char **argv)
 		char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], s8[32], s9[48];
 		if (o.by_range) {
 			tprof_text_cut(stdout, w->name, -30);
-			printf(" %6" PRIu64 " %9s %9s %5.1f%% %9s %8.3f %8.2f %9s %9s %7" PRIu64 "\n", w->calls,
-			       tprof_fmt_in(w->total_ns, u_kern, s1), tprof_fmt_in(w->kernel_ns, u_kern, s2),
-			       w->total_ns ? 100.0 * (double)w->kernel_ns / (double)w->total_ns : 0,
+			char kp[16] = "     -"; /* "(no range)": no instance, no total time */
+			if (w->total_ns)
+				snprintf(kp, sizeof(kp), "%5.1f%%", 100.0 * (double)w->kernel_ns / (double)w->total_ns);
+			printf(" %6" PRIu64 " %9s %9s %6s %9s %8.3f %8.2f %9s %9s %7" PRIu64 "\n", w->calls,
+			       tprof_fmt_in(w->total_ns, u_kern, s1), tprof_fmt_in(w->kernel_ns, u_kern, s2), kp,
 			       tprof_fmt_in(w->calls ? w->total_ns / w->calls : 0, u_avg, s3), (double)w->flops / 1e9,
 			       gflops_of(w), tprof_fmt_in(w->alloc_bytes, u_mem, s4), tprof_fmt_in(w->peak_growth, u_mem, s5),
 			       w->allocs);
