@@ -5,6 +5,7 @@
  * the step statistics. Text for people, --json for tools, --csv for spreadsheets (the op table;
  * --csv=steps the step statistics). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,8 +222,9 @@ static void print_steps(const struct ops_result *r)
 	printf("\nsteps: %zu measured (%zu warm-up skipped of %zu)\n", d.n, r->steps_skipped, r->steps_total);
 	if (d.n)
 		printf("  per step  mean %s  std %s  p50 %s  p95 %s  95%% CI of the mean [%s, %s]\n",
-		       tprof_fmt_ns((uint64_t)d.mean, a), tprof_fmt_ns((uint64_t)d.sd, b), tprof_fmt_ns(d.p50, c),
-		       tprof_fmt_ns(d.p95, e), tprof_fmt_ns((uint64_t)d.ci_lo, f), tprof_fmt_ns((uint64_t)d.ci_hi, g));
+		       tprof_fmt_ns((uint64_t)llround(d.mean), a), tprof_fmt_ns((uint64_t)llround(d.sd), b),
+		       tprof_fmt_ns(d.p50, c), tprof_fmt_ns(d.p95, e), tprof_fmt_ns((uint64_t)llround(d.ci_lo), f),
+		       tprof_fmt_ns((uint64_t)llround(d.ci_hi), g)); /* rounded, as in JSON */
 	if (d.n && flops_step > 0)
 		printf("  FLOPs per step %.4g (top-level kernel calls), %.2f GFLOP/s over the steps\n", flops_step,
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
