@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -204,19 +205,29 @@ static void check_async(void)
 /* The recorder's stderr is the first traced process's, the same open file, whose offset it shares:
  * a line written after that process has ended (its trace is finished after it) would land where
  * the program's output stopped, over what another writer has added since (a shell's `echo done >>
- * log` after the program). In a regular file whose end lies past that offset a line goes to the
- * end instead, the offset left where it is. */
+ * log` after the program). In a regular file a line is appended in one step instead, the offset
+ * left where it is when it was not at the end. */
 static ssize_t stderr_write(void *cookie, const char *buf, size_t n)
 {
 	(void)cookie;
 	struct stat st;
 	off_t at;
 	ssize_t w;
-	if (fstat(2, &st) == 0 && S_ISREG(st.st_mode) && (at = lseek(2, 0, SEEK_CUR)) >= 0 && at < st.st_size) {
+	if (fstat(2, &st) == 0 && S_ISREG(st.st_mode) && (at = lseek(2, 0, SEEK_CUR)) >= 0) {
+		/* appended in one step (RWF_APPEND): a writer that adds to the file between a look at its
+		 * size and the write is not written over; the offset follows only where it was at the end */
+		struct iovec v = {(void *)buf, n};
 		do
-			w = pwrite(2, buf, n, st.st_size);
+			w = pwritev2(2, &v, 1, at < st.st_size ? 0 : -1, RWF_APPEND);
 		while (w < 0 && errno == EINTR);
-		return w;
+		if (w >= 0 || (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS))
+			return w;
+		if (at < st.st_size) { /* a kernel before 4.16 */
+			do
+				w = pwrite(2, buf, n, st.st_size);
+			while (w < 0 && errno == EINTR);
+			return w;
+		}
 	}
 	do
 		w = write(2, buf, n);
