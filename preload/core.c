@@ -377,7 +377,7 @@ static void *program_symbol(const char *name, void *next)
 {
 	const char *ver = heap_version(name);
 	void *u = dlsym(RTLD_DEFAULT, name), *v = ver ? dlvsym(RTLD_DEFAULT, name, ver) : NULL;
-	void *past = tprof_past_exe_stub(u, name); /* an executable's PLT entry is no definition */
+	void *past = tprof_past_plt_entry(u, name); /* an executable's PLT entry is no definition */
 	if (past != u) {
 		v = v == u ? NULL : v;
 		u = past;

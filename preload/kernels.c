@@ -294,7 +294,7 @@ static int probe_exe(struct dl_phdr_info *info, size_t size, void *arg)
  * symbol) has its PLT entry made the function's address for the whole process, and that is what
  * dlsym returns; the calls reach the first definition of the other modules, which is returned
  * instead. Else addr. */
-void *tprof_past_exe_stub(void *addr, const char *name)
+void *tprof_past_plt_entry(void *addr, const char *name)
 {
 	struct exe_probe q = {addr, name, 0, 0};
 	if (!addr)

@@ -579,7 +579,7 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller);
 void *tprof_find_symbol(const char *name);
 /* addr, name's address from dlsym, or the definition the executable's calls reach when addr is the
  * executable's own PLT entry for a function it does not define (kernels.c). */
-void *tprof_past_exe_stub(void *addr, const char *name);
+void *tprof_past_plt_entry(void *addr, const char *name);
 /* The bounds [lo, hi) of function name's definition in the module that holds address in, read from
  * its own dynamic symbols: no call into the loader, no lock. 0 when found. */
 int tprof_function_bounds(const void *in, const char *name, uintptr_t *lo, uintptr_t *hi);
