@@ -194,7 +194,8 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 		return 1;
 	}
 	if (o->nfiles < (o->takes == CMD_FILES_NONE ? 0u : o->takes == CMD_FILES_TWO ? 2u : 1u)) {
-		tprof_err("%s", o->usage);
+		/* the text as it is, line breaks and all (tprof_err escapes them, as it does names) */
+		fprintf(stderr, "tprof: %s\n", o->usage);
 		return 1;
 	}
 	o->file = o->nfiles ? o->files[0] : NULL;

@@ -107,6 +107,15 @@ int main(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 1 : written("help", 0);
 	}
+	/* help --help and version --help: what any command's --help is, its help */
+	if ((strcmp(argv[1], "help") == 0 || strcmp(argv[1], "version") == 0) && argc == 3 &&
+	    (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+		if (argv[1][0] == 'v')
+			printf("usage: tprof version\nPrints tprof's version.\n");
+		else
+			usage(stdout);
+		return written("help", 0);
+	}
 	if ((strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0 ||
 	     strcmp(argv[1], "help") == 0) && argc > (argv[1][0] == 'h' ? 3 : 2)) {
 		tprof_err("%s: surplus argument '%s'", argv[1], argv[argv[1][0] == 'h' ? 3 : 2]);

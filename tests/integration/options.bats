@@ -117,3 +117,27 @@ SH
 		[ "$status" -eq 1 ]
 	done
 }
+
+@test "help --help and version --help print their help (0), as every command's --help" {
+	for args in "help --help" "version --help" "version -h" "help -h"; do
+		run "$B/tprof" $args
+		echo "$args: $status $output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == "usage: tprof "* ]]
+	done
+}
+
+@test "a command given no trace prints its usage on lines of its own, not with escaped line breaks" {
+	for cmd in report summary leaks ops peak allocs export plot dump; do
+		run "$B/tprof" $cmd
+		echo "$cmd: $status $output"
+		[ "$status" -eq 1 ]
+		[[ "$output" == "tprof: usage: tprof $cmd"* ]]
+		[[ "$output" != *'\n'* ]]
+	done
+	run "$B/tprof" diff x.trace
+	echo "diff: $status $output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == "tprof: usage: tprof diff"* ]]
+	[[ "$output" != *'\n'* ]]
+}
