@@ -329,6 +329,50 @@ static int listen_socket(char *name, size_t cap)
 	return fd;
 }
 
+/* Whether traces can be made under -o's name out, said when not: the name, with %p as a pid (up to
+ * 10 digits) and the default name after a directory's '/', fits the 1022 bytes libtprof.so allows,
+ * and its directory (unless a %p makes it per process) exists and takes files. Checked before the
+ * program starts: a program run untraced would look like success. */
+static int output_usable(const char *out)
+{
+	size_t n = 0, ol = strlen(out);
+	for (const char *o = out; *o; o++) {
+		if (o[0] == '%' && (o[1] == 'p' || o[1] == '%')) {
+			n += o[1] == 'p' ? 10 : 1;
+			o++;
+		} else {
+			n++;
+		}
+	}
+	if (out[ol - 1] == '/')
+		n += sizeof("tprof..4194304.trace") - 1 + 200; /* a program's name: at most 200 bytes */
+	if (n > 1022) {
+		tprof_err("record: -o: the traces' names would be longer than 1022 bytes");
+		return -1;
+	}
+	const char *slash = strrchr(out, '/');
+	char dir[PATH_MAX];
+	if (!slash) {
+		strcpy(dir, ".");
+	} else if ((size_t)(slash - out) + 2 > sizeof(dir)) {
+		tprof_err("record: -o: the directory's name is longer than %d bytes", PATH_MAX - 2);
+		return -1;
+	} else {
+		memcpy(dir, out, (size_t)(slash - out) + 1); /* with its '/': "/" stays the root */
+		dir[slash - out + 1] = 0;
+	}
+	if (memchr(dir, '%', strlen(dir)))
+		return 0; /* a directory per process: each says for itself */
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
+		int e = errno;
+		tprof_err("record: -o: cannot make traces in %s: %s", dir,
+			  stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	const char *output = NULL;
@@ -416,6 +460,8 @@ int cmd_record(int argc, char **argv)
 		tprof_err("usage: tprof record [-o FILE] [--error-exitcode N [--kinds LIST]] -- PROGRAM ARGS...");
 		return 1;
 	}
+	if (output && output_usable(output) != 0)
+		return 2;
 	char lib[PATH_MAX];
 	if (find_library(lib, sizeof(lib)) != 0) {
 		tprof_err("record: cannot find libtprof.so (looked at %s; set TPROF_LIB)", lib);

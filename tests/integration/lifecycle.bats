@@ -529,6 +529,29 @@ PY
 	[ "$(cat err.txt)" = "tprof: record: cannot run ./no-such-program: No such file or directory" ]
 }
 
+@test "tprof record -o where no trace can be made: said, exit 2, and the program is not run untraced" {
+	local long
+	long=$(printf 'a%.0s' $(seq 1100))
+	for o in nodir/x.trace nodir/ "$long" /etc/passwd/x.trace; do
+		run "$B/tprof" record -o "$o" -- sh -c 'echo ran'
+		echo "$o: $status $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == "tprof: record: -o: "* ]]
+		[[ "$output" != *ran* ]]
+	done
+	# a directory per process (%p in it) is each process's to say; a file in . is fine
+	run "$B/tprof" record -o ok.trace -- sh -c 'echo ran'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *ran* ]]
+	if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+		mkdir ro && chmod 555 ro
+		run su nobody -s /bin/sh -c "'$B/tprof' record -o ro/x.trace -- sh -c 'echo ran'"
+		echo "$output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"cannot make traces in ro/: Permission denied"* ]]
+	fi
+}
+
 @test "tprof record started with stdin, stdout or stderr closed: the program runs as bare, the trace is written, record ends" {
 	for how in '<&-' '>&-' '2>&-'; do
 		rm -f c.trace
