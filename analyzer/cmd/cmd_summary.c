@@ -453,6 +453,25 @@ static void totals_out(struct out *w, const struct tprof_trace *t, const struct 
 		else
 			out_null(w);
 	}
+	/* the peak RSS, as report names it (null when the trace has no sample) */
+	const struct tprof_rss *r = NULL;
+	for (size_t i = 0; i < t->nrss; i++)
+		if (!r || t->rss[i].rss_bytes > r->rss_bytes)
+			r = &t->rss[i];
+	out_key(w, "peak_rss_bytes");
+	if (r)
+		out_u64(w, r->rss_bytes);
+	else
+		out_null(w);
+	out_key(w, "peak_rss_time_ns");
+	if (r)
+		out_u64(w, tprof_trace_ns(t, r->tick));
+	else
+		out_null(w);
+	out_key(w, "rss_samples");
+	out_u64(w, t->nrss);
+	out_key(w, "peak_rss_includes_tprof");
+	out_bool(w, r && tprof_rss_has_own(t));
 }
 
 int cmd_summary(int argc, char **argv)

@@ -73,6 +73,11 @@ load helpers
 	[ "$(jget s.json frees)" = 40000 ]
 	[ "$(jget s.json in_use_blocks)" = 1 ]
 	[ "$(jget s.json still_reachable_blocks)" = 1 ]
+	# the peak RSS, as report gives it
+	for k in peak_rss_bytes peak_rss_time_ns rss_samples peak_rss_includes_tprof; do
+		[ "$(jget s.json $k)" = "$(jget r.json $k)" ]
+	done
+	[ "$(jget s.json peak_rss_bytes)" -gt 0 ]
 	command -v valgrind >/dev/null || return 0
 	# valgrind counts the same; its bytes allocated are 16 fewer: the worker thread's loader TLS
 	# (docs/FORMAT.md)
