@@ -52,7 +52,8 @@ void tnn_linear_bwd(float *dinp, float *dweight, float *dbias, const float *dout
  * HO, WO = TNN_CONV_OUT. 0 FLOPs; bytes 4·(C·H·W + C·KH·KW·HO·WO). */
 void tnn_im2col(float *col, const float *img, int C, int H, int W, int KH, int KW, int stride, int pad);
 
-/* Adjoint of tnn_im2col: img (C, H, W) += fold(col (C·KH·KW, HO·WO)). FLOPs C·KH·KW·HO·WO (the adds). */
+/* Adjoint of tnn_im2col: img (C, H, W) += fold(col (C·KH·KW, HO·WO)). FLOPs: the adds, one per column
+ * element that falls inside the image (C·KH·KW·HO·WO without padding; the padding's are skipped). */
 void tnn_col2im(float *img, const float *col, int C, int H, int W, int KH, int KW, int stride, int pad);
 
 /* 2-D convolution (cross-correlation), NCHW: out (B, OC, HO, WO) = conv(inp (B, C, H, W), weight
@@ -64,8 +65,8 @@ void tnn_conv2d_fwd(float *out, const float *inp, const float *weight, const flo
 
 /* dinp (B, C, H, W) += ∂/∂inp, dweight (OC, C, KH, KW) += ∂/∂weight, dbias (OC) += ∂/∂bias, given dout
  * (B, OC, HO, WO). Per image: tnn_im2col, tnn_matmul (dweight += dout·colᵀ, dcol = weightᵀ·dout),
- * tnn_col2im. FLOPs 2·B·HO·WO·KH·KW·C·OC per non-NULL dinp and dweight (+ B·C·KH·KW·HO·WO col2im adds
- * with dinp), + B·OC·HO·WO with dbias. */
+ * tnn_col2im. FLOPs 2·B·HO·WO·KH·KW·C·OC per non-NULL dinp and dweight (+ B times col2im's adds with
+ * dinp), + B·OC·HO·WO with dbias. */
 void tnn_conv2d_bwd(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
 		    const float *weight, int B, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);
 
@@ -80,32 +81,35 @@ void tnn_maxpool2d_bwd(float *dinp, const float *dout, const int *argmax, int B,
 
 /* out (n) = max(inp, 0); out may alias inp. FLOPs n. */
 void tnn_relu_fwd(float *out, const float *inp, long n);
-/* dinp (n) += dout where inp > 0. FLOPs n. */
+/* dinp (n) += dout where inp > 0. FLOPs 2·n (the comparison and the add). */
 void tnn_relu_bwd(float *dinp, const float *dout, const float *inp, long n);
 
 /* GELU, tanh approximation (GPT-2): out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); out may alias inp.
- * FLOPs 10·n (counting tanh as 1). */
+ * FLOPs 9·n (x³ 2, ·0.044715, +x, ·√(2/π), tanh counted as 1, 1+, ·x, ·0.5). */
 void tnn_gelu_fwd(float *out, const float *inp, long n);
-/* dinp (n) += dout·gelu'(inp). FLOPs 20·n. */
+/* dinp (n) += dout·gelu'(inp). FLOPs 20·n (the portable code's operations, tanh counted as 1). */
 void tnn_gelu_bwd(float *dinp, const float *dout, const float *inp, long n);
 
 /* Row softmax: out (N, C) = softmax over C of each row of inp (N, C); out may alias inp.
- * FLOPs 5·N·C (max, subtract, exp, sum, scale; exp counted as 1). */
+ * FLOPs 5·N·C (max, subtract, exp, sum, multiply by 1/sum; exp counted as 1). */
 void tnn_softmax_fwd(float *out, const float *inp, int N, int C);
 
 /* Causal softmax of BH score matrices (BH, T, T): att[i][j] = softmax over j ≤ i of scale·preatt[i][j],
  * att[i][j] = 0 for j > i (preatt there is not read). att may alias preatt.
- * FLOPs 5·BH·T·(T+1)/2. */
+ * FLOPs 5·BH·T·(T+1)/2, as tnn_softmax_fwd (the scale is not counted). */
 void tnn_causal_softmax_fwd(float *att, const float *preatt, int BH, int T, float scale);
 /* dpreatt (BH, T, T) += backward of tnn_causal_softmax_fwd given att and datt; only j ≤ i is written.
- * FLOPs 4·BH·T·(T+1)/2. */
+ * FLOPs 5·BH·T·(T+1)/2: the row's dot product att·datt (2), then datt − dot, ·att and the add into dpreatt
+ * (the scale is not counted, as in the forward pass). */
 void tnn_causal_softmax_bwd(float *dpreatt, const float *datt, const float *att, int BH, int T, float scale);
 
 /* Layer normalization over the last axis: out (N, C) = (inp - mean) · rstd · weight (C) + bias (C), with
  * mean (N) and rstd (N) = 1/sqrt(var + 1e-5) saved for the backward pass. FLOPs 8·N·C. */
 void tnn_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *weight,
 		       const float *bias, int N, int C);
-/* dinp (N, C), dweight (C), dbias (C) += gradients given dout (N, C). FLOPs 14·N·C. */
+/* dinp (N, C), dweight (C), dbias (C) += gradients given dout (N, C); each may be NULL (not computed).
+ * FLOPs 13·N·C with dinp (w·dout, its sum, the sum of its product with the normalized input, the
+ * result), + 5·N·C with dweight or dbias (both column sums are made for either). */
 void tnn_layernorm_bwd(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
 		       const float *weight, const float *mean, const float *rstd, int N, int C);
 
@@ -116,7 +120,8 @@ void tnn_layernorm_bwd(float *dinp, float *dweight, float *dbias, const float *d
  * FLOPs 4·B·NH·HS·T·(T+1)/2 (the two products) + 5·B·NH·T·(T+1)/2 (softmax). C must be a multiple of NH. */
 void tnn_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
 /* dqkv (B, T, 3C) += gradients given dout (B, T, C), qkv and att from the forward pass.
- * FLOPs 8·B·NH·HS·T·(T+1)/2 + 4·B·NH·T·(T+1)/2. */
+ * FLOPs 8·B·NH·HS·T·(T+1)/2 + 5·B·NH·T·(T+1)/2 (tnn_causal_softmax_bwd) + 3·B·T·NH·HS (the adds into
+ * dqkv). */
 void tnn_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T, int C,
 		       int NH);
 
@@ -138,15 +143,16 @@ void tnn_add(float *out, const float *a, const float *b, long n);
  * probs[target]; returns the mean loss. Every target in [0, V). FLOPs 5·N·V + 2·N. */
 float tnn_crossentropy_fwd(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
 /* dlogits (N, V) += dloss · (probs - onehot(targets)); dloss is the gradient of the loss of each row
- * (1/N for a mean loss). FLOPs 2·N·V. */
+ * (1/N for a mean loss). FLOPs 2·N·V + N (dloss·probs added, then dloss taken from the target's). */
 void tnn_crossentropy_bwd(float *dlogits, const float *probs, const int *targets, int N, int V, float dloss);
 
 /* AdamW step t (1-based) over n parameters, decoupled weight decay (PyTorch semantics):
- * m = β1·m + (1-β1)·g; v = β2·v + (1-β2)·g²; p -= lr·(m̂/(√v̂ + eps) + wd·p). FLOPs 15·n. */
+ * m = β1·m + (1-β1)·g; v = β2·v + (1-β2)·g²; p -= lr·(m̂/(√v̂ + eps) + wd·p). FLOPs 16·n (m 3, v 4, the update 9; 1-β1 and 1-β2 are the
+ * call's, once). */
 void tnn_adamw(float *param, const float *grad, float *m, float *v, long n, int t, float lr, float beta1,
 	       float beta2, float eps, float weight_decay);
 /* SGD with momentum (PyTorch semantics): g' = g + wd·p; mom = μ·mom + g'; p -= lr·mom. mom may be NULL when
- * momentum is 0. FLOPs 6·n. */
+ * momentum is 0. FLOPs 6·n, 4·n without mom. */
 void tnn_sgd(float *param, const float *grad, float *mom, long n, float lr, float momentum, float weight_decay);
 
 /* Not kernels. tnn_backend names the code path in use: "avx2", "scalar" or "openblas" (matmul routed to

@@ -23,6 +23,30 @@
 #define TP_P(T) ((T) * ((T) + 1) / 2)
 #define TP_OUT(in, k, stride, pad) ((stride) > 0 ? ((in) + 2 * (pad) - (k)) / (stride) + 1 : 0)
 #define TP_NZ(p) ((p) != 0)
+/* Sum over o in [0, out) of max(0, c - o*stride): the clipped part of an arithmetic run. */
+static inline __int128 tprof_taps_clip(__int128 c, __int128 out, __int128 stride)
+{
+	if (c <= 0 || out <= 0)
+		return 0;
+	__int128 t = (c + stride - 1) / stride; /* the terms above 0 */
+	t = t < out ? t : out;
+	return t * c - stride * t * (t - 1) / 2;
+}
+/* The taps of a strided window that fall inside the input, over every output position: the pairs
+ * (o, j), o < TP_OUT(in, k, stride, pad), j < k, with 0 <= o*stride - pad + j < in. col2im adds
+ * only those (a padded position has no pixel); without padding it is out*k. Closed form: out*k
+ * less the taps before the start and after the end, each at most k per position. */
+static inline __int128 tprof_taps(__int128 in, __int128 k, __int128 stride, __int128 pad)
+{
+	if (stride <= 0 || k <= 0 || in <= 0)
+		return 0;
+	__int128 out = (in + 2 * pad - k) / stride + 1, end = (out - 1) * stride - pad + k - in;
+	if (out <= 0)
+		return 0;
+	return out * k - (tprof_taps_clip(pad, out, stride) - tprof_taps_clip(pad - k, out, stride)) -
+	       (tprof_taps_clip(end, out, stride) - tprof_taps_clip(end - k, out, stride));
+}
+#define TP_TAPS(in, k, stride, pad) tprof_taps(in, k, stride, pad)
 #define TP_NOTRANS(c) ((c) == 'N' || (c) == 'n')
 
 /* The BLAS and LAPACK families, generated per precision P (s or d) with element type T and size E, each
@@ -269,14 +293,15 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	X(V, void, tnn_matmul,                                                                                 \
 	  (float *C, const float *A, const float *B, const float *bias, int M, int N, int K, int flags),      \
 	  (C, A, B, bias, M, N, K, flags), (M, N, K, flags, bias), (M, N, K, flags, TP_NZ(bias)),              \
-	  2 * M * N * K + bias * M * N, 4 * (M * K + K * N + M * N + bias * N + ((flags & 4) != 0) * M * N),   \
+	  2 * M * N * K + bias * M * N,                                                                        \
+	  (M && N) * 4 * (M * K + K * N + M * N + bias * N + ((flags & 4) != 0) * M * N),                      \
 	  M * N * K)                                                                                           \
 	X(V, void, tnn_matmul_bwd,                                                                             \
 	  (float *dA, float *dB, float *dbias, const float *dC, const float *A, const float *B, int M, int N,  \
 	   int K),                                                                                             \
 	  (dA, dB, dbias, dC, A, B, M, N, K), (M, N, K, dA, dB, dbias),                                        \
 	  (M, N, K, TP_NZ(dA), TP_NZ(dB), TP_NZ(dbias)), 2 * M * N * K * (dA + dB) + dbias * M * N,            \
-	  4 * (M * N + dA * (K * N + 2 * M * K) + dB * (M * K + 2 * K * N) + dbias * 2 * N),                  \
+	  (dA || dB || dbias) * 4 * (M * N + dA * (K * N + 2 * M * K) + dB * (M * K + 2 * K * N) + dbias * 2 * N), \
 	  M * N * K * (dA + dB))                                                                               \
 	X(V, void, tnn_linear_fwd,                                                                             \
 	  (float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC),       \
@@ -298,7 +323,7 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	X(V, void, tnn_col2im,                                                                                 \
 	  (float *img, const float *col, int C, int H, int W, int KH, int KW, int stride, int pad),           \
 	  (img, col, C, H, W, KH, KW, stride, pad), (C, H, W, KH, KW, stride, pad),                            \
-	  (C, H, W, KH, KW, stride, pad), C * KH * KW * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad), \
+	  (C, H, W, KH, KW, stride, pad), C * TP_TAPS(H, KH, stride, pad) * TP_TAPS(W, KW, stride, pad),        \
 	  4 * (2 * C * H * W + C * KH * KW * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad)), 0)      \
 	X(V, void, tnn_conv2d_fwd,                                                                             \
 	  (float *out, const float *inp, const float *weight, const float *bias, int B, int C, int H, int W,  \
@@ -318,7 +343,7 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	  (B, C, H, W, OC, KH, KW, stride, pad, TP_NZ(dinp), TP_NZ(dweight), TP_NZ(dbias)),                    \
 	  2 * B * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) * KH * KW * C * OC *                 \
 			  (dinp + dweight) +                                                                   \
-		  dinp * B * C * KH * KW * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) +           \
+		  dinp * B * C * TP_TAPS(H, KH, stride, pad) * TP_TAPS(W, KW, stride, pad) +                   \
 		  dbias * B * OC * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad),                    \
 	  4 * (B * OC * TP_OUT(H, KH, stride, pad) * TP_OUT(W, KW, stride, pad) +                              \
 	       dinp * (OC * C * KH * KW + 2 * B * C * H * W) + dweight * (B * C * H * W + 2 * OC * C * KH * KW) + \
@@ -336,8 +361,8 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	  4 * (2 * B * C * TP_OUT(H, K, stride, 0) * TP_OUT(W, K, stride, 0) + 2 * B * C * H * W), 0)          \
 	X(V, void, tnn_relu_fwd, (float *out, const float *inp, long n), (out, inp, n), (n), (n), n, 8 * n, 0) \
 	X(V, void, tnn_relu_bwd, (float *dinp, const float *dout, const float *inp, long n), (dinp, dout, inp, n), \
-	  (n), (n), n, 16 * n, 0)                                                                              \
-	X(V, void, tnn_gelu_fwd, (float *out, const float *inp, long n), (out, inp, n), (n), (n), 10 * n, 8 * n, 0) \
+	  (n), (n), 2 * n, 16 * n, 0)                                                                          \
+	X(V, void, tnn_gelu_fwd, (float *out, const float *inp, long n), (out, inp, n), (n), (n), 9 * n, 8 * n, 0) \
 	X(V, void, tnn_gelu_bwd, (float *dinp, const float *dout, const float *inp, long n), (dinp, dout, inp, n), \
 	  (n), (n), 20 * n, 16 * n, 0)                                                                         \
 	X(V, void, tnn_softmax_fwd, (float *out, const float *inp, int N, int C), (out, inp, N, C), (N, C),   \
@@ -346,7 +371,7 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	  (att, preatt, BH, T, scale), (BH, T), (BH, T), 5 * BH * TP_P(T), 4 * (BH * TP_P(T) + BH * T * T), 0) \
 	X(V, void, tnn_causal_softmax_bwd,                                                                     \
 	  (float *dpreatt, const float *datt, const float *att, int BH, int T, float scale),                  \
-	  (dpreatt, datt, att, BH, T, scale), (BH, T), (BH, T), 4 * BH * TP_P(T), 16 * BH * TP_P(T), 0)        \
+	  (dpreatt, datt, att, BH, T, scale), (BH, T), (BH, T), 5 * BH * TP_P(T), 16 * BH * TP_P(T), 0)        \
 	X(V, void, tnn_layernorm_fwd,                                                                          \
 	  (float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,    \
 	   int N, int C),                                                                                      \
@@ -355,8 +380,10 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	X(V, void, tnn_layernorm_bwd,                                                                          \
 	  (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, \
 	   const float *mean, const float *rstd, int N, int C),                                                \
-	  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C), (N, C), (N, C), 14 * N * C,             \
-	  4 * (4 * N * C + 5 * C + 2 * N), 0)                                                                  \
+	  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C), (N, C, dinp, dweight, dbias),           \
+	  (N, C, TP_NZ(dinp), TP_NZ(dweight), TP_NZ(dbias)), N * C * (13 * dinp + 5 * (dweight || dbias)),      \
+	  (dinp || dweight || dbias) * 4 * (2 * N * C + 2 * N + dinp * (2 * N * C + C) + 2 * C * (dweight + dbias)), \
+	  0)                                                                                                   \
 	X(V, void, tnn_attention_fwd, (float *out, float *att, const float *qkv, int B, int T, int C, int NH), \
 	  (out, att, qkv, B, T, C, NH), (B, T, C, NH), (B, T, C, NH),                                          \
 	  (NH ? 4 * B * NH * (C / NH) * TP_P(T) : 0) + 5 * B * NH * TP_P(T),                                   \
@@ -364,7 +391,7 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	X(V, void, tnn_attention_bwd,                                                                          \
 	  (float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T, int C, int NH),  \
 	  (dqkv, dout, qkv, att, B, T, C, NH), (B, T, C, NH), (B, T, C, NH),                                   \
-	  (NH ? 8 * B * NH * (C / NH) * TP_P(T) : 0) + 4 * B * NH * TP_P(T),                                   \
+	  (NH ? 8 * B * NH * (C / NH) * TP_P(T) + 3 * B * T * NH * (C / NH) : 0) + 5 * B * NH * TP_P(T),       \
 	  4 * (10 * B * T * C + B * NH * T * T), NH ? 4 * B * NH * (C / NH) * TP_P(T) : 0)                     \
 	X(V, void, tnn_attention_decode,                                                                       \
 	  (float *out, const float *q, const float *kcache, const float *vcache, int B, int NH, int HS,       \
@@ -383,14 +410,14 @@ typedef unsigned long tprof_flen; /* a Fortran hidden string length */
 	  (losses, probs, logits, targets, N, V), (N, V), (N, V), 5 * N * V + 2 * N, 4 * (2 * N * V + 2 * N), 0) \
 	X(V, void, tnn_crossentropy_bwd,                                                                       \
 	  (float *dlogits, const float *probs, const int *targets, int N, int V, float dloss),                \
-	  (dlogits, probs, targets, N, V, dloss), (N, V), (N, V), 2 * N * V, 4 * (3 * N * V + N), 0)           \
+	  (dlogits, probs, targets, N, V, dloss), (N, V), (N, V), 2 * N * V + N, 4 * (3 * N * V + N), 0)       \
 	X(V, void, tnn_adamw,                                                                                  \
 	  (float *param, const float *grad, float *m, float *v, long n, int t, float lr, float beta1,          \
 	   float beta2, float eps, float weight_decay),                                                        \
-	  (param, grad, m, v, n, t, lr, beta1, beta2, eps, weight_decay), (n), (n), 15 * n, 28 * n, 0)         \
+	  (param, grad, m, v, n, t, lr, beta1, beta2, eps, weight_decay), (n), (n), 16 * n, 28 * n, 0)         \
 	X(V, void, tnn_sgd,                                                                                    \
 	  (float *param, const float *grad, float *mom, long n, float lr, float momentum, float weight_decay), \
-	  (param, grad, mom, n, lr, momentum, weight_decay), (n, mom), (n, TP_NZ(mom)), 6 * n,                 \
+	  (param, grad, mom, n, lr, momentum, weight_decay), (n, mom), (n, TP_NZ(mom)), (4 + 2 * mom) * n,     \
 	  4 * (3 * n + mom * 2 * n), 0)                                                                        \
 	X(V, void, cblas_sgemm,                                                                                \
 	  (int order, int transa, int transb, int M, int N, int K, float alpha, const float *A, int lda,      \
@@ -452,7 +479,9 @@ enum tprof_op_id {
 #define TP_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, N, ...) N
 #define TP_CAT(a, b) TP_CAT_(a, b)
 #define TP_CAT_(a, b) a##b
-#define TP_V(x, i) const __int128 x = s[i]; (void)x; /* 128 bits: M*K+K*N+M*N of int sizes passes 2^63 */
+/* 128 bits: M*K+K*N+M*N of int sizes passes 2^63; a negative shape value is 0 (the kernels do nothing
+ * with it), so that two negatives cannot make a positive cost */
+#define TP_V(x, i) const __int128 x = s[i] < 0 ? 0 : s[i]; (void)x;
 #define TP_D1(a) TP_V(a, 0)
 #define TP_D2(a, b) TP_D1(a) TP_V(b, 1)
 #define TP_D3(a, b, c) TP_D2(a, b) TP_V(c, 2)
@@ -467,7 +496,7 @@ enum tprof_op_id {
 #define TP_D12(a, b, c, d, e, f, g, h, i, j, k, l) TP_D11(a, b, c, d, e, f, g, h, i, j, k) TP_V(l, 11)
 #define TP_DECL(...) TP_CAT(TP_D, TP_NARGS(__VA_ARGS__))(__VA_ARGS__)
 
-/* The cost of one call from its shape values: FLOPs, bytes and MACs (negative shapes give 0). */
+/* The cost of one call from its shape values: FLOPs, bytes and MACs (a negative shape value counts as 0). */
 struct tprof_op_cost {
 	uint64_t flops, bytes, macs;
 };

@@ -41,12 +41,24 @@ static inline void k_conv2d_fwd(float *out, const float *inp, const float *w, co
 	tnn_conv2d_fwd(out, inp, w, b, B, C, H, W, OC, K, K, S, P);
 }
 
+/* The window taps that fall inside the image along one axis, over every output position: the
+ * additions col2im makes (it skips the padding). */
+static inline double conv_taps(int in, int k, int s, int p)
+{
+	double n = 0;
+	for (int o = 0; o < TNN_CONV_OUT(in, k, s, p); o++)
+		for (int j = 0; j < k; j++)
+			n += o * s - p + j >= 0 && o * s - p + j < in;
+	return n;
+}
+
 static inline void k_conv2d_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
 				const float *w, int B, int C, int H, int W, int OC, int K, int S, int P)
 {
 	double ho_wo = (double)TNN_CONV_OUT(H, K, S, P) * TNN_CONV_OUT(W, K, S, P);
 	bench_flops += 2 * conv_macs(B, C, H, W, OC, K, S, P) * (!!dinp + !!dw) +
-		       (dinp ? (double)B * C * K * K * ho_wo : 0) + (db ? (double)B * OC * ho_wo : 0);
+		       (dinp ? (double)B * C * conv_taps(H, K, S, P) * conv_taps(W, K, S, P) : 0) +
+		       (db ? (double)B * OC * ho_wo : 0);
 	tnn_conv2d_bwd(dinp, dw, db, dout, inp, w, B, C, H, W, OC, K, K, S, P);
 }
 
@@ -71,13 +83,13 @@ static inline void k_relu_fwd(float *out, const float *inp, long n)
 
 static inline void k_relu_bwd(float *dinp, const float *dout, const float *inp, long n)
 {
-	bench_flops += n;
+	bench_flops += 2.0 * n;
 	tnn_relu_bwd(dinp, dout, inp, n);
 }
 
 static inline void k_gelu_fwd(float *out, const float *inp, long n)
 {
-	bench_flops += 10.0 * n;
+	bench_flops += 9.0 * n;
 	tnn_gelu_fwd(out, inp, n);
 }
 
@@ -97,7 +109,7 @@ static inline void k_layernorm_fwd(float *out, float *mean, float *rstd, const f
 static inline void k_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
 				   const float *w, const float *mean, const float *rstd, int N, int C)
 {
-	bench_flops += 14.0 * N * C;
+	bench_flops += (double)N * C * (13.0 * !!dinp + 5.0 * (dw || db));
 	tnn_layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
@@ -115,7 +127,7 @@ static inline void k_attention_fwd(float *out, float *att, const float *qkv, int
 static inline void k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T,
 				   int C, int NH)
 {
-	bench_flops += causal_pairs(B, NH, T) * (8.0 * (C / NH) + 4);
+	bench_flops += causal_pairs(B, NH, T) * (8.0 * (C / NH) + 5) + 3.0 * B * T * NH * (C / NH);
 	tnn_attention_bwd(dqkv, dout, qkv, att, B, T, C, NH);
 }
 
@@ -151,20 +163,20 @@ static inline float k_crossentropy_fwd(float *losses, float *probs, const float 
 
 static inline void k_crossentropy_bwd(float *dlogits, const float *probs, const int *t, int N, int V, float dloss)
 {
-	bench_flops += 2.0 * N * V;
+	bench_flops += 2.0 * N * V + N;
 	tnn_crossentropy_bwd(dlogits, probs, t, N, V, dloss);
 }
 
 static inline void k_adamw(float *p, const float *g, float *m, float *v, long n, int t, float lr, float b1, float b2,
 			   float eps, float wd)
 {
-	bench_flops += 15.0 * n;
+	bench_flops += 16.0 * n;
 	tnn_adamw(p, g, m, v, n, t, lr, b1, b2, eps, wd);
 }
 
 static inline void k_sgd(float *p, const float *g, float *mom, long n, float lr, float mu, float wd)
 {
-	bench_flops += 6.0 * n;
+	bench_flops += (mom ? 6.0 : 4.0) * n;
 	tnn_sgd(p, g, mom, n, lr, mu, wd);
 }
 

@@ -38,6 +38,12 @@ int main(int argc, char **argv)
 	tnn_causal_softmax_bwd(c, a, b, 6, 17, 0.5f);
 	tnn_layernorm_fwd(c, d, e, a, b, f, 9, 24);
 	tnn_layernorm_bwd(c, d, e, a, b, f, d, e, 9, 24);
+	tnn_layernorm_bwd(c, NULL, NULL, a, b, f, d, e, 7, 20); /* gradients not asked for are not charged */
+	tnn_layernorm_bwd(NULL, NULL, e, a, b, f, d, e, 5, 16);
+	tnn_layernorm_bwd(NULL, NULL, NULL, a, b, f, d, e, 3, 19); /* nothing to do: costs nothing */
+	tnn_matmul(c, a, b, NULL, -3, -5, 7, 0);                   /* negative shapes count as 0 */
+	tnn_matmul(c, a, b, NULL, 0, 5, 7, 0);
+	tnn_softmax_fwd(c, a, -2, -3);
 	tnn_attention_fwd(c, d, a, 2, 11, 24, 3);
 	tnn_attention_bwd(c, a, b, d, 2, 11, 24, 3);
 	tnn_attention_decode(c, a, b, d, 2, 3, 8, 16, 5);
