@@ -122,7 +122,8 @@ static int near(double a, double b, double eps)
 
 static void test_ops_dist(void)
 {
-	/* 10, 20, ..., 100: mean 55, sd sqrt(916.67) = 30.277, t(9) = 2.262 */
+	/* 10, 20, ..., 100: mean 55, sd sqrt(916.67) = 30.277, t(9) = 2.26215716279821 (the quantile to 15
+	 * digits, from the density integrated numerically, apart from the code's incomplete beta) */
 	uint64_t v[10];
 	for (int i = 0; i < 10; i++)
 		v[i] = (uint64_t)(100 - 10 * i); /* unsorted on purpose */
@@ -131,21 +132,33 @@ static void test_ops_dist(void)
 	CHECK_EQ(d.n, 10);
 	CHECK(near(d.mean, 55, 1e-9));
 	CHECK(near(d.sd, 30.2765035, 1e-6));
-	double half = 2.262 * 30.2765035 / sqrt(10);
-	CHECK(near(d.ci_lo, 55 - half, 1e-4) && near(d.ci_hi, 55 + half, 1e-4));
+	double half = 2.26215716279821 * d.sd / sqrt(10);
+	CHECK(near(d.ci_lo, 55 - half, 1e-9) && near(d.ci_hi, 55 + half, 1e-9));
 	CHECK_EQ(d.p50, 50); /* nearest rank: ceil(0.5 * 10) = 5th */
 	CHECK_EQ(d.p95, 100); /* ceil(9.5) = 10th */
 	CHECK_EQ(d.min, 10);
 	CHECK_EQ(d.max, 100);
 
-	/* 41 values (40 degrees of freedom): t = 2.0211, past the table */
+	/* 41 values (40 degrees of freedom): t = 2.02107539030627 */
 	uint64_t w[41];
 	for (int i = 0; i < 41; i++)
 		w[i] = (uint64_t)(1000 + (i % 2 ? 10 : -10));
 	ops_dist(w, 41, &d);
 	double sd = sqrt((41.0 * 100 - 41.0 * pow(d.mean - 1000, 2)) / 40); /* every value 10 from 1000 */
 	CHECK(near(d.sd, sd, 1e-6));
-	CHECK(near(d.ci_hi - d.mean, 2.0211 * sd / sqrt(41), 1e-3));
+	CHECK(near(d.ci_hi - d.mean, 2.02107539030627 * d.sd / sqrt(41), 1e-9));
+	/* 4 values (3 degrees of freedom): 3.18244630528371, where a 3-digit table gave 3.182 */
+	uint64_t x4[4] = {10, 20, 30, 40};
+	ops_dist(x4, 4, &d);
+	CHECK(near(d.ci_hi - d.mean, 3.18244630528371 * d.sd / 2, 1e-9));
+	uint64_t x2[2] = {10, 20}; /* 1 degree of freedom: 12.7062047361747 */
+	ops_dist(x2, 2, &d);
+	CHECK(near(d.ci_hi - d.mean, 12.7062047361747 * d.sd / sqrt(2), 1e-9));
+	uint64_t x27[27]; /* 26: 2.05552943864287 (the table's 2.056) */
+	for (int i = 0; i < 27; i++)
+		x27[i] = (uint64_t)(i * i);
+	ops_dist(x27, 27, &d);
+	CHECK(near(d.ci_hi - d.mean, 2.05552943864287 * d.sd / sqrt(27), 1e-8));
 
 	/* one value: no spread, an interval of the value itself */
 	uint64_t one = 7;
@@ -158,11 +171,11 @@ static void test_ops_dist(void)
 static void test_welch(void)
 {
 	/* a: n 5, mean 10, sd 1; b: n 5, mean 12, sd 2. se = sqrt(1/5 + 4/5) = 1; df = 1 / (0.04/4 +
-	 * 0.64/4) = 5.88, rounded down to 5: t = 2.571 */
+	 * 0.64/4) = 5.882..., not rounded (down to 5 it was 2.571, an interval too wide): t = 2.45882370969915 */
 	struct ops_dist a = {.n = 5, .mean = 10, .sd = 1}, b = {.n = 5, .mean = 12, .sd = 2};
 	double lo, hi;
 	CHECK_EQ(ops_diff_ci(&a, &b, &lo, &hi), 0);
-	CHECK(near(lo, 2 - 2.571, 1e-9) && near(hi, 2 + 2.571, 1e-9));
+	CHECK(near(lo, 2 - 2.45882370969915, 1e-9) && near(hi, 2 + 2.45882370969915, 1e-9));
 	/* constant samples: the difference is exact */
 	struct ops_dist c = {.n = 3, .mean = 4}, e = {.n = 3, .mean = 9};
 	CHECK_EQ(ops_diff_ci(&c, &e, &lo, &hi), 0);
@@ -175,18 +188,24 @@ static void test_welch(void)
  * (it was signed overflow, then 0), the largest where it does not, 0 for negative shapes. */
 static void test_op_cost_wide(void)
 {
-	const int64_t big = 2147483647; /* INT_MAX: M = 0, N = K = INT_MAX (nothing to compute) */
-	int64_t s[5] = {0, big, big, 0, 0};
+	const int64_t big = 2147483647; /* INT_MAX: M = 1, N = K = INT_MAX */
+	int64_t s[5] = {1, big, big, 0, 0};
 	struct tprof_op_cost c = tprof_op_cost(TPROF_OP_tnn_matmul, s, 5);
-	CHECK_EQ(c.flops, 0);
-	CHECK_EQ(c.bytes, 4 * (uint64_t)big * (uint64_t)big); /* 18,446,744,056,529,682,436 */
+	CHECK_EQ(c.flops, 2 * (uint64_t)big * (uint64_t)big);
+	CHECK_EQ(c.bytes, 4 * ((uint64_t)big * (uint64_t)big + 2 * (uint64_t)big)); /* 2^64 - 4 */
+	s[0] = 0; /* M = 0: nothing to compute, nothing moved */
+	c = tprof_op_cost(TPROF_OP_tnn_matmul, s, 5);
+	CHECK(c.flops == 0 && c.bytes == 0 && c.macs == 0);
 	int64_t t[5] = {big, big, big, 0, 0};
 	c = tprof_op_cost(TPROF_OP_tnn_matmul, t, 5);
 	CHECK_EQ(c.flops, UINT64_MAX);
 	CHECK_EQ(c.macs, UINT64_MAX);
 	int64_t u[5] = {-1, 4, 4, 0, 0};
 	c = tprof_op_cost(TPROF_OP_tnn_matmul, u, 5);
-	CHECK_EQ(c.flops, 0);
+	CHECK(c.flops == 0 && c.bytes == 0);
+	int64_t v[5] = {-3, -5, 7, 0, 0}; /* two negatives: still nothing (each is 0 before the formula) */
+	c = tprof_op_cost(TPROF_OP_tnn_matmul, v, 5);
+	CHECK(c.flops == 0 && c.bytes == 0 && c.macs == 0);
 }
 
 int main(void)
