@@ -401,6 +401,7 @@ static const struct out_col head_cols[] = {
 	{"threads", OUT_U64, "threads", NULL, NULL},
 	{"calls", OUT_U64, "calls", NULL, NULL},
 	{"by", OUT_STR, "", NULL, NULL},
+	{"peak_busy", OUT_BOOL, "", NULL, NULL}, /* the peaks were measured on a busy machine */
 };
 static const struct out_table head_table = {NULL, NULL, head_cols, OUT_NCOLS(head_cols), OUT_INLINE};
 
@@ -479,6 +480,7 @@ static void put_ops(const struct cmd_opts *co, struct ops_result *r, size_t n, c
 	out_u64(&w, r->threads);
 	out_u64(&w, r->calls);
 	out_str(&w, by_range ? "range" : "op");
+	out_bool(&w, rf->busy);
 	out_row_end(&w);
 	out_table_end(&w);
 
@@ -678,6 +680,9 @@ int cmd_ops(int argc, char **argv)
 		else
 			printf("FP64 unknown");
 		printf("\n          (%s)\n", rf.source);
+		if (rf.busy)
+			printf("  BUSY: the peaks were measured while other processes took CPU time, so %%peak may be\n"
+			       "  off; run 'tprof roofline --remeasure' on an idle machine.\n");
 		if (tprof_roofline_ridge(&rf, 32) > 0)
 			printf("  bound: the roof an op's FLOP/B puts it under; ridge points FP32 %.2f, FP64 %.2f FLOP/B "
 			       "(STREAM %.1f GB/s)\n",

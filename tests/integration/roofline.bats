@@ -166,3 +166,18 @@ assert abs(d["ridge_fp32"] - 1234.5 / d["stream_gbs_all"]) <= 1e-3 * d["ridge_fp
 	run "$B/tprof" --help
 	[[ "$output" == *"roofline [--json|--csv] [--remeasure]"* ]]
 }
+
+@test "ops on a cache measured on a busy machine says so (text BUSY, JSON peak_busy); an idle one does not" {
+	[ -s cache.json ] || skip "no measurement"
+	traced "$B/progs/kernel_calls" >/dev/null
+	for busy in true false; do
+		$PY -c 'import json, sys
+c = json.load(open("cache.json")); c["busy"] = sys.argv[1] == "true"
+json.dump(c, open("cache.json", "w"))' $busy
+		run "$B/tprof" ops t.trace
+		[ "$status" -eq 0 ]
+		if [ $busy = true ]; then [[ "$output" == *"BUSY: the peaks were measured"* ]]; else [[ "$output" != *BUSY* ]]; fi
+		"$B/tprof" ops --json t.trace >o.json
+		check o.json "assert d['peak_busy'] is $([ $busy = true ] && echo True || echo False)"
+	done
+}
