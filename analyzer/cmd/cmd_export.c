@@ -207,7 +207,7 @@ static int export_chrome(const char *file, const char *out, const struct chrome_
 	if (rc != 0) {
 		tprof_err("export: %s", t->err);
 		tprof_trace_close(t);
-		return rc == -1 ? 1 : 2;
+		return 2; /* unreadable, or without the steps asked for: bad input, as ops --skip-steps */
 	}
 	FILE *f = open_output(out, file);
 	if (f) {
@@ -237,7 +237,7 @@ int cmd_export(int argc, char **argv)
 		e.c.step_last = o.step_last;
 	}
 	if (!e.out) {
-		tprof_err("%s", USAGE);
+		fprintf(stderr, "tprof: %s\n", USAGE); /* its lines as they are */
 		return 1;
 	}
 	if (e.chrome ? e.metric_given : e.chrome_only_given) {

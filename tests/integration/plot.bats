@@ -301,3 +301,12 @@ PY
 		cmp memory.dat keep.trace
 	done
 }
+
+@test "plot into a directory that cannot be made is exit 2 (output that cannot be written), and says why" {
+	traced "$B/progs/heap_known" >/dev/null
+	: >afile
+	run "$B/tprof" plot -o afile/sub t.trace
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"afile/sub"* ]]
+}
