@@ -810,8 +810,8 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 	r->step_marks = nsb;
 	if (o->skip_steps && o->skip_steps >= nsb) {
 		snprintf(t->err, sizeof(t->err),
-			 "%s: cannot skip %u steps: the program marked %zu step boundaries (tprof_step)", t->path,
-			 o->skip_steps, nsb);
+			 "%s: cannot skip %u steps: the program marked %zu step boundaries (tprof_step), so at most "
+			 "%zu can be skipped", t->path, o->skip_steps, nsb, nsb ? nsb - 1 : 0);
 		free(sb);
 		return -1;
 	}

@@ -230,7 +230,17 @@ static void print_steps(const struct ops_result *r)
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
 }
 
-/* The imbalance of an op's regions: the busiest thread's time over the mean thread's (1: even). */
+/* Columns a name takes in a text table (tprof_text_str's escapes included). */
+static int text_cols(const char *s)
+{
+	static FILE *null;
+	if (!null)
+		null = fopen("/dev/null", "w");
+	return null ? tprof_text_str(null, s, 0) : (int)strlen(s);
+}
+
+/* The imbalance of an op's regions: the busiest thread's time over the mean thread's, each summed
+ * over the regions (1: even; a long region weighs more than a short one). */
 static double imbalance(const struct ops_region_row *w)
 {
 	return w->mean_ns > 0 ? w->max_ns / w->mean_ns : 1;
@@ -258,7 +268,7 @@ static void print_regions(const struct ops_result *r)
 	if (!r->nregs)
 		printf("(no OpenMP parallel region in this trace)\n");
 	printf("\nwall: from the fork to the last thread's end; busy: the threads' time in the regions' bodies;\n"
-	       "imbalance: the busiest thread's time over the mean thread's, per region, summed (1 = even)\n");
+	       "imbalance: the busiest thread's time over the mean thread's, each summed over the regions (1 = even)\n");
 }
 
 /* A thread's time outside kernels, regions and idleness (never below 0: clocks of two threads). */
@@ -590,6 +600,10 @@ int cmd_ops(int argc, char **argv)
 	int rc = cmd_parse(&co, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
+	if ((o.by_thread || o.by_region) && co.csv == 2) { /* --csv=steps: a table of the op table's */
+		tprof_err("ops: --csv=steps is for the op table, not --by %s", o.by_thread ? "thread" : "region");
+		return 1;
+	}
 	/* options of the op table, refused where they would change nothing */
 	const char *by = o.by_range ? "range" : o.by_thread ? "thread" : o.by_region ? "region" : NULL;
 	if (by && (o.group_shape || o.wide || (sort_given && !o.by_range))) {
@@ -690,7 +704,15 @@ int cmd_ops(int argc, char **argv)
 	}
 	else
 		printf("  %% peak: unknown (run 'tprof roofline' or set TPROF_PEAK_GFLOPS)\n");
-	printf("  self %% and total %%: of the traced wall time; times per call: total (nested calls included)\n\n");
+	printf("  self %% and total %%: of %s wall time; times per call: total (nested calls included)\n\n",
+	       o.one_thread ? "the thread's" : "the traced");
+	/* the name column: 26 columns, names cut to fit; --wide: as wide as the longest name shown (120 at
+	 * most), so that shapes (--group-by shape) are whole */
+	int nw = 26;
+	for (size_t i = 0; o.wide && i < n; i++) {
+		int cols = text_cols(r.rows[i].name);
+		nw = cols > nw ? (cols < 120 ? cols : 120) : nw;
+	}
 	/* one unit per column, from the largest value shown */
 	uint64_t mx[10] = {0};
 	for (size_t i = 0; i < n; i++) {
@@ -717,7 +739,7 @@ int cmd_ops(int argc, char **argv)
 		head("peak+", u_mem.name, 9), head("allocs", "", 7);
 		printf("\n");
 	} else {
-		printf("%-26s", "name");
+		printf("%-*s", nw, "name");
 		head("calls", "", 7), head("self", u_self.name, 9), head("self%", "", 6), head("total", u_total.name, 9);
 		head("tot%", "", 6), head("avg", u_avg.name, 9);
 		if (o.wide)
@@ -754,7 +776,7 @@ int cmd_ops(int argc, char **argv)
 			snprintf(pk, sizeof(pk), "%5.1f%%", 100.0 * gflops_of(w) / peak);
 		else
 			snprintf(pk, sizeof(pk), "-");
-		tprof_text_cut(stdout, w->name, -26);
+		tprof_text_cut(stdout, w->name, -nw);
 		printf(" %7" PRIu64 " %9s %5.1f%% %9s %5.1f%% %9s", w->calls, tprof_fmt_in(w->self_ns, u_self, s1),
 		       100.0 * (double)w->self_ns / wall, tprof_fmt_in(w->total_ns, u_total, s2),
 		       100.0 * (double)w->total_ns / wall, tprof_fmt_in(w->calls ? w->total_ns / w->calls : 0, u_avg, s3));
@@ -776,10 +798,10 @@ int cmd_ops(int argc, char **argv)
 		printf("... %zu more (--top)\n", r.nrows - n);
 	print_nominal(&r, n);
 	if (!o.by_range) {
-		printf("%-26s %7s %9s %5.1f%%\n", "(outside kernels)", "", tprof_fmt_in(outside, u_self, a),
+		printf("%-*s %7s %9s %5.1f%%\n", nw, "(outside kernels)", "", tprof_fmt_in(outside, u_self, a),
 		       100.0 * (double)outside / wall);
 		if (r.idle_ns)
-			printf("%-26s %7s %9s %5.1f%%\n", "(idle OpenMP threads)", "", tprof_fmt_in(r.idle_ns, u_self, a),
+			printf("%-*s %7s %9s %5.1f%%\n", nw, "(idle OpenMP threads)", "", tprof_fmt_in(r.idle_ns, u_self, a),
 			       100.0 * (double)r.idle_ns / wall);
 	}
 	print_steps(&r);

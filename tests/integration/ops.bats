@@ -221,7 +221,8 @@ PY
 	run "$B/tprof" ops --thread x t.trace
 	[ "$status" -eq 1 ]
 	# options of the op table where they would change nothing: refused, as export refuses its own
-	for a in "--by thread --sort calls" "--by range --group-by shape" "--by region --wide" "--by range --by thread"; do
+	for a in "--by thread --sort calls" "--by range --group-by shape" "--by region --wide" "--by range --by thread" \
+		"--by thread --csv=steps" "--by region --csv=steps"; do
 		run "$B/tprof" ops $a t.trace
 		[ "$status" -eq 1 ]
 		[[ "$output" == *"is for the op table, not --by "* || "$output" == *"one --by at a time"* ]]
@@ -266,7 +267,7 @@ PY
 	[ "$(jget b.json steps.skipped)" -eq 2 ]
 	run "$B/tprof" ops --skip-steps 7 t.trace
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"cannot skip 7 steps"* ]]
+	[[ "$output" == *"cannot skip 7 steps"*"so at most 6 can be skipped"* ]]
 }
 
 @test "--by range: forward, backward, optimizer and layers, with heap bytes" {
