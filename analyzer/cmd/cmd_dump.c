@@ -1,6 +1,9 @@
-/* tprof dump: every event of a trace in global order, one line each (sequence number, time, thread,
- * call, size, addresses, stack id), then the modules, the raw stacks and the RSS samples ("# rss
- * TIME_NS BYTES"), for debugging a trace or feeding another tool. */
+/* tprof dump: every heap event of a trace in global order, one line each (sequence number, time,
+ * thread, call, size, addresses, stack id: the reader's, which numbers stacks in the order they are
+ * defined, one id for stacks of the same frames), then the modules, the raw stacks, the RSS samples
+ * ("# rss TIME_NS BYTES"), the kernel calls ("# kcall ENTER_NS EXIT_NS TID OP flops N bytes N shape
+ * V,...") and the annotations ("# annot SEQ TIME_NS TID KIND NAME VALUE"), for debugging a trace or
+ * feeding another tool. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +67,26 @@ int cmd_dump(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nrss; i++)
 		printf("# rss %" PRIu64 " %" PRIu64 "\n", tprof_trace_ns(t, t->rss[i].tick), t->rss[i].rss_bytes);
+	/* kernel calls and annotations: their own records (KERNELS blocks), in time order per thread */
+	static const char *const akind[] = {"?", "push", "pop", "step", "mark", "param", "omp_fork", "omp_begin",
+					    "omp_end"};
+	for (size_t i = 0; i < t->nkcalls; i++) {
+		const struct tprof_kcall *k = &t->kcalls[i];
+		printf("# kcall %" PRIu64 " %" PRIu64 " %u ", tprof_trace_ns(t, k->t0), tprof_trace_ns(t, k->t1), k->tid);
+		tprof_text_str(stdout, k->op < t->nop_names && t->op_names[k->op] ? t->op_names[k->op] : "?", 0);
+		printf(" flops %" PRIu64 " bytes %" PRIu64 " shape", k->flops, k->bytes);
+		for (unsigned j = 0; j < k->nshape; j++)
+			printf("%c%" PRId64, j ? ',' : ' ', t->kshape[k->shape_at + j]);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < t->nannots; i++) {
+		const struct tprof_annot *a = &t->annots[i];
+		printf("# annot %" PRIu64 " %" PRIu64 " %u %s ", a->seq, tprof_trace_ns(t, a->tick), a->tid,
+		       a->kind <= TPROF_ANNOT_KIND_MAX ? akind[a->kind] : "?");
+		tprof_text_str(stdout, a->name && a->name < t->nannot_names && t->annot_names[a->name] ?
+						   t->annot_names[a->name] : "-", 0);
+		printf(" %" PRId64 "\n", a->value);
+	}
 	printf("# complete: %s, lost: %" PRIu64 "\n", t->complete ? "yes" : "no", t->lost_events);
 	tprof_trace_close(t);
 	return r < 0 ? 2 : 0;

@@ -615,3 +615,13 @@ PY
 	"$B/tprof" compare --csv t.trace u.trace >c.csv
 	$PY -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert len({len(r) for r in rows}) == 1, rows' c.csv
 }
+
+@test "dump lists every kernel call and annotation, as ops counts them" {
+	no_asan_tnn
+	traced "$B/mlp_bench" --steps 3 >/dev/null
+	"$B/tprof" dump t.trace >d.txt
+	"$B/tprof" ops --json t.trace >o.json
+	[ "$(grep -c '^# kcall ' d.txt)" -eq "$(jget o.json calls)" ]
+	[ "$(grep -c '^# annot [0-9]* [0-9]* [0-9]* step ' d.txt)" -eq $(($(jget o.json steps.count) + 1)) ]
+	grep -q '^# kcall [0-9]* [0-9]* [0-9]* tnn_matmul flops [0-9]* bytes [0-9]* shape [0-9,]*$' d.txt
+}
