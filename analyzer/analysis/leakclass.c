@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/leakclass.h"
+#include "base/util.h"
 
 static const char *end_words(const struct tprof_trace *t)
 {
@@ -63,11 +64,10 @@ void leak_class_init(struct leak_class *lc, const struct tprof_trace *t, const s
 		return;
 	}
 	if (l->live_blocks != s->live_blocks || l->live_bytes != s->live_bytes) {
-		snprintf(lc->why, sizeof(lc->why),
-			 "the scan saw %llu blocks (%llu bytes) in use, the trace replays to %llu (%llu bytes)%s",
-			 (unsigned long long)l->live_blocks, (unsigned long long)l->live_bytes,
-			 (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes,
-			 t->lost_events ? ": events were lost" : "");
+		char a[32], b[32], c[32], d[32]; /* with separators, as every count in text */
+		snprintf(lc->why, sizeof(lc->why), "the scan saw %s blocks (%s bytes) in use, the trace replays to %s (%s bytes)%s",
+			 tprof_commas(l->live_blocks, a), tprof_commas(l->live_bytes, b), tprof_commas(s->live_blocks, c),
+			 tprof_commas(s->live_bytes, d), t->lost_events ? ": events were lost" : "");
 		return;
 	}
 	for (size_t i = 0; i < l->n; i++) {

@@ -704,6 +704,12 @@ int cmd_ops(int argc, char **argv)
 	}
 	else
 		printf("  %% peak: unknown (run 'tprof roofline' or set TPROF_PEAK_GFLOPS)\n");
+	if (!r.nrows && !r.calls) {
+		printf("\n  the trace has no kernel calls: tprof ops measures the kernels libtprof.so wraps (libtnn's,\n"
+		       "  BLAS and LAPACK); 'tprof report' and 'tprof summary' show the heap\n");
+		print_steps(&r);
+		goto out;
+	}
 	printf("  self %% and total %%: of %s wall time; times per call: total (nested calls included)\n\n",
 	       o.one_thread ? "the thread's" : "the traced");
 	/* the name column: 26 columns, names cut to fit; --wide: as wide as the longest name shown (120 at

@@ -241,7 +241,8 @@ int cmd_plot(int argc, char **argv)
 		if (want[i])
 			printf("%s/%s.%s\n", c.dir, names[i], c.ext);
 	if (!c.t->nkcalls) /* on stdout: it says what was made, like the names above */
-		printf("(the trace has no kernel calls: no ops%s or roofline picture)\n", want[1] ? "" : ", timeline");
+		fprintf(stderr, "tprof: plot: the trace has no kernel calls: no ops%s or roofline picture\n",
+			want[1] ? "" : ", timeline"); /* stdout lists the files made, for tools */
 	rc = 0;
 out:
 	free(c.op_class);

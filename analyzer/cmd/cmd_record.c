@@ -376,7 +376,7 @@ static int output_usable(const char *out)
 int cmd_record(int argc, char **argv)
 {
 	const char *output = NULL;
-	int error_exitcode = 0, kinds = 1 << TPROF_LEAK_DEFINITE | 1 << TPROF_LEAK_INDIRECT | 1 << TPROF_LEAK_POSSIBLE;
+	int error_exitcode = 0, kinds_given = 0, kinds = 1 << TPROF_LEAK_DEFINITE | 1 << TPROF_LEAK_INDIRECT | 1 << TPROF_LEAK_POSSIBLE;
 	int i = 1;
 	for (; i < argc; i++) {
 		/* an option's value: the next word, or what follows '=' in --name=value */
@@ -425,6 +425,7 @@ int cmd_record(int argc, char **argv)
 			}
 			error_exitcode = (int)n;
 		} else if (strcmp(a, "--kinds") == 0) {
+			kinds_given = 1;
 			if (!val || (kinds = leak_kinds_parse(val)) < 0) {
 				tprof_err("record: --kinds takes a list of definite, indirect, possible, reachable "
 					  "(or all, or lost)");
@@ -460,12 +461,16 @@ int cmd_record(int argc, char **argv)
 		tprof_err("usage: tprof record [-o FILE] [--error-exitcode N [--kinds LIST]] -- PROGRAM ARGS...");
 		return 1;
 	}
+	if (kinds_given && !error_exitcode) {
+		tprof_err("record: --kinds is for --error-exitcode (which leaks make the exit status N)");
+		return 1;
+	}
 	if (output && output_usable(output) != 0)
 		return 2;
 	char lib[PATH_MAX];
 	if (find_library(lib, sizeof(lib)) != 0) {
 		tprof_err("record: cannot find libtprof.so (looked at %s; set TPROF_LIB)", lib);
-		return 1;
+		return 3; /* a part of tprof is missing, not a usage error */
 	}
 	char name[96];
 	int lfd = listen_socket(name, sizeof(name));

@@ -374,8 +374,8 @@ static void totals_text(const struct tprof_trace *t, const struct summary *m, co
 		if (!r || t->rss[i].rss_bytes > r->rss_bytes)
 			r = &t->rss[i];
 	if (r)
-		printf("  peak RSS: %s bytes, at %s (of %zu samples%s)\n", tprof_commas(r->rss_bytes, a),
-		       tprof_fmt_ns(tprof_trace_ns(t, r->tick), b), t->nrss,
+		printf("  peak RSS: %s bytes, at %s (of %s samples%s)\n", tprof_commas(r->rss_bytes, a),
+		       tprof_fmt_ns(tprof_trace_ns(t, r->tick), b), tprof_commas(t->nrss, c),
 		       tprof_rss_has_own(t) ? "; tprof's shared memory included" : "");
 	printf("  in use at exit: %s bytes in %s blocks", tprof_commas(s->live_bytes, a), tprof_commas(s->live_blocks, b));
 	if (lc->classified && s->live_blocks) {

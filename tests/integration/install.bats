@@ -33,7 +33,7 @@ teardown_file() {
 	# without its library, it says where it looked and what to set
 	mkdir alone && cp "$DEST/usr/bin/tprof" alone/
 	run alone/tprof record -o z.trace -- /bin/true
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 3 ]
 	[[ "$output" == *"cannot find libtprof.so"*"TPROF_LIB"* ]]
 	TPROF_LIB="$DEST/usr/lib/tprof/libtprof.so" alone/tprof record -o z.trace -- ls / >/dev/null
 	alone/tprof report z.trace >/dev/null

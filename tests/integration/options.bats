@@ -141,3 +141,15 @@ SH
 	[[ "$output" == "tprof: usage: tprof diff"* ]]
 	[[ "$output" != *'\n'* ]]
 }
+
+@test "record --kinds without --error-exitcode is a usage error (it would change nothing); ops on a heap-only trace says it has no kernel calls" {
+	run "$B/tprof" record --kinds definite -o r.trace -- /bin/true
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--kinds is for --error-exitcode"* ]]
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	settled t.trace
+	run "$B/tprof" ops t.trace
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"the trace has no kernel calls"* ]]
+	[[ "$output" != *"name "*"calls"*"self"* ]]
+}

@@ -282,6 +282,8 @@ PY
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"out/memory.png"* ]]
 	[[ "$output" == *"no kernel calls: no ops, timeline or roofline picture"* ]]
+	# on stderr: stdout lists the files made, for tools to read
+	[ "$("$B/tprof" plot -o out2 t.trace 2>/dev/null)" = "out2/memory.png" ]
 	[ -s out/memory.png ]
 	[ ! -e out/ops.png ] && [ ! -e out/timeline.png ] && [ ! -e out/roofline.png ]
 }
