@@ -34,8 +34,8 @@ static inline __int128 tprof_taps_clip(__int128 c, __int128 out, __int128 stride
 }
 /* The taps of a strided window that fall inside the input, over every output position: the pairs
  * (o, j), o < TP_OUT(in, k, stride, pad), j < k, with 0 <= o*stride - pad + j < in. col2im adds
- * only those (a padded position has no pixel); without padding it is out*k. Closed form: out*k
- * less the taps before the start and after the end, each at most k per position. */
+ * only those (a padded position has no pixel). Closed form: out*k less the taps before the start
+ * and after the end, each at most k per position. */
 static inline __int128 tprof_taps(__int128 in, __int128 k, __int128 stride, __int128 pad)
 {
 	if (stride <= 0 || k <= 0 || in <= 0)
@@ -479,9 +479,17 @@ enum tprof_op_id {
 #define TP_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, N, ...) N
 #define TP_CAT(a, b) TP_CAT_(a, b)
 #define TP_CAT_(a, b) a##b
-/* 128 bits: M*K+K*N+M*N of int sizes passes 2^63; a negative shape value is 0 (the kernels do nothing
- * with it), so that two negatives cannot make a positive cost */
-#define TP_V(x, i) const __int128 x = s[i] < 0 ? 0 : s[i]; (void)x;
+/* 128 bits: M*K+K*N+M*N of int sizes passes 2^63. A negative size is 0 (a kernel given one does
+ * nothing with it), so that two negatives cannot make a positive cost; flags and a padding are taken
+ * as they are (a negative padding crops, and flags are bits). The names are compared as constants,
+ * folded away. */
+static inline __int128 tprof_shape_value(const char *name, int64_t v)
+{
+	if (v >= 0 || __builtin_strcmp(name, "flags") == 0 || __builtin_strcmp(name, "pad") == 0)
+		return v;
+	return 0;
+}
+#define TP_V(x, i) const __int128 x = tprof_shape_value(#x, s[i]); (void)x;
 #define TP_D1(a) TP_V(a, 0)
 #define TP_D2(a, b) TP_D1(a) TP_V(b, 1)
 #define TP_D3(a, b, c) TP_D2(a, b) TP_V(c, 2)

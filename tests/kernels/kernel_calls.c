@@ -27,6 +27,9 @@ int main(int argc, char **argv)
 	tnn_col2im(c, a, 3, 9, 8, 3, 2, 2, 1);
 	tnn_conv2d_fwd(c, a, b, d, 2, 3, 10, 9, 4, 3, 3, 1, 1);
 	tnn_conv2d_bwd(c, d, e, a, b, f, 2, 3, 10, 9, 4, 3, 3, 2, 0);
+	tnn_conv2d_bwd(c, d, NULL, a, b, f, 1, 2, 7, 6, 3, 3, 2, 2, 1); /* padded: col2im skips the padding */
+	tnn_conv2d_fwd(c, a, b, NULL, 1, 1, 5, 5, 1, 1, 1, 1, -1);      /* a negative padding crops */
+	tnn_matmul(c, a, b, NULL, 2, 2, 2, -1);                         /* flags are bits: -1 accumulates */
 	tnn_maxpool2d_fwd(c, ids, a, 2, 3, 8, 6, 2, 2);
 	tnn_maxpool2d_bwd(c, a, ids, 2, 3, 8, 6, 2, 2);
 	tnn_relu_fwd(c, a, 1000);
