@@ -329,39 +329,50 @@ static int listen_socket(char *name, size_t cap)
 	return fd;
 }
 
-/* Whether traces can be made under -o's name out, said when not: the name, with %p as a pid (up to
- * 10 digits) and the default name after a directory's '/', fits the 1022 bytes libtprof.so allows,
- * and its directory (unless a %p makes it per process) exists and takes files. Checked before the
- * program starts: a program run untraced would look like success. */
-static int output_usable(const char *out)
+/* Whether traces can be made under -o's name out for program prog, said when not: the name, as
+ * libtprof.so makes it (%p a pid, of 7 digits at most: pid_max is at most 4194304; %% a '%'; after
+ * a directory's '/' the default name, tprof.PROGRAM.PID.trace), fits the 1022 bytes it allows, and
+ * its directory (unless a %p makes it per process) exists and takes files. Checked before the
+ * program starts: a program run untraced would look like success. A process of the tree with
+ * another name says for itself when its name does not fit. */
+static int output_usable(const char *out, const char *prog)
 {
-	size_t n = 0, ol = strlen(out);
+	char dir[PATH_MAX];
+	size_t n = 0, ol = strlen(out), dn = 0;
+	int per_process = 0;
+	const char *slash = strrchr(out, '/');
 	for (const char *o = out; *o; o++) {
+		int in_dir = slash && o <= slash;
+		char c = *o;
 		if (o[0] == '%' && (o[1] == 'p' || o[1] == '%')) {
-			n += o[1] == 'p' ? 10 : 1;
+			n += o[1] == 'p' ? 7 : 1;
+			per_process |= in_dir && o[1] == 'p';
+			c = '%';
 			o++;
 		} else {
 			n++;
 		}
+		if (in_dir && dn + 1 < sizeof(dir))
+			dir[dn++] = c; /* the directory as it will be named: %% is one '%' */
 	}
-	if (out[ol - 1] == '/')
-		n += sizeof("tprof..4194304.trace") - 1 + 200; /* a program's name: at most 200 bytes */
+	if (out[ol - 1] == '/') {
+		const char *base = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+		size_t bl = strlen(base);
+		n += sizeof("tprof..4194304.trace") - 1 + (bl < 200 ? bl : 200); /* names: at most 200 bytes */
+	}
 	if (n > 1022) {
 		tprof_err("record: -o: the traces' names would be longer than 1022 bytes");
 		return -1;
 	}
-	const char *slash = strrchr(out, '/');
-	char dir[PATH_MAX];
 	if (!slash) {
 		strcpy(dir, ".");
-	} else if ((size_t)(slash - out) + 2 > sizeof(dir)) {
+	} else if (dn + 1 >= sizeof(dir)) {
 		tprof_err("record: -o: the directory's name is longer than %d bytes", PATH_MAX - 2);
 		return -1;
 	} else {
-		memcpy(dir, out, (size_t)(slash - out) + 1); /* with its '/': "/" stays the root */
-		dir[slash - out + 1] = 0;
+		dir[dn] = 0; /* with its '/': "/" stays the root */
 	}
-	if (memchr(dir, '%', strlen(dir)))
+	if (per_process)
 		return 0; /* a directory per process: each says for itself */
 	struct stat st;
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
@@ -465,7 +476,7 @@ int cmd_record(int argc, char **argv)
 		tprof_err("record: --kinds is for --error-exitcode (which leaks make the exit status N)");
 		return 1;
 	}
-	if (output && output_usable(output) != 0)
+	if (output && output_usable(output, argv[i]) != 0)
 		return 2;
 	char lib[PATH_MAX];
 	if (find_library(lib, sizeof(lib)) != 0) {

@@ -532,17 +532,29 @@ PY
 @test "tprof record -o where no trace can be made: said, exit 2, and the program is not run untraced" {
 	local long
 	long=$(printf 'a%.0s' $(seq 1100))
-	for o in nodir/x.trace nodir/ "$long" /etc/passwd/x.trace; do
+	for o in nodir/x.trace nodir/ "$long" /etc/passwd/x.trace 'y%%/x.trace' 'a%b/x.trace'; do
 		run "$B/tprof" record -o "$o" -- sh -c 'echo ran'
 		echo "$o: $status $output"
 		[ "$status" -eq 2 ]
 		[[ "$output" == "tprof: record: -o: "* ]]
 		[[ "$output" != *ran* ]]
 	done
-	# a directory per process (%p in it) is each process's to say; a file in . is fine
+	# a directory per process (%p in it) is each process's to say; a file in . is fine, and so is a
+	# directory named with %% once it exists (as '%'), and a long directory whose traces' names fit
 	run "$B/tprof" record -o ok.trace -- sh -c 'echo ran'
 	[ "$status" -eq 0 ]
 	[[ "$output" == *ran* ]]
+	mkdir 'y%'
+	run "$B/tprof" record -o 'y%%/x.trace' -- sh -c 'echo ran'
+	[ "$status" -eq 0 ]
+	[ -e 'y%/x.trace' ]
+	local d
+	d=$(printf 'd%.0s' $(seq 200))
+	mkdir -p "$d/$d/$d/$d"
+	run "$B/tprof" record -o "$d/$d/$d/$d/" -- sh -c 'echo ran'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	ls "$d/$d/$d/$d"/tprof.sh.*.trace
 	if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 		mkdir ro && chmod 555 ro
 		run su nobody -s /bin/sh -c "'$B/tprof' record -o ro/x.trace -- sh -c 'echo ran'"
