@@ -2,8 +2,8 @@
  * thread, call, size, addresses, stack id: the reader's, which numbers stacks in the order they are
  * defined, one id for stacks of the same frames), then the modules, the raw stacks, the RSS samples
  * ("# rss TIME_NS BYTES"), the kernel calls ("# kcall ENTER_NS EXIT_NS TID OP flops N bytes N shape
- * V,...") and the annotations ("# annot SEQ TIME_NS TID KIND NAME VALUE"), for debugging a trace or
- * feeding another tool. */
+ * V,...") and the annotations ("# annot SEQ TIME_NS TID KIND VALUE NAME", the name the rest of the
+ * line), for debugging a trace or feeding another tool. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,11 +81,12 @@ int cmd_dump(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nannots; i++) {
 		const struct tprof_annot *a = &t->annots[i];
-		printf("# annot %" PRIu64 " %" PRIu64 " %u %s ", a->seq, tprof_trace_ns(t, a->tick), a->tid,
-		       a->kind <= TPROF_ANNOT_KIND_MAX ? akind[a->kind] : "?");
+		/* the name last: the rest of the line, spaces and all */
+		printf("# annot %" PRIu64 " %" PRIu64 " %u %s %" PRId64 " ", a->seq, tprof_trace_ns(t, a->tick), a->tid,
+		       a->kind <= TPROF_ANNOT_KIND_MAX ? akind[a->kind] : "?", a->value);
 		tprof_text_str(stdout, a->name && a->name < t->nannot_names && t->annot_names[a->name] ?
 						   t->annot_names[a->name] : "-", 0);
-		printf(" %" PRId64 "\n", a->value);
+		putchar('\n');
 	}
 	printf("# complete: %s, lost: %" PRIu64 "\n", t->complete ? "yes" : "no", t->lost_events);
 	tprof_trace_close(t);

@@ -122,7 +122,8 @@ static void head(const char *name, const char *unit, int width)
 	"in kernels, working in OpenMP regions other threads opened, outside kernels and idle. --by region:\n" \
 	"the OpenMP parallel regions each op opened: their wall time, threads' busy time and imbalance.\n"    \
 	"--thread: only that thread's calls and time (main: the process's first thread). The text\n"         \
-	"table fits 120 columns; --wide shows every column (JSON and CSV always have them all)."
+	"table fits 120 columns, names cut to 26; --wide shows every column and whole names (JSON and\n"  \
+	"CSV always have them all)."
 
 static const struct {
 	const char *name;
@@ -704,6 +705,11 @@ int cmd_ops(int argc, char **argv)
 	}
 	else
 		printf("  %% peak: unknown (run 'tprof roofline' or set TPROF_PEAK_GFLOPS)\n");
+	if (!r.nrows && !r.calls && t->nkcalls) {
+		printf("\n  no kernel call after the %u skipped step%s\n", o.skip_steps, o.skip_steps == 1 ? "" : "s");
+		print_steps(&r);
+		goto out;
+	}
 	if (!r.nrows && !r.calls) {
 		printf("\n  the trace has no kernel calls: tprof ops measures the kernels libtprof.so wraps (libtnn's,\n"
 		       "  BLAS and LAPACK); 'tprof report' and 'tprof summary' show the heap\n");

@@ -240,7 +240,7 @@ int cmd_plot(int argc, char **argv)
 	for (size_t i = 0; i < 4; i++)
 		if (want[i])
 			printf("%s/%s.%s\n", c.dir, names[i], c.ext);
-	if (!c.t->nkcalls) /* on stdout: it says what was made, like the names above */
+	if (!c.t->nkcalls) /* on stderr: stdout lists the files made, for tools */
 		fprintf(stderr, "tprof: plot: the trace has no kernel calls: no ops%s or roofline picture\n",
 			want[1] ? "" : ", timeline"); /* stdout lists the files made, for tools */
 	rc = 0;

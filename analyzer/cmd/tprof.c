@@ -22,11 +22,11 @@ static const struct {
 	{"record", cmd_record, "record [-o FILE] -- PROGRAM ARGS...          run PROGRAM under libtprof.so"},
 	{"report", cmd_report, "report [--json|--csv] FILE                   heap totals, peak, leaks"},
 	{"summary", cmd_summary, "summary [--json|--csv] [--top N] FILE        report, allocs, peak and leaks' sites in one pass"},
-	{"dump", cmd_dump, "dump FILE                                    every event, one per line"},
+	{"dump", cmd_dump, "dump FILE                                    every event and call, one per line"},
 	{"roofline", cmd_roofline, "roofline [--json|--csv] [--remeasure]        this machine's FLOP/s and bandwidth roofs"},
 	{"leaks", cmd_leaks, "leaks [--json|--csv] [--top N] FILE          blocks in use at exit, by stack"},
 	{"ops", cmd_ops, "ops [--json|--csv] [--by range] [...] FILE   per-op time shares, FLOPs, % of peak, steps"},
-	{"compare", cmd_compare, "compare [--json|--csv] A B ...              params, time and FLOPs per step, GFLOP/s"},
+	{"compare", cmd_compare, "compare [--json|--csv] A B ...               params, time and FLOPs per step, GFLOP/s"},
 	{"diff", cmd_diff, "diff [--json|--csv] [--top N] A B            what changed from run A to run B"},
 	{"peak", cmd_peak, "peak [--json|--csv] [--top N] FILE           what was live at the peak, by stack"},
 	{"allocs", cmd_allocs, "allocs [--json|--csv] [--top N] FILE         allocation sites, temporaries, sizes"},
@@ -43,8 +43,9 @@ static void usage(FILE *f)
 		   "  version                                      the version, trace formats and libraries (--version)\n");
 	fprintf(f, "\nRun 'tprof <command> --help' for its options; --csv=TABLE picks another table of\n"
 		   "those that print several. Exit status: 0 ok, 1 usage error, 2 bad input (a file that\n"
-		   "cannot be read or written, or is not a valid trace), 3 a tool missing or failing (gnuplot),\n"
-		   "4 out of memory; record: the program's own (127 not found, 126 not runnable).\n");
+		   "cannot be read or written, or is not a valid trace), 3 a tool missing or failing (gnuplot,\n"
+		   "libtprof.so), 4 out of memory; record: the program's own (127 not found, 126 not\n"
+		   "runnable).\n");
 }
 
 /* Traces and ELF files are read through mappings: one cut short while it is read (another process

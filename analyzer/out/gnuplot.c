@@ -25,9 +25,11 @@ const char *plot_secs(uint64_t ns, char *buf)
 	return buf;
 }
 
-/* The step boundaries (tprof_step) drawn on a plot area plot_px pixels wide: every one, or every n-th
- * when there are more than one per STEP_PX pixels. Writes their seconds, one per line ("NaN" if
- * none), and returns how many it wrote; *nsteps is how many there are, *every the n. */
+/* The step boundaries (tprof_step) drawn on a plot area plot_px pixels wide (the x axis from 0 to
+ * c->span): every one, or every n-th when there are more than one per STEP_PX pixels, and of those
+ * only one STEP_PX pixels or more after the last drawn (steps of uneven length would bunch up).
+ * Writes their seconds, one per line ("NaN" if none), and returns how many it wrote; *nsteps is how
+ * many there are, *every the n. */
 size_t plot_write_steps(FILE *f, const struct plot_ctx *c, int plot_px, size_t *nsteps, size_t *every)
 {
 	const struct tprof_trace *t = c->t;
@@ -37,9 +39,16 @@ size_t plot_write_steps(FILE *f, const struct plot_ctx *c, int plot_px, size_t *
 		n += t->annots[i].kind == TPROF_ANNOT_STEP;
 	*nsteps = n;
 	*every = n > most ? (n + most - 1) / most : 1;
+	/* the least distance between two lines, in ns: STEP_PX pixels of the span */
+	double gap = plot_px > 0 ? (double)c->span * STEP_PX / plot_px : 0;
+	uint64_t last = 0;
 	for (size_t i = 0, k = 0; i < t->nannots; i++)
 		if (t->annots[i].kind == TPROF_ANNOT_STEP && k++ % *every == 0) {
-			fprintf(f, "%s\n", plot_secs(plot_ns_of(c, t->annots[i].tick), a));
+			uint64_t ns = plot_ns_of(c, t->annots[i].tick);
+			if (drawn && (double)(ns - (ns > last ? last : ns)) < gap)
+				continue;
+			fprintf(f, "%s\n", plot_secs(ns, a));
+			last = ns;
 			drawn++;
 		}
 	if (!drawn)
@@ -48,15 +57,12 @@ size_t plot_write_steps(FILE *f, const struct plot_ctx *c, int plot_px, size_t *
 }
 
 /* The key's words for the step lines write_steps drew. */
-const char *plot_steps_title(char *buf, size_t n, size_t nsteps, size_t every)
+const char *plot_steps_title(char *buf, size_t n, size_t nsteps, size_t drawn)
 {
-	if (every > 1) {
-		size_t t = every % 100;
-		const char *suf = t / 10 == 1 ? "th" : t % 10 == 1 ? "st" : t % 10 == 2 ? "nd" : t % 10 == 3 ? "rd" : "th";
-		snprintf(buf, n, "step boundary (every %zu%s of %zu)", every, suf, nsteps);
-	} else {
+	if (drawn < nsteps)
+		snprintf(buf, n, "step boundary (%zu of %zu shown)", drawn, nsteps);
+	else
 		snprintf(buf, n, "step boundary");
-	}
 	return buf;
 }
 

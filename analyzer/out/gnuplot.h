@@ -73,11 +73,11 @@ void plot_fail(struct plot_ctx *c, const char *fmt, ...) __attribute__((format(p
 uint64_t plot_ns_of(const struct plot_ctx *c, uint64_t tick);
 /* ns as seconds with 9 decimals, into buf (32 bytes). */
 const char *plot_secs(uint64_t ns, char *buf);
-/* The step boundaries as a data block, at most one per STEP_PX pixels of plot_px: the count drawn;
- * *nsteps the boundaries in all, *every the thinning. */
+/* The step boundaries as a data block, no two closer than STEP_PX pixels of plot_px: the count
+ * drawn; *nsteps the boundaries in all, *every the thinning by count done first. */
 size_t plot_write_steps(FILE *f, const struct plot_ctx *c, int plot_px, size_t *nsteps, size_t *every);
-/* The key's title of the step lines ("step boundary", "every 2nd of 101 step boundaries"). */
-const char *plot_steps_title(char *buf, size_t n, size_t nsteps, size_t every);
+/* The key's title of the step lines ("step boundary", "step boundary (51 of 101 shown)"). */
+const char *plot_steps_title(char *buf, size_t n, size_t nsteps, size_t drawn);
 /* DIR/NAME.EXT opened for writing (path receives it, PATH_MAX bytes); NULL with c->err set. */
 FILE *plot_out_open(struct plot_ctx *c, const char *name, const char *ext, char *path);
 /* Closes f: 0, or -1 with c->err set when anything could not be written. */

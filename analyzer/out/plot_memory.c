@@ -128,7 +128,7 @@ int plot_memory(struct plot_ctx *c)
 		char st[96];
 		fprintf(f, ", \\\n     '' index 3 using ($1 * tscale):(ytop) with impulses lc rgb \"#888888\" lw 1 dt 2 "
 			   "title \"%s\"",
-			plot_steps_title(st, sizeof(st), nsteps, every));
+			plot_steps_title(st, sizeof(st), nsteps, drawn));
 	}
 	if (hs.peak_bytes)
 		fprintf(f, ", \\\n     '' index 2 using ($1 * tscale):($2 / unit) with points pt 7 ps 1.6 lc 3 "

@@ -304,7 +304,7 @@ int plot_timeline(struct plot_ctx *c)
 		char st[96];
 		fprintf(f, ", \\\n     '' index %zu using ($1 * tscale):(y_last):(0):(y_first - y_last) with vectors nohead "
 			   "lc rgb \"#888888\" dt 2 title \"%s\"",
-			4 + nused, plot_steps_title(st, sizeof(st), nsteps, every));
+			4 + nused, plot_steps_title(st, sizeof(st), nsteps, drawn));
 	}
 	fprintf(f, "\n");
 	if (plot_out_close(c, f, path) != 0)

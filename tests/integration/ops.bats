@@ -625,3 +625,27 @@ PY
 	[ "$(grep -c '^# annot [0-9]* [0-9]* [0-9]* step ' d.txt)" -eq $(($(jget o.json steps.count) + 1)) ]
 	grep -q '^# kcall [0-9]* [0-9]* [0-9]* tnn_matmul flops [0-9]* bytes [0-9]* shape [0-9,]*$' d.txt
 }
+
+@test "--skip-steps past every kernel call: says so, not that the trace has none" {
+	no_asan_tnn
+	cat >s.c <<'C'
+#include "tnn.h"
+#include "tprof.h"
+int main(void)
+{
+	static float a[64], b[64];
+	tprof_step();
+	tnn_relu_fwd(b, a, 64);
+	tprof_step();
+	tprof_step();
+	return 0;
+}
+C
+	cc -I"$TPROF_ROOT/include" -o s s.c -L"$B" -ltnn -Wl,-rpath,"$B"
+	traced ./s
+	run "$B/tprof" ops --skip-steps 1 t.trace
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"no kernel call after the 1 skipped step"* ]]
+	[[ "$output" != *"the trace has no kernel calls"* ]]
+}

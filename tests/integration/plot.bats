@@ -165,8 +165,17 @@ PY
 	echo "memory $mem, timeline $tl lines"
 	[ "$mem" -le $(((1400 - 90 - 40) / 12)) ] && [ "$mem" -ge 50 ]
 	[ "$tl" -le $(((1400 - 150 - 40) / 12)) ] && [ "$tl" -ge 50 ]
-	grep -Eq 'step boundary \(every [0-9]+(st|nd|rd|th) of [0-9]{3}\)' out/memory.gp
-	grep -Eq 'step boundary \(every [0-9]+(st|nd|rd|th) of [0-9]{3}\)' out/timeline.gp
+	grep -Eq 'step boundary \([0-9]+ of [0-9]{3} shown\)' out/memory.gp
+	grep -Eq 'step boundary \([0-9]+ of [0-9]{3} shown\)' out/timeline.gp
+	# no two lines closer than 12 pixels of the x axis (0 to span), whatever the steps' lengths
+	dat out/memory.dat 3 >m.txt
+	$PY - out/memory.gp m.txt <<'PY'
+import re, sys
+span = float(re.search(r"^span = ([0-9.e+-]+)", open(sys.argv[1]).read(), re.M).group(1))
+x = [float(v) for v in open(sys.argv[2]).read().split()]
+gaps = [b - a for a, b in zip(x, x[1:])]
+assert min(gaps) >= span * 12 / (1400 - 90 - 40) * (1 - 1e-9), (min(gaps), span)
+PY
 	# few steps: every one, and the key says nothing more
 	rm -f t.trace
 	record "$B/transformer_bench" $GPT_SMALL
