@@ -45,8 +45,10 @@ void tnn_linear_fwd(float *out, const float *inp, const float *weight, const flo
 void tnn_linear_bwd(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
 		    const float *weight, int N, int C, int OC);
 
-/* Output size of a convolution or pooling window along one axis: (in + 2·pad - k) / stride + 1. */
-#define TNN_CONV_OUT(in, k, stride, pad) (((in) + 2 * (pad) - (k)) / (stride) + 1)
+/* Output size of a convolution or pooling window along one axis: (in + 2·pad - k) / stride + 1, and 0
+ * when the window is larger than the padded input (C's division would round -1/2 up to 0, making 1). */
+#define TNN_CONV_OUT(in, k, stride, pad)                                                                  \
+	((in) + 2 * (pad) - (k) < 0 ? 0 : ((in) + 2 * (pad) - (k)) / (stride) + 1)
 
 /* Unfolds one image (C, H, W) into col (C·KH·KW, HO·WO), zero padding outside the image.
  * HO, WO = TNN_CONV_OUT. 0 FLOPs; bytes 4·(C·H·W + C·KH·KW·HO·WO). */

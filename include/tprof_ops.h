@@ -21,7 +21,8 @@
  * recorded under SHAPE_NAMES, in terms of which FLOPS, BYTES and MACS are written. Helpers usable in
  * formulas: TP_P(T) causal pairs, TP_OUT(in, k, stride, pad) output extent, TP_NZ(p) pointer given. */
 #define TP_P(T) ((T) * ((T) + 1) / 2)
-#define TP_OUT(in, k, stride, pad) ((stride) > 0 ? ((in) + 2 * (pad) - (k)) / (stride) + 1 : 0)
+#define TP_OUT(in, k, stride, pad)                                                                      \
+	((stride) > 0 && (in) + 2 * (pad) - (k) >= 0 ? ((in) + 2 * (pad) - (k)) / (stride) + 1 : 0)
 #define TP_NZ(p) ((p) != 0)
 /* Sum over o in [0, out) of max(0, c - o*stride): the clipped part of an arithmetic run. */
 static inline __int128 tprof_taps_clip(__int128 c, __int128 out, __int128 stride)
@@ -38,7 +39,7 @@ static inline __int128 tprof_taps_clip(__int128 c, __int128 out, __int128 stride
  * and after the end, each at most k per position. */
 static inline __int128 tprof_taps(__int128 in, __int128 k, __int128 stride, __int128 pad)
 {
-	if (stride <= 0 || k <= 0 || in <= 0)
+	if (stride <= 0 || k <= 0 || in <= 0 || in + 2 * pad - k < 0)
 		return 0;
 	__int128 out = (in + 2 * pad - k) / stride + 1, end = (out - 1) * stride - pad + k - in;
 	if (out <= 0)

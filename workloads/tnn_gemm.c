@@ -360,6 +360,8 @@ TNN_API void tnn_linear_bwd(float *dinp, float *dweight, float *dbias, const flo
 
 TNN_API void tnn_im2col(float *col, const float *img, int C, int H, int W, int KH, int KW, int stride, int pad)
 {
+	if (stride < 1)
+		return; /* no window: nothing to compute (and no division by 0) */
 	int HO = TNN_CONV_OUT(H, KH, stride, pad), WO = TNN_CONV_OUT(W, KW, stride, pad);
 	int rows = C * KH * KW;
 #pragma omp parallel for schedule(static) if ((long)rows * HO * WO >= 4 * TNN_PAR_MIN && !omp_in_parallel())
@@ -385,6 +387,8 @@ TNN_API void tnn_im2col(float *col, const float *img, int C, int H, int W, int K
 
 TNN_API void tnn_col2im(float *img, const float *col, int C, int H, int W, int KH, int KW, int stride, int pad)
 {
+	if (stride < 1)
+		return; /* no window: nothing to compute (and no division by 0) */
 	int HO = TNN_CONV_OUT(H, KH, stride, pad), WO = TNN_CONV_OUT(W, KW, stride, pad);
 	/* Threads own channels; within a channel, rows (kh, kw) are added in order. */
 #pragma omp parallel for schedule(static) if ((long)C * KH * KW * HO * WO >= 4 * TNN_PAR_MIN && !omp_in_parallel())
@@ -417,6 +421,8 @@ static void add_channel_bias(float *out, const float *bias, int OC, int HW)
 TNN_API void tnn_conv2d_fwd(float *out, const float *inp, const float *weight, const float *bias, int B, int C,
 			    int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
+	if (stride < 1)
+		return; /* no window: nothing to compute (and no division by 0) */
 	int HO = TNN_CONV_OUT(H, KH, stride, pad), WO = TNN_CONV_OUT(W, KW, stride, pad);
 	int CK = C * KH * KW, HW = HO * WO;
 	float *col = malloc((size_t)CK * HW * sizeof(float)); // (C·KH·KW, HO·WO)
@@ -436,6 +442,8 @@ TNN_API void tnn_conv2d_bwd(float *dinp, float *dweight, float *dbias, const flo
 			    const float *weight, int B, int C, int H, int W, int OC, int KH, int KW, int stride,
 			    int pad)
 {
+	if (stride < 1)
+		return; /* no window: nothing to compute (and no division by 0) */
 	int HO = TNN_CONV_OUT(H, KH, stride, pad), WO = TNN_CONV_OUT(W, KW, stride, pad);
 	int CK = C * KH * KW, HW = HO * WO;
 	float *col = malloc((size_t)CK * HW * sizeof(float)); // (C·KH·KW, HO·WO)

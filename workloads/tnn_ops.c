@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,34 @@ TNN_API const char *tnn_backend(void)
 static __thread float *scratch[N_SCRATCH];
 static __thread size_t scratch_n[N_SCRATCH];
 
+/* A thread's scratch buffers go when it exits (a key's destructor; the main thread's, and the
+ * OpenMP pool's that live to the end, stay till then), so that short-lived threads calling the
+ * kernels do not leak them. The key is deleted when libtnn.so is unloaded, before its code goes. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_keyed;
+
+static void scratch_free(void *unused)
+{
+	(void)unused;
+	for (int i = 0; i < N_SCRATCH; i++) {
+		free(scratch[i]);
+		scratch[i] = NULL;
+		scratch_n[i] = 0;
+	}
+}
+
+static void scratch_key_make(void)
+{
+	scratch_keyed = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+__attribute__((destructor)) static void scratch_key_gone(void)
+{
+	if (scratch_keyed)
+		pthread_key_delete(scratch_key);
+}
+
 TNN_HIDDEN float *tnn_scratch_(int slot, size_t n)
 {
 	if (n > scratch_n[slot]) {
@@ -64,6 +93,9 @@ TNN_HIDDEN float *tnn_scratch_(int slot, size_t n)
 			abort();
 		scratch[slot] = p;
 		scratch_n[slot] = n;
+		pthread_once(&scratch_once, scratch_key_make);
+		if (scratch_keyed)
+			pthread_setspecific(scratch_key, (void *)1); /* any non-NULL value: the destructor runs */
 	}
 	return scratch[slot];
 }
@@ -154,16 +186,29 @@ static void softmax_row_gen(float *out, const float *x, int n, float scale)
 		out[i] *= inv;
 }
 
+/* A row with a NaN or an infinity (scaled) goes to the portable code, which gives NaN as IEEE
+ * arithmetic does: the vector max drops a NaN and exp256 clamps, which would hide a diverged
+ * training's NaN loss behind a finite one. */
 TNN_AVX2 static void softmax_row_avx(float *out, const float *x, int n, float scale)
 {
 	__m256 vs = _mm256_set1_ps(scale), vmx = _mm256_set1_ps(-INFINITY), ninf = vmx;
+	__m256 bad = _mm256_setzero_ps(), zero = _mm256_setzero_ps();
 	int i = 0;
-	for (; i + 8 <= n; i += 8)
-		vmx = _mm256_max_ps(vmx, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+		vmx = _mm256_max_ps(vmx, v);
+		bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_sub_ps(v, v), zero, _CMP_NEQ_UQ)); /* NaN, ±inf */
+	}
 	__m256i tm = tail_mask(n - i);
-	if (i < n)
-		vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(ninf, _mm256_mul_ps(_mm256_maskload_ps(x + i, tm), vs),
-							   _mm256_castsi256_ps(tm)));
+	if (i < n) {
+		__m256 v = _mm256_mul_ps(_mm256_maskload_ps(x + i, tm), vs); /* 0 in the lanes past n */
+		vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(ninf, v, _mm256_castsi256_ps(tm)));
+		bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_sub_ps(v, v), zero, _CMP_NEQ_UQ));
+	}
+	if (_mm256_movemask_ps(bad)) {
+		softmax_row_gen(out, x, n, scale); /* nothing written yet: out may alias x */
+		return;
+	}
 	__m256 mx = _mm256_set1_ps(hmax256(vmx)), acc = _mm256_setzero_ps();
 	for (i = 0; i + 8 <= n; i += 8) {
 		__m256 e = exp256(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), vs, mx));
@@ -635,7 +680,20 @@ TNN_API float tnn_crossentropy_fwd(float *losses, float *probs, const float *log
 	tnn_softmax_fwd(probs, logits, N, V);
 	double sum = 0.0;
 	for (int i = 0; i < N; i++) {
-		losses[i] = -logf(probs[(size_t)i * V + targets[i]]);
+		float p = probs[(size_t)i * V + targets[i]];
+		if (p < 1e-30f) {
+			/* a probability float cannot hold (exp underflows, or the vector exp's clamp gave
+			 * e^-87): the loss from the logits, log-sum-exp in double, not a capped -log p */
+			const float *z = logits + (size_t)i * V;
+			double mx = z[0], se = 0;
+			for (int j = 1; j < V; j++)
+				mx = z[j] > mx ? z[j] : mx;
+			for (int j = 0; j < V; j++)
+				se += exp((double)z[j] - mx);
+			losses[i] = (float)(mx + log(se) - z[targets[i]]);
+		} else {
+			losses[i] = -logf(p);
+		}
 		sum += losses[i];
 	}
 	return N > 0 ? (float)(sum / N) : 0.0f;
@@ -662,6 +720,8 @@ TNN_API void tnn_crossentropy_bwd(float *dlogits, const float *probs, const int 
 TNN_API void tnn_maxpool2d_fwd(float *out, int *argmax, const float *inp, int B, int C, int H, int W, int K,
 			       int stride)
 {
+	if (stride < 1)
+		return; /* no window: nothing to compute (and no division by 0) */
 	int HO = TNN_CONV_OUT(H, K, stride, 0), WO = TNN_CONV_OUT(W, K, stride, 0);
 #pragma omp parallel for schedule(static) PAR_IF((long)B * C * HO * WO * K * K)
 	for (long p = 0; p < (long)B * C; p++) {
@@ -686,6 +746,8 @@ TNN_API void tnn_maxpool2d_fwd(float *out, int *argmax, const float *inp, int B,
 TNN_API void tnn_maxpool2d_bwd(float *dinp, const float *dout, const int *argmax, int B, int C, int H, int W, int K,
 			       int stride)
 {
+	if (stride < 1)
+		return; /* no window: nothing to compute (and no division by 0) */
 	int HO = TNN_CONV_OUT(H, K, stride, 0), WO = TNN_CONV_OUT(W, K, stride, 0);
 #pragma omp parallel for schedule(static) PAR_IF((long)B * C * HO * WO * 4)
 	for (long p = 0; p < (long)B * C; p++)

@@ -7,7 +7,7 @@ import json, re, sys
 from fractions import Fraction as F
 
 def P(T): return T * (T + 1) // 2
-def out(i, k, s, p): return (i + 2 * p - k) // s + 1
+def out(i, k, s, p): return 0 if i + 2 * p - k < 0 else (i + 2 * p - k) // s + 1
 
 def taps(i, k, s, p):
     """the window positions inside the input, over every output position (col2im's adds)"""

@@ -332,6 +332,31 @@ static void test_repeatable(void)
 	free(A), free(B), free(C1), free(C2), free(d1), free(d2), free(w), free(mm), free(rs), free(y);
 }
 
+/* Non-finite inputs come out NaN on every path (the vector max drops a NaN, and the vector exp clamps:
+ * a diverged training's loss must not read as a finite one); a loss whose probability float cannot
+ * hold is computed from the logits, not capped by the underflow (true loss 200 here). Shapes that
+ * leave no window give nothing and do not fault. */
+static void test_nonfinite_and_degenerate(void)
+{
+	float row[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, NAN, 2}, out[12];
+	tnn_softmax_fwd(out, row, 1, 12);
+	CHECK(isnan(out[0]) && isnan(out[11]));
+	float inf_row[3] = {1, INFINITY, 2};
+	tnn_softmax_fwd(out, inf_row, 1, 3);
+	CHECK(isnan(out[0]));
+	float logits[2] = {0, 200}, probs[2], loss;
+	int tgt = 0;
+	float mean = tnn_crossentropy_fwd(&loss, probs, logits, &tgt, 1, 2);
+	CHECK(fabsf(loss - 200) < 1e-3f && fabsf(mean - 200) < 1e-3f);
+	float img[4] = {1, 2, 3, 4}, pooled[4] = {-1, -1, -1, -1};
+	int am[4];
+	tnn_maxpool2d_fwd(pooled, am, img, 1, 1, 1, 1, 2, 2); /* a 2x2 window over a 1x1 image: no output */
+	CHECK(pooled[0] == -1);
+	CHECK(TNN_CONV_OUT(1, 2, 2, 0) == 0 && TNN_CONV_OUT(3, 3, 1, 0) == 1 && TNN_CONV_OUT(1, 3, 2, 1) == 1);
+	tnn_maxpool2d_fwd(pooled, am, img, 1, 1, 2, 2, 2, 0); /* stride 0: nothing, no division by 0 */
+	CHECK(pooled[0] == -1);
+}
+
 static void run_all(void)
 {
 	RUN(test_matmul);
@@ -344,6 +369,7 @@ static void run_all(void)
 	RUN(test_embedding_ce);
 	RUN(test_optimizers);
 	RUN(test_repeatable);
+	RUN(test_nonfinite_and_degenerate);
 }
 
 int main(void)
