@@ -3,6 +3,8 @@
 #ifndef TNN_BENCH_UTIL_H
 #define TNN_BENCH_UTIL_H
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +40,8 @@ static inline void opt_usage(const char *prog, const char *what, const struct op
 	printf("  --%-14s %s\n", "help", "print this help");
 }
 
-/* Parses "--name value" and "--name=value"; exits 0 after --help, 2 on a bad option. */
+/* Parses "--name value" and "--name=value"; exits 0 after --help, 2 on a bad option: an unknown
+ * one, a missing value, or a value that is not a whole int (in int's range) or a finite float. */
 static inline void opt_parse(int argc, char **argv, const char *what, const struct opt *o, int n)
 {
 	for (int a = 1; a < argc; a++) {
@@ -62,36 +65,55 @@ static inline void opt_parse(int argc, char **argv, const char *what, const stru
 		else if (a + 1 < argc)
 			val = argv[++a];
 		else
-			goto bad;
+			goto missing;
 		char *end = NULL;
-		if (o[i].type == OPT_INT)
-			*(int *)o[i].ptr = (int)strtol(val, &end, 10);
-		else if (o[i].type == OPT_FLOAT)
-			*(float *)o[i].ptr = strtof(val, &end);
-		else
+		errno = 0;
+		if (o[i].type == OPT_INT) {
+			long v = strtol(val, &end, 10);
+			if (errno || v < INT_MIN || v > INT_MAX)
+				goto bad_value;
+			*(int *)o[i].ptr = (int)v;
+		} else if (o[i].type == OPT_FLOAT) {
+			float v = strtof(val, &end);
+			if (errno || !isfinite(v))
+				goto bad_value;
+			*(float *)o[i].ptr = v;
+		} else {
 			*(const char **)o[i].ptr = val;
+		}
 		if (end && (*end || end == val))
-			goto bad;
+			goto bad_value;
 		continue;
+	bad_value:
+		fprintf(stderr, "%s: --%s: bad value '%s' (%s; try --help)\n", argv[0], o[i].name, val,
+			o[i].type == OPT_INT ? "a whole number in int's range" : "a finite number");
+		exit(2);
+	missing:
+		fprintf(stderr, "%s: --%s needs a value (try --help)\n", argv[0], o[i].name);
+		exit(2);
 	bad:
 		fprintf(stderr, "%s: bad option '%s' (try --help)\n", argv[0], argv[a]);
 		exit(2);
 	}
 }
 
-/* Parses a comma-separated list of positive ints into out (at most max); returns the count or -1. */
+/* Parses a comma-separated list of positive ints into out (at most max); returns the count or -1
+ * (a value that is not a positive int, an empty item, a trailing comma). */
 static inline int parse_int_list(const char *s, int *out, int max)
 {
 	int n = 0;
 	while (*s) {
 		char *end;
+		errno = 0;
 		long v = strtol(s, &end, 10);
-		if (end == s || v <= 0 || n == max)
+		if (end == s || errno || v <= 0 || v > INT_MAX || n == max)
 			return -1;
 		out[n++] = (int)v;
-		s = *end == ',' ? end + 1 : end;
 		if (*end && *end != ',')
 			return -1;
+		if (*end == ',' && !end[1])
+			return -1; /* "8," */
+		s = *end == ',' ? end + 1 : end;
 	}
 	return n;
 }
@@ -176,7 +198,7 @@ static inline void step_log_step(struct step_log *l, int s, float loss, int corr
 	l->step_flops = step_flops;
 	if (s == 1) {
 		l->first_loss = loss;
-		printf("flops_per_step %.4g\n", step_flops);
+		printf("flops_per_step %.0f\n", step_flops); /* exact: tprof ops' figure to compare */
 	}
 	l->total_ms += ms;
 	if (s == 1 || s == l->steps || s % l->log_every == 0)

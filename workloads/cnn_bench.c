@@ -40,9 +40,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unknown --optim '%s' (sgd, adamw)\n", optim);
 		return 2;
 	}
-	if (NC < 0 || Cin < 1 || HW < 1 || K < 1 || S < 1 || P < 0 || pool < 1 || ncls < 2 || B < 1 || steps < 0 ||
+	if (NC < 1 || Cin < 1 || HW < 1 || K < 1 || S < 1 || P < 0 || pool < 1 || ncls < 2 || B < 1 || steps < 0 ||
 	    log_every < 1) {
-		fprintf(stderr, "bad dimensions (try --help)\n");
+		fprintf(stderr, "bad dimensions: --channels needs one or more positive widths, the others positive "
+				"values (--padding 0 or more; try --help)\n");
+		return 2;
+	}
+	if ((long)HW + 2L * P > 65536 || K > 65536) { /* sizes are ints: keep the products far from overflow */
+		fprintf(stderr, "bad dimensions: --image + 2 x --padding and --kernel at most 65536\n");
 		return 2;
 	}
 	ch[0] = Cin;
@@ -56,6 +61,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "layer %d: the image shrinks to nothing\n", i + 1);
 			return 2;
 		}
+		long long act = (long long)B * ch[i + 1] * co[i] * co[i], col = (long long)ch[i] * K * K * co[i] * co[i];
+		if (act > (1LL << 31) || col > (1LL << 31) || (long long)ch[i + 1] * ch[i] * K * K > (1LL << 31)) {
+			fprintf(stderr, "layer %d: too large (its activations, columns or weights pass 2^31 floats)\n", i + 1);
+			return 2;
+		}
+	}
+	if ((long long)ncls * ch[NC] * hw[NC] * hw[NC] > (1LL << 31) || (long long)B * ncls > (1LL << 31)) {
+		fprintf(stderr, "the head is too large (classes x features passes 2^31)\n");
+		return 2;
 	}
 	int F = ch[NC] * hw[NC] * hw[NC]; /* flattened features into the head */
 

@@ -33,6 +33,11 @@ int main(int argc, char **argv)
 	}
 	int NL = nh + 1; /* linear layers */
 	width[0] = D, width[NL] = K;
+	for (int l = 0; l <= NL; l++)
+		if ((long long)B * width[l] > (1LL << 31) || (l < NL && (long long)width[l] * width[l + 1] > (1LL << 31))) {
+			fprintf(stderr, "dimensions too large (batch x width and width x width at most 2^31)\n");
+			return 2;
+		}
 
 	// --- parameters, gradients, AdamW state: allocated once
 	uint64_t rng = 0x51ED2701ULL ^ ((uint64_t)seed << 32);

@@ -351,11 +351,11 @@ int main(int argc, char **argv)
 	const char *cfgname = "default";
 	int V = 2048, maxT = 128, L = 4, NH = 4, C = 256, B = 4, T = 0, steps = 20, period = 96, gen = 32, seed = 1337;
 	float lr = 1e-3f, wd = 0.0f;
-	for (int i = 1; i + 1 < argc; i++) /* the preset first, so that explicit options override it */
-		if (strcmp(argv[i], "--config") == 0)
-			cfgname = argv[i + 1];
+	/* the preset first, so that explicit options override it: the last --config given, in either form */
 	for (int i = 1; i < argc; i++)
-		if (strncmp(argv[i], "--config=", 9) == 0)
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			cfgname = argv[++i];
+		else if (strncmp(argv[i], "--config=", 9) == 0)
 			cfgname = argv[i] + 9;
 	if (strcmp(cfgname, "gpt2-small") == 0) {
 		V = 50257, maxT = 1024, L = 12, NH = 12, C = 768, B = 1, T = 256, steps = 2, gen = 8;
@@ -381,11 +381,21 @@ int main(int argc, char **argv)
 	};
 	opt_parse(argc, argv, "GPT-2-style decoder: AdamW training on a repeated random sequence, then KV-cache generation.",
 		  opts, sizeof opts / sizeof opts[0]);
-	if (T <= 0)
+	if (T < 0) {
+		fprintf(stderr, "--seq: a length of 0 (ctx) or more\n");
+		return 2;
+	}
+	if (T == 0)
 		T = maxT;
 	if (V < 2 || maxT < 1 || L < 0 || NH < 1 || C < NH || C % NH || B < 1 || T > maxT || steps < 0 || period < 2 ||
 	    gen < 0 || gen + 1 > maxT) {
 		fprintf(stderr, "inconsistent dimensions (need heads | dmodel, seq <= ctx, gen < ctx)\n");
+		return 2;
+	}
+	if ((long long)B * T > (1 << 24) || (long long)V * C > (1LL << 31) || (long long)maxT * C > (1LL << 31) ||
+	    (long long)C * C * 4 > (1LL << 31)) { /* int products of them index the arrays */
+		fprintf(stderr, "dimensions too large (batch x seq at most 2^24; vocab, ctx and 4 x dmodel times "
+				"dmodel at most 2^31)\n");
 		return 2;
 	}
 	uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)seed;
@@ -445,10 +455,12 @@ int main(int argc, char **argv)
 
 	size_t cache_bytes = 0;
 	if (gen > 0) {
-		int np = 8 < maxT - gen ? 8 : maxT - gen; /* prompt: the start of the pattern */
-		int *out = xmalloc(gen * sizeof(int)), match = 0;
+		int np = 8 < maxT - gen ? 8 : maxT - gen; /* prompt: the start of the pattern (repeated) */
+		int *out = xmalloc(gen * sizeof(int)), match = 0, prompt[8];
+		for (int i = 0; i < np; i++)
+			prompt[i] = pattern[i % period]; /* a period shorter than the prompt repeats */
 		double t0 = now_ms();
-		double gflops = generate(&md, pattern, np, gen, out, &cache_bytes);
+		double gflops = generate(&md, prompt, np, gen, out, &cache_bytes);
 		double ms = now_ms() - t0;
 		printf("generated");
 		for (int i = 0; i < gen; i++) {

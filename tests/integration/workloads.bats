@@ -65,6 +65,69 @@ lowers_loss() {
 	done
 	run "$B/transformer_bench" --heads 3 --dmodel 32
 	[ "$status" -eq 2 ]
+	# values out of range, not numbers or not finite, sizes whose products pass int, empty lists and
+	# images that shrink to nothing: a message naming the problem and status 2, never a crash
+	for args in "mlp_bench --batch 4294967297" "mlp_bench --lr nan" "mlp_bench --hidden 8," "mlp_bench --batch" \
+		"cnn_bench --channels ''" "cnn_bench --pool 2147483647 --steps 1" "cnn_bench --padding 2147483647" \
+		"cnn_bench --image 3 --channels 2 --kernel 3 --padding 0 --pool 2 --steps 1" \
+		"transformer_bench --seq -5" "transformer_bench --vocab 16 --ctx 16 --layers 1 --heads 1 --dmodel 8 --batch 268435457"; do
+		run bash -c "'$B/'$args"
+		echo "$args: $status $output"
+		[ "$status" -eq 2 ]
+		[ -n "$output" ]
+	done
+	run "$B/mlp_bench" --batch
+	[[ "$output" == *"--batch needs a value"* ]]
+	run "$B/mlp_bench" --lr inf
+	[[ "$output" == *"--lr: bad value 'inf'"* ]]
+}
+
+@test "a diverging training shows NaN losses on the vector path as on the scalar one" {
+	for simd in 1 0; do
+		run env TNN_SIMD=$simd "$B/mlp_bench" --input 8 --hidden 8 --classes 3 --batch 4 --steps 3 --lr 1e30 --log-every 1
+		echo "$output"
+		[[ "$output" == *"step 3 loss nan"* || "$output" == *"step 3 loss -nan"* ]]
+	done
+}
+
+@test "transformer_bench generation with a period shorter than the prompt reads only the pattern (valgrind)" {
+	command -v valgrind >/dev/null || skip "valgrind is not installed"
+	run valgrind -q --error-exitcode=9 "$B/transformer_bench" --vocab 17 --ctx 8 --layers 2 --heads 2 --dmodel 6 \
+		--batch 2 --steps 2 --gen 3 --period 4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"generation matches"* ]]
+}
+
+@test "threads that call the kernels and exit leave no scratch buffer behind (valgrind: nothing lost)" {
+	command -v valgrind >/dev/null || skip "valgrind is not installed"
+	cd "$BATS_TEST_TMPDIR"
+	cat >scr.c <<'C'
+#include <pthread.h>
+#include "tnn.h"
+static float a[64 * 64], b[64 * 64], c[64 * 64];
+static void *run(void *x)
+{
+	(void)x;
+	tnn_matmul(c, a, b, NULL, 64, 64, 64, 0);
+	tnn_layernorm_bwd(c, NULL, NULL, a, b, a, b, a, 4, 16);
+	return NULL;
+}
+int main(void)
+{
+	for (int i = 0; i < 8; i++) {
+		pthread_t t;
+		pthread_create(&t, NULL, run, NULL);
+		pthread_join(t, NULL);
+	}
+	return 0;
+}
+C
+	cc -I"$ROOT/include" -o scr scr.c -L"$B" -ltnn -Wl,-rpath,"$B" -lpthread
+	run env OMP_NUM_THREADS=1 valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 ./scr
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"definitely lost: 0 bytes"* || "$output" == *"All heap blocks were freed"* ]]
 }
 
 @test "transformer_bench --config gpt2-small has 124,439,808 parameters" {
