@@ -311,7 +311,7 @@ static struct diff_site_pair *match_sites(const struct diff_run *a, const struct
 
 static double per_step(const struct diff_run *r)
 {
-	return (double)r->ops.step_flops / (double)r->steps.n;
+	return r->steps.n ? (double)r->ops.step_flops / (double)r->steps.n : 0;
 }
 
 static void add_row(struct diff_result *d, enum diff_figure fig, struct diff_metric m)
@@ -323,13 +323,13 @@ static void add_row(struct diff_result *d, enum diff_figure fig, struct diff_met
  * both runs have steps. */
 static void summary_rows(struct diff_result *d, const struct diff_run *a, const struct diff_run *b)
 {
-	int steps = a->steps.n && b->steps.n;
+	int marked = a->ops.step_marks && b->ops.step_marks, steps = a->steps.n && b->steps.n;
 	add_row(d, DIFF_WALL_NS, mint(a->wall_ns, b->wall_ns));
 	add_row(d, DIFF_KERNEL_NS, mint(a->ops.in_ops_ns, b->ops.in_ops_ns));
-	if (steps) {
+	if (marked)
 		add_row(d, DIFF_STEPS, mint(a->steps.n, b->steps.n));
-		add_row(d, DIFF_STEP_MEAN_NS, mflt(round(a->steps.mean), round(b->steps.mean)));
-	}
+	if (steps) /* the means unrounded: the change and its ratio from them */
+		add_row(d, DIFF_STEP_MEAN_NS, mflt(a->steps.mean, b->steps.mean));
 	add_row(d, DIFF_PEAK_BYTES, mint(a->peak_bytes, b->peak_bytes));
 	add_row(d, DIFF_LEAKED_BYTES, mint(a->leaked_bytes, b->leaked_bytes));
 	add_row(d, DIFF_LEAKED_BLOCKS, mint(a->leaked_blocks, b->leaked_blocks));
@@ -346,10 +346,12 @@ static void summary_rows(struct diff_result *d, const struct diff_run *a, const 
 static void steps_compare(struct diff_result *d, const struct diff_run *a, const struct diff_run *b)
 {
 	struct diff_steps *c = &d->steps;
-	d->have_steps = a->steps.n && b->steps.n;
+	/* both runs mark steps (tprof_step), though one may keep fewer than one after --skip-steps: the
+	 * verdict is then "too few steps" */
+	d->have_steps = a->ops.step_marks && b->ops.step_marks;
 	if (!d->have_steps)
 		return;
-	c->mean = mflt(round(a->steps.mean), round(b->steps.mean));
+	c->mean = mflt(a->steps.mean, b->steps.mean);
 	c->flops = mflt(per_step(a), per_step(b));
 	c->gflops_a = rate(a->ops.step_flops, a->ops.steps_ns);
 	c->gflops_b = rate(b->ops.step_flops, b->ops.steps_ns);

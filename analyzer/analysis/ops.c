@@ -1010,6 +1010,7 @@ void ops_dist(uint64_t *v, size_t n, struct ops_dist *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->n = n;
+	d->ci_lo = d->ci_hi = NAN; /* no interval from fewer than two values (no degree of freedom) */
 	if (!n)
 		return;
 	tprof_sort(v, n, sizeof(uint64_t), by_u64);
@@ -1020,9 +1021,11 @@ void ops_dist(uint64_t *v, size_t n, struct ops_dist *d)
 	for (size_t i = 0; i < n; i++)
 		sq += ((double)v[i] - d->mean) * ((double)v[i] - d->mean);
 	d->sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
-	double half = n > 1 ? t975((double)(n - 1)) * d->sd / sqrt((double)n) : 0;
-	d->ci_lo = d->mean - half > 0 ? d->mean - half : 0;
-	d->ci_hi = d->mean + half;
+	if (n > 1) {
+		double half = t975((double)(n - 1)) * d->sd / sqrt((double)n);
+		d->ci_lo = d->mean - half > 0 ? d->mean - half : 0;
+		d->ci_hi = d->mean + half;
+	}
 	d->p50 = pct(v, n, 50);
 	d->p95 = pct(v, n, 95);
 	d->p99 = pct(v, n, 99);

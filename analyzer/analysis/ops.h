@@ -51,7 +51,8 @@ struct ops_row {
 /* Summary statistics of a sample of durations. */
 struct ops_dist {
 	size_t n;
-	double mean, sd, ci_lo, ci_hi; /* ci: 95 % confidence interval of the mean (Student's t) */
+	double mean, sd, ci_lo, ci_hi; /* ci: 95 % confidence interval of the mean (Student's t); NaN (none)
+					* with fewer than two values: JSON null, CSV empty, text "-" */
 	uint64_t p50, p95, p99, min, max;
 };
 

@@ -2,6 +2,7 @@
  * tprof_param("params", n)), steps, time per step, FLOPs per step, GFLOP/s over the steps, the share of
  * the machine's FP32 peak, time in kernels and the heap peak. Text, --json, or --csv (one row per run). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +144,8 @@ int cmd_compare(int argc, char **argv)
 	/* runs are named by file (two runs of one program are told apart), one unit per column */
 	uint64_t mt = 0, mh = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t v = (uint64_t)(runs[i].steps.ci_hi > runs[i].steps.mean ? runs[i].steps.ci_hi : runs[i].steps.mean);
+		uint64_t v = (uint64_t)(isfinite(runs[i].steps.ci_hi) && runs[i].steps.ci_hi > runs[i].steps.mean
+					    ? runs[i].steps.ci_hi : runs[i].steps.mean);
 		mt = v > mt ? v : mt;
 		mh = runs[i].heap_peak > mh ? runs[i].heap_peak : mh;
 	}
@@ -156,9 +158,10 @@ int cmd_compare(int argc, char **argv)
 	       "GFLOP/s", "%peak", "krn%", h3);
 	for (size_t i = 0; i < n; i++) {
 		struct run *w = &runs[i];
-		char a[32], b[32], c[32], d[32], ci[72], pk[16] = "-";
-		snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_in((uint64_t)w->steps.ci_lo, ut, b),
-			 tprof_fmt_in((uint64_t)w->steps.ci_hi, ut, c));
+		char a[32], b[32], c[32], d[32], ci[72] = "-", pk[16] = "-"; /* "-": fewer than two steps */
+		if (isfinite(w->steps.ci_lo))
+			snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_in((uint64_t)w->steps.ci_lo, ut, b),
+				 tprof_fmt_in((uint64_t)w->steps.ci_hi, ut, c));
 		if (rf.fp32_gflops_all > 0)
 			snprintf(pk, sizeof(pk), "%.1f%%", 100.0 * w->gflops / rf.fp32_gflops_all);
 		char params[32] = "-";

@@ -156,15 +156,25 @@ static void print_text_steps(const struct diff_result *d)
 	const struct ops_dist *sa = &d->a->steps, *sb = &d->b->steps;
 	char x[48], y[48], z[48], w[48], r[16];
 	if (!d->have_steps) {
-		printf("\nsteps: %s\n", sa->n || sb->n ? "marked in one run only: no per-step comparison"
-						     : "none marked (the program calls tprof_step() at iteration boundaries)");
+		printf("\nsteps: %s\n", d->a->ops.step_marks || d->b->ops.step_marks
+					    ? "marked in one run only: no per-step comparison"
+					    : "none marked (the program calls tprof_step() at iteration boundaries)");
 		return;
 	}
 	printf("\nsteps: A %zu, B %zu%s\n", sa->n, sb->n, d->a->ops.steps_skipped ? " (after the warm-up skipped)" : "");
-	printf("  time per step  A %s, 95%% CI [%s, %s]\n", fmt_val(sa->mean, U_NS, 0, x),
-	       fmt_val(sa->ci_lo, U_NS, 0, y), fmt_val(sa->ci_hi, U_NS, 0, z));
-	printf("                 B %s, 95%% CI [%s, %s]\n", fmt_val(sb->mean, U_NS, 0, x), fmt_val(sb->ci_lo, U_NS, 0, y),
-	       fmt_val(sb->ci_hi, U_NS, 0, z));
+	for (int k = 0; k < 2; k++) {
+		const struct ops_dist *s = k ? sb : sa;
+		printf("  %s %s %s", k ? "              " : "time per step ", k ? "B" : "A",
+		       s->n ? fmt_val(s->mean, U_NS, 0, x) : "-");
+		if (isfinite(s->ci_lo))
+			printf(", 95%% CI [%s, %s]\n", fmt_val(s->ci_lo, U_NS, 0, y), fmt_val(s->ci_hi, U_NS, 0, z));
+		else
+			printf(" (%s step%s: no confidence interval)\n", s->n ? "one" : "no", s->n ? "" : "s");
+	}
+	if (!sa->n || !sb->n) {
+		printf("  change         -: too few steps to tell it from the noise (2 per run at least)\n");
+		return;
+	}
 	printf("  change         %s", fmt_val(diff_delta(&c->mean), U_NS, 1, x));
 	if (diff_changed(&c->mean))
 		printf(" (%s)", fmt_rel(&c->mean, r));
@@ -379,18 +389,19 @@ static void put_steps(struct out *w, const struct diff_result *d)
 	const struct diff_steps *c = &d->steps;
 	const struct ops_dist *sa = &d->a->steps, *sb = &d->b->steps;
 	out_row_begin(w);
+	int both = sa->n && sb->n; /* a run with no step kept has no mean: null, and no change */
 	out_u64(w, sa->n);
 	out_u64(w, sb->n);
-	out_f64(w, sa->mean);
-	out_f64(w, sb->mean);
-	out_f64(w, sa->sd);
-	out_f64(w, sb->sd);
+	out_f64(w, sa->n ? sa->mean : NAN);
+	out_f64(w, sb->n ? sb->mean : NAN);
+	out_f64(w, sa->n ? sa->sd : NAN);
+	out_f64(w, sb->n ? sb->sd : NAN);
 	out_f64(w, sa->ci_lo);
 	out_f64(w, sa->ci_hi);
 	out_f64(w, sb->ci_lo);
 	out_f64(w, sb->ci_hi);
-	out_f64(w, diff_delta(&c->mean));
-	out_num(w, diff_rel(&c->mean));
+	out_f64(w, both ? diff_delta(&c->mean) : NAN);
+	out_num(w, both ? diff_rel(&c->mean) : NAN);
 	if (c->have_ci) {
 		out_f64(w, c->lo);
 		out_f64(w, c->hi);
@@ -399,9 +410,16 @@ static void put_steps(struct out *w, const struct diff_result *d)
 		out_null(w);
 	}
 	out_str(w, diff_verdict_name(c->verdict));
-	put_figure(w, &c->flops);
-	out_num(w, c->gflops_a);
-	out_num(w, c->gflops_b);
+	if (both) {
+		put_figure(w, &c->flops);
+	} else { /* FLOPs per step of a run without a step: none */
+		out_num(w, sa->n ? c->flops.x : NAN);
+		out_num(w, sb->n ? c->flops.y : NAN);
+		out_num(w, NAN);
+		out_num(w, NAN);
+	}
+	out_num(w, sa->n ? c->gflops_a : NAN);
+	out_num(w, sb->n ? c->gflops_b : NAN);
 	out_row_end(w);
 }
 

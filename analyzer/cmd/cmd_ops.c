@@ -221,11 +221,13 @@ static void print_steps(const struct ops_result *r)
 	}
 	char a[32], b[32], c[32], e[32], f[32], g[32];
 	printf("\nsteps: %zu measured (%zu warm-up skipped of %zu)\n", d.n, r->steps_skipped, r->steps_total);
-	if (d.n)
+	if (d.n > 1)
 		printf("  per step  mean %s  std %s  p50 %s  p95 %s  95%% CI of the mean [%s, %s]\n",
 		       tprof_fmt_ns((uint64_t)llround(d.mean), a), tprof_fmt_ns((uint64_t)llround(d.sd), b),
 		       tprof_fmt_ns(d.p50, c), tprof_fmt_ns(d.p95, e), tprof_fmt_ns((uint64_t)llround(d.ci_lo), f),
 		       tprof_fmt_ns((uint64_t)llround(d.ci_hi), g)); /* rounded, as in JSON */
+	else if (d.n)
+		printf("  per step  %s (one step: no spread, no confidence interval)\n", tprof_fmt_ns((uint64_t)llround(d.mean), a));
 	if (d.n && flops_step > 0)
 		printf("  FLOPs per step %.4g (top-level kernel calls), %.2f GFLOP/s over the steps\n", flops_step,
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
@@ -732,7 +734,7 @@ int cmd_ops(int argc, char **argv)
 		struct ops_dist d;
 		ops_dist(w->dur_ns, w->ndur, &d);
 		uint64_t v[10] = {w->self_ns, w->total_ns, w->calls ? w->total_ns / w->calls : 0, d.p50, d.p95, d.p99,
-				  (uint64_t)d.ci_hi, w->bytes, w->kernel_ns, w->alloc_bytes > w->peak_growth ? w->alloc_bytes : w->peak_growth};
+				  isfinite(d.ci_hi) ? (uint64_t)d.ci_hi : 0, w->bytes, w->kernel_ns, w->alloc_bytes > w->peak_growth ? w->alloc_bytes : w->peak_growth};
 		for (int k = 0; k < 10; k++)
 			mx[k] = v[k] > mx[k] ? v[k] : mx[k];
 	}
@@ -796,9 +798,10 @@ int cmd_ops(int argc, char **argv)
 			printf(" %9s", tprof_fmt_in(d.p50, u_p50, s4));
 		printf(" %9s", tprof_fmt_in(d.p95, u_p95, s5));
 		if (o.wide) {
-			char ci[64];
-			snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_in((uint64_t)d.ci_lo, u_ci, s8),
-				 tprof_fmt_in((uint64_t)d.ci_hi, u_ci, s9));
+			char ci[64] = "-"; /* one call: no interval */
+			if (isfinite(d.ci_lo))
+				snprintf(ci, sizeof(ci), "[%s, %s]", tprof_fmt_in((uint64_t)d.ci_lo, u_ci, s8),
+					 tprof_fmt_in((uint64_t)d.ci_hi, u_ci, s9));
 			printf(" %9s %21s %9.3f", tprof_fmt_in(d.p99, u_p99, s6), ci, (double)w->flops / 1e9);
 		}
 		printf(" %8.2f %6s", gflops_of(w), pk);

@@ -304,6 +304,10 @@ void out_pair(struct out *o, double lo, double hi)
 	if (!writes(o))
 		return;
 	if (o->fmt == OUT_JSON) {
+		if (!isfinite(lo) && !isfinite(hi)) { /* no interval: null (CSV: two empty fields) */
+			fputs("null", o->f);
+			return;
+		}
 		fputc('[', o->f);
 		put_num(o, c, lo);
 		fputc(',', o->f);

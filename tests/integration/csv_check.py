@@ -70,7 +70,8 @@ def json_value(row, col):
         return v  # an unknown line is 0 in both
     for half, k in (("_lo_ns", 0), ("_hi_ns", 1)):
         if col.endswith(half):
-            return row[col[: -len(half)] + "_ns"][k]
+            pair = row[col[: -len(half)] + "_ns"]
+            return None if pair is None else pair[k]  # null: no interval, two empty fields
     if col == "signal":  # report's JSON has it only when a signal ended the run
         return row.get("signal")
     if col.startswith("calls_") and isinstance(row.get("calls"), dict):

@@ -210,3 +210,24 @@ assert d["sites"][0]["bytes_delta"] == 20000, d["sites"]' d.json
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"cannot skip 9 steps"* ]]
 }
+
+@test "steps marked but fewer than two kept: too few steps, and no interval from one step" {
+	two_runs
+	"$B/tprof" diff --json --skip-steps 5 before.trace after.trace >d.json
+	$PY - d.json <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))["steps"]
+assert st is not None and st["verdict"] == "too few steps", st
+assert st["count_a"] == 0 and st["mean_ns_a"] is None and st["delta_mean_ns"] is None, st
+PY
+	"$B/tprof" diff --json --skip-steps 4 before.trace after.trace >e.json
+	$PY - e.json <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))["steps"]
+assert st["count_a"] == st["count_b"] == 1 and st["verdict"] == "too few steps", st
+assert st["ci95_lo_ns_a"] is None and st["ci95_hi_ns_b"] is None, st  # one value: no interval
+PY
+	run "$B/tprof" diff --skip-steps 4 before.trace after.trace
+	[[ "$output" == *"(one step: no confidence interval)"* ]]
+	[[ "$output" != *"marked in one run only"* ]]
+}

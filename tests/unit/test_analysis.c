@@ -160,10 +160,10 @@ static void test_ops_dist(void)
 	ops_dist(x27, 27, &d);
 	CHECK(near(d.ci_hi - d.mean, 2.05552943864287 * d.sd / sqrt(27), 1e-8));
 
-	/* one value: no spread, an interval of the value itself */
+	/* one value: no spread, and no interval (no degree of freedom): NaN, written as null or "-" */
 	uint64_t one = 7;
 	ops_dist(&one, 1, &d);
-	CHECK(d.sd == 0 && d.ci_lo == 7 && d.ci_hi == 7 && d.p99 == 7);
+	CHECK(d.sd == 0 && isnan(d.ci_lo) && isnan(d.ci_hi) && d.p99 == 7 && d.mean == 7);
 	ops_dist(NULL, 0, &d);
 	CHECK_EQ(d.n, 0);
 }
