@@ -26,31 +26,31 @@ const char *plot_secs(uint64_t ns, char *buf)
 }
 
 /* The step boundaries (tprof_step) drawn on a plot area plot_px pixels wide (the x axis from 0 to
- * c->span): every one, or every n-th when there are more than one per STEP_PX pixels, and of those
- * only one STEP_PX pixels or more after the last drawn (steps of uneven length would bunch up).
- * Writes their seconds, one per line ("NaN" if none), and returns how many it wrote; *nsteps is how
- * many there are, *every the n. */
+ * c->span): each one STEP_PX pixels or more after the last drawn, the first always (the most lines
+ * that can be drawn that far apart, whatever the steps' lengths). Writes their seconds, one per line
+ * ("NaN" if none), and returns how many it wrote; *nsteps is how many there are, *every their ratio
+ * to those drawn, rounded up (1: every one). */
 size_t plot_write_steps(FILE *f, const struct plot_ctx *c, int plot_px, size_t *nsteps, size_t *every)
 {
 	const struct tprof_trace *t = c->t;
-	size_t n = 0, most = (size_t)(plot_px / STEP_PX), drawn = 0;
+	size_t n = 0, drawn = 0;
 	char a[32];
-	for (size_t i = 0; i < t->nannots; i++)
-		n += t->annots[i].kind == TPROF_ANNOT_STEP;
-	*nsteps = n;
-	*every = n > most ? (n + most - 1) / most : 1;
 	/* the least distance between two lines, in ns: STEP_PX pixels of the span */
 	double gap = plot_px > 0 ? (double)c->span * STEP_PX / plot_px : 0;
 	uint64_t last = 0;
-	for (size_t i = 0, k = 0; i < t->nannots; i++)
-		if (t->annots[i].kind == TPROF_ANNOT_STEP && k++ % *every == 0) {
-			uint64_t ns = plot_ns_of(c, t->annots[i].tick);
-			if (drawn && (double)(ns - (ns > last ? last : ns)) < gap)
-				continue;
-			fprintf(f, "%s\n", plot_secs(ns, a));
-			last = ns;
-			drawn++;
-		}
+	for (size_t i = 0; i < t->nannots; i++) {
+		if (t->annots[i].kind != TPROF_ANNOT_STEP)
+			continue;
+		n++;
+		uint64_t ns = plot_ns_of(c, t->annots[i].tick);
+		if (drawn && (double)(ns - (ns > last ? last : ns)) < gap)
+			continue;
+		fprintf(f, "%s\n", plot_secs(ns, a));
+		last = ns;
+		drawn++;
+	}
+	*nsteps = n;
+	*every = drawn ? (n + drawn - 1) / drawn : 1;
 	if (!drawn)
 		fprintf(f, "NaN\n");
 	return drawn;

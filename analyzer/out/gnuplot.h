@@ -74,7 +74,7 @@ uint64_t plot_ns_of(const struct plot_ctx *c, uint64_t tick);
 /* ns as seconds with 9 decimals, into buf (32 bytes). */
 const char *plot_secs(uint64_t ns, char *buf);
 /* The step boundaries as a data block, no two closer than STEP_PX pixels of plot_px: the count
- * drawn; *nsteps the boundaries in all, *every the thinning by count done first. */
+ * drawn; *nsteps the boundaries in all, *every their ratio to those drawn. */
 size_t plot_write_steps(FILE *f, const struct plot_ctx *c, int plot_px, size_t *nsteps, size_t *every);
 /* The key's title of the step lines ("step boundary", "step boundary (51 of 101 shown)"). */
 const char *plot_steps_title(char *buf, size_t n, size_t nsteps, size_t drawn);
