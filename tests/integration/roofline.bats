@@ -169,6 +169,7 @@ assert abs(d["ridge_fp32"] - 1234.5 / d["stream_gbs_all"]) <= 1e-3 * d["ridge_fp
 
 @test "ops on a cache measured on a busy machine says so (text BUSY, JSON peak_busy); an idle one does not" {
 	[ -s cache.json ] || skip "no measurement"
+	! ldd "$B/libtnn.so" | grep -q libasan || skip "libtnn.so is ASan-instrumented (SAN=1): it cannot run preloaded"
 	traced "$B/progs/kernel_calls" >/dev/null
 	for busy in true false; do
 		$PY -c 'import json, sys
