@@ -577,6 +577,10 @@ static void on_thread_exit(void *arg)
 		memcpy(t->slot->exit_name, name, sizeof(name));
 		atomic_store_explicit(&t->slot->exit_named, 1, memory_order_release);
 	}
+	/* the recorder frees the slot soon after the thread is gone (not at its next 200 ms round): a
+	 * program that starts threads one after another keeps reusing a few slots and their rings */
+	if (tprof_shm)
+		atomic_fetch_add_explicit(&tprof_shm->thread_exits, 1, memory_order_relaxed);
 	/* the slot's next thread takes the stack walk's cache (the recorder frees the slot only once
 	 * this thread is gone) */
 	t->ucache_spare = tprof_tls.ucache;

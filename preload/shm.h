@@ -139,6 +139,7 @@ struct tprof_shm {
 	_Atomic uint32_t threads_hwm;        /* slots in use are below this index */
 	_Atomic uint32_t slots_wanted;       /* a new thread found no free slot: reap dead threads now */
 	_Atomic uint32_t slots_reaped;       /* advanced (and woken) by the recorder after such a reap */
+	_Atomic uint32_t thread_exits;       /* threads that have begun to exit: reap their slots soon */
 	_Alignas(64) _Atomic uint64_t lost_global; /* events lost without a ring */
 
 	/* resident set size samples the process takes itself: at start-up (before its recorder can)

@@ -74,6 +74,8 @@ struct tprof_writer {
 	uint64_t shm_bytes;    /* its size */
 	uint64_t first_view;   /* the size of the first view (view_) */
 	int ring_unmapped;     /* a ring was read through its header alone (ring_of): END says RESERVE */
+	uint32_t exits_seen;   /* shm->thread_exits at the last reap of exited threads */
+	int exits_left;        /* that reap found an exiting thread not gone yet: look again */
 	pid_t tpid;            /* the traced process */
 	pid_t label;           /* the pid it knows itself by: another one in a child pid namespace */
 	int own_ns;            /* its pid namespace is the recorder's: its thread ids are ours too */
@@ -1112,18 +1114,41 @@ static void slot_taken(struct wthread *t, pid_t tid)
 	t->moved_ns = t->last_write_ns = 0;
 }
 
+/* Gives back the memory of a freed slot's ring but its first page (the header and the first events,
+ * which the slot's next thread writes first): the traced process's memory follows its live threads,
+ * not every thread it ever had (each slot's ring would fill up to its 2 MiB over the slot's threads).
+ * The slot is not free yet, so no thread writes the ring meanwhile. */
+static void ring_give_back(struct tprof_writer *w, const struct wthread *t)
+{
+	if (t->discard || !t->ring)
+		return;
+	uint64_t from = (t->ring_off + 4096) & ~4095ull, to = (t->ring_off + tprof_ring_bytes(t->ring->mask + 1)) & ~4095ull;
+	if (to > from)
+		(void)fallocate(w->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from));
+}
+
 /* A thread that the kernel no longer knows has published its last event: drain, record its end,
- * free the slot for reuse. */
-static void reap_dead_threads(struct tprof_writer *w)
+ * free the slot for reuse. exited_only: only the threads that began to exit (exit_named), without
+ * a system call for the others; returns how many of those were not gone yet. */
+static int reap_dead_threads(struct tprof_writer *w, int exited_only)
 {
 	uint32_t hwm = threads_hwm(w);
+	int left = 0;
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct wthread *t = &w->wthreads[i];
 		struct tprof_shm_thread *sl = &w->shm->threads[i];
 		if (atomic_load_explicit(&sl->state, memory_order_acquire) != TPROF_SLOT_ACTIVE || !t->ring)
 			continue;
-		if (!w->own_ns || syscall(SYS_tgkill, w->tpid, t->tid, 0) == 0 || errno != ESRCH)
+		if (exited_only && !atomic_load_explicit(&sl->exit_named, memory_order_acquire))
+			continue;
+		if (sl->tid != t->tid) { /* a thread took the slot since the last drain (and may be gone) */
+			slot_taken(t, sl->tid);
+			announce_thread(w, t);
+		}
+		if (!w->own_ns || syscall(SYS_tgkill, w->tpid, t->tid, 0) == 0 || errno != ESRCH) {
+			left += exited_only && w->own_ns;
 			continue; /* (in another pid namespace its slots are not reused) */
+		}
 		int was = w->flushing;
 		w->flushing = 1;
 		drain_thread(w, t);
@@ -1137,8 +1162,10 @@ static void reap_dead_threads(struct tprof_writer *w)
 		t->announced = 0;
 		t->lost_reported = 0;
 		atomic_store(&t->ring->lost, 0);
+		ring_give_back(w, t);
 		atomic_store_explicit(&sl->state, TPROF_SLOT_FREE, memory_order_release);
 	}
+	return left;
 }
 
 static uint64_t drain_all(struct tprof_writer *w)
@@ -1762,13 +1789,18 @@ static void write_trace(struct tprof_writer *w)
 		if (rss_every && w->active_ns != was_active && rss_due > now + rss_every)
 			rss_due = now + rss_every; /* busy again after a quiet spell: at the interval again */
 		int reaped = now - last_reap >= 200000000u;
+		uint32_t exits = atomic_load_explicit(&w->shm->thread_exits, memory_order_relaxed);
+		if (exits != w->exits_seen || w->exits_left) { /* threads began to exit: free their slots */
+			w->exits_seen = exits;
+			w->exits_left = reap_dead_threads(w, 1);
+		}
 		if (atomic_exchange(&w->shm->slots_wanted, 0)) { /* a new thread waits for a slot */
-			reap_dead_threads(w);
+			reap_dead_threads(w, 0);
 			atomic_fetch_add(&w->shm->slots_reaped, 1);
 			tprof_futex_wake(&w->shm->slots_reaped);
 		}
 		if (reaped) {
-			reap_dead_threads(w);
+			reap_dead_threads(w, 0);
 			live_names_check(w);
 			last_reap = now;
 		}
