@@ -91,6 +91,16 @@ static const char *end_text(const struct tprof_trace *t, char *buf, size_t len)
 	return buf;
 }
 
+/* The threads of the trace: every thread id, and each time the kernel gave an id again to a new
+ * thread after the one before had ended. */
+static size_t thread_count(const struct tprof_trace *t)
+{
+	size_t n = t->nthreads;
+	for (size_t i = 0; i < t->nthreads; i++)
+		n += t->threads[i].reused;
+	return n;
+}
+
 /* The largest RSS sample (the first of equals), or NULL when the trace has none. */
 static const struct tprof_rss *peak_rss(const struct tprof_trace *t)
 {
@@ -205,7 +215,7 @@ static int print_tables(const struct cmd_opts *o, const struct tprof_trace *t, c
 	out_u64(&w, in->ppid);
 	out_str(&w, in->clock == TPROF_CLOCK_TSC ? "tsc" : "monotonic");
 	out_u64(&w, cmd_trace_duration_ns(t));
-	out_u64(&w, t->nthreads);
+	out_u64(&w, thread_count(t));
 	out_u64(&w, s->events);
 	out_u64(&w, s->allocations);
 	out_u64(&w, s->frees);
@@ -276,8 +286,8 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 	}
 	printf("%s\n", in->argc > 16 ? " ..." : "");
 	char end[128], note[256];
-	printf("  duration       %s, %zu thread%s, %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a), t->nthreads,
-	       t->nthreads == 1 ? "" : "s", end_text(t, end, sizeof(end)));
+	printf("  duration       %s, %zu thread%s, %s\n", tprof_fmt_ns(cmd_trace_duration_ns(t), a), thread_count(t),
+	       thread_count(t) == 1 ? "" : "s", end_text(t, end, sizeof(end)));
 	if (t->ended && (t->end_flags & TPROF_ENDF_INFLIGHT))
 		printf("  incomplete     %s\n", tprof_trace_inflight_note(t));
 	if (t->ended && (t->end_flags & TPROF_ENDF_INCALL))

@@ -465,6 +465,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 				struct tprof_thread_info *ti = &t->threads[ix];
 				free(ti->name);
 				ti->name = xstrndup(s, n);
+				ti->reused += ti->ended; /* another thread of that id, once the first had ended */
 				ti->ended = 0;
 			}
 			break;

@@ -87,6 +87,8 @@ struct tprof_thread_info {
 	uint64_t events; /* records read so far */
 	uint64_t lost;
 	int ended;       /* a THREAD_END block was seen */
+	uint32_t reused; /* threads after the first that had this tid (the kernel reuses ids): a THREAD
+			  * block after its THREAD_END; their events are listed with the first's */
 };
 
 struct tprof_trace_info {

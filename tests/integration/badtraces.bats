@@ -433,3 +433,14 @@ PY
 		done
 	done
 }
+
+@test "a thread id the kernel gave again to a new thread (after the first's THREAD_END) counts as another thread" {
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" reuse.trace --events 4 --threads 3 --reuse-tid >/dev/null
+	"$B/tprof" report --json reuse.trace >r.json
+	[ "$(jget r.json threads)" = 4 ] # 4242 and three threads of id 100001
+	run "$B/tprof" report reuse.trace
+	[[ "$output" == *", 4 threads,"* ]]
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" distinct.trace --events 4 --threads 3 >/dev/null
+	"$B/tprof" report --json distinct.trace >d.json
+	[ "$(jget d.json threads)" = 4 ]
+}

@@ -12,7 +12,8 @@ The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even
 malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
 calls make (N + 1) / 2 allocations of which, for N odd, the last is still in use at the end.
 --threads T adds T more threads (tids 100001..100000+T), each with a THREAD block and one EVENTS block of a
-malloc and its free, after the others' events; with --dup-seq their sequence numbers start again at 1
+malloc and its free, after the others' events (--reuse-tid: all of tid 100001, each ended by a
+THREAD_END before the next, as when the kernel gives a gone thread's id to a new one); with --dup-seq their sequence numbers start again at 1
 (numbers that thread 4242 has too: corrupt), and the blocks are printed as without --threads. --last-clock replaces the last CLOCK pair's tick and CLOCK_MONOTONIC ns; --tsc says the ticks are
 the TSC's (clock 1) instead of CLOCK_MONOTONIC ns. --zraw N adds a ZEVENTS block of thread 4242 that claims N bytes once decompressed (its zstd data
 is not valid). --stack-id ID defines one stack (two frames) under that id in a STACKS block, which no event uses.
@@ -82,6 +83,7 @@ def main():
     ap.add_argument("--events", type=int, default=6)
     ap.add_argument("--per-block", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--reuse-tid", action="store_true")
     ap.add_argument("--dup-seq", action="store_true")
     ap.add_argument("--stack-id", type=int, default=0)
     ap.add_argument("--zraw", type=int, default=0)
@@ -115,11 +117,14 @@ def main():
     if a.zraw:
         blocks.append((ZEVENTS, varint(TID) + varint(a.zraw) + b"\x28\xb5\x2f\xfd" + bytes(16)))
     seq = 0 if a.dup_seq else a.events
-    for tid in range(100001, 100001 + a.threads):
-        blocks.append((THREAD, varint(tid) + string("t%d" % tid)))
-        ptr = 0x900000 + 0x40 * (tid - 100000)
+    for k in range(100001, 100001 + a.threads):
+        tid = 100001 if a.reuse_tid else k  # --reuse-tid: each thread has the id of the one before
+        blocks.append((THREAD, varint(tid) + string("t%d" % k)))
+        ptr = 0x900000 + 0x40 * (k - 100000)
         ev = events_block([(seq + 1, 1, 32, ptr), (seq + 2, 5, 0, ptr)], seq)
         blocks.append((EVENTS, varint(tid) + ev[len(varint(TID)):]))
+        if a.reuse_tid:
+            blocks.append((THREAD_END, varint(tid)))
         seq += 2
     last = 1000 + 10 * (seq + 1)
     tick, mono = last, last
