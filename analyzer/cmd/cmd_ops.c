@@ -677,6 +677,14 @@ int cmd_ops(int argc, char **argv)
 		printf("  warning: %s events were lost (lossy mode's, or signal handlers' beyond what could be\n"
 		       "           kept): calls, ranges and steps may be missing\n",
 		       tprof_commas(r.lost_events, a));
+	size_t unnamed = 0; /* ranges, marks and parameters whose name the process could not keep */
+	for (size_t i = 0; i < t->nannots; i++)
+		unnamed += (t->annots[i].kind == TPROF_ANNOT_PUSH || t->annots[i].kind == TPROF_ANNOT_MARK ||
+			    t->annots[i].kind == TPROF_ANNOT_PARAM) && !t->annots[i].name;
+	if (unnamed)
+		printf("  warning: %s ranges, marks or parameters have no name ('?'): given none, or named past the\n"
+		       "           4,095 distinct names a process keeps (include/tprof.h)\n",
+		       tprof_commas(unnamed, a));
 	if (r.idle_ns)
 		printf("  idle %s (%.1f%%): OpenMP pool threads waiting between regions\n", tprof_fmt_ns(r.idle_ns, a),
 		       100.0 * (double)r.idle_ns / wall);

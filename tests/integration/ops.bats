@@ -649,3 +649,26 @@ C
 	[[ "$output" == *"no kernel call after the 1 skipped step"* ]]
 	[[ "$output" != *"the trace has no kernel calls"* ]]
 }
+
+@test "ranges named past the 4,095 names a process keeps: ops says how many have no name" {
+	cat >n.c <<'C'
+#include <stdio.h>
+#include "tprof.h"
+int main(void)
+{
+	char name[32];
+	for (int i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "r%d", i);
+		tprof_range_push(name);
+		tprof_range_pop();
+	}
+	return 0;
+}
+C
+	cc -I"$TPROF_ROOT/include" -o n n.c
+	traced ./n
+	run "$B/tprof" ops --by range t.trace
+	echo "$output" | head -12
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"warning: 905 ranges, marks or parameters have no name"* ]]
+}
