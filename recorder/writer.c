@@ -1120,7 +1120,9 @@ static void slot_taken(struct wthread *t, pid_t tid)
  * The slot is not free yet, so no thread writes the ring meanwhile. */
 static void ring_give_back(struct tprof_writer *w, const struct wthread *t)
 {
-	if (t->discard || !t->ring)
+	/* not once the process took its exit sample: it counted the ring's pages, which the file's
+	 * size, read as the sample is written, must still hold to be taken out of it */
+	if (t->discard || !t->ring || atomic_load(&w->shm->exit_rss_bytes))
 		return;
 	uint64_t from = (t->ring_off + 4096) & ~4095ull, to = (t->ring_off + tprof_ring_bytes(t->ring->mask + 1)) & ~4095ull;
 	if (to > from)
