@@ -343,6 +343,11 @@ int tprof_text_str(FILE *f, const char *str, int width)
 	return len + pad;
 }
 
+int tprof_text_cols(const char *str)
+{
+	return text_escape(NULL, (const unsigned char *)(str ? str : ""));
+}
+
 const char *tprof_commas(uint64_t v, char *buf)
 {
 	char tmp[32];

@@ -110,6 +110,8 @@ void tprof_csv_str(FILE *f, const char *s);
  * "%-*s", width > 0 right-aligns, 0 does not pad. NULL is written as "". Returns the columns
  * written, padding included. */
 int tprof_text_str(FILE *f, const char *s, int width);
+/* The columns tprof_text_str takes for s, escapes included, without writing it. */
+int tprof_text_cols(const char *s);
 /* The same, cut to |width| columns when longer: as much of it as fits in |width| - 1 columns, then
  * an ellipsis (…). Returns |width|, or what tprof_text_str returns when s fits. */
 int tprof_text_cut(FILE *f, const char *s, int width);

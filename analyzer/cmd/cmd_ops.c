@@ -233,15 +233,6 @@ static void print_steps(const struct ops_result *r)
 		       r->steps_ns ? (double)r->step_flops / (double)r->steps_ns : 0);
 }
 
-/* Columns a name takes in a text table (tprof_text_str's escapes included). */
-static int text_cols(const char *s)
-{
-	static FILE *null;
-	if (!null)
-		null = fopen("/dev/null", "w");
-	return null ? tprof_text_str(null, s, 0) : (int)strlen(s);
-}
-
 /* The imbalance of an op's regions: the busiest thread's time over the mean thread's, each summed
  * over the regions (1: even; a long region weighs more than a short one). */
 static double imbalance(const struct ops_region_row *w)
@@ -732,7 +723,7 @@ int cmd_ops(int argc, char **argv)
 	 * most), so that shapes (--group-by shape) are whole */
 	int nw = 26;
 	for (size_t i = 0; o.wide && i < n; i++) {
-		int cols = text_cols(r.rows[i].name);
+		int cols = tprof_text_cols(r.rows[i].name);
 		nw = cols > nw ? (cols < 120 ? cols : 120) : nw;
 	}
 	/* one unit per column, from the largest value shown */
