@@ -1114,6 +1114,16 @@ static void slot_taken(struct wthread *t, pid_t tid)
 	t->moved_ns = t->last_write_ns = 0;
 }
 
+/* An active slot whose thread is not the one the writer knew: forget the old one and announce the
+ * new one now (it may be gone by its first write). */
+static void slot_check(struct tprof_writer *w, struct wthread *t, const struct tprof_shm_thread *sl)
+{
+	if (sl->tid != t->tid) {
+		slot_taken(t, sl->tid);
+		announce_thread(w, t);
+	}
+}
+
 /* Gives back the memory of a freed slot's ring but its first page (the header and the first events,
  * which the slot's next thread writes first): the traced process's memory follows its live threads,
  * not every thread it ever had (each slot's ring would fill up to its 2 MiB over the slot's threads).
@@ -1124,7 +1134,8 @@ static void ring_give_back(struct tprof_writer *w, const struct wthread *t)
 	 * size, read as the sample is written, must still hold to be taken out of it */
 	if (t->discard || !t->ring || atomic_load(&w->shm->exit_rss_bytes))
 		return;
-	uint64_t from = (t->ring_off + 4096) & ~4095ull, to = (t->ring_off + tprof_ring_bytes(t->ring->mask + 1)) & ~4095ull;
+	uint64_t from = (t->ring_off + 4096) & ~4095ull;
+	uint64_t to = (t->ring_off + tprof_ring_bytes(t->ring->mask + 1)) & ~4095ull;
 	if (to > from)
 		(void)fallocate(w->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from));
 }
@@ -1143,10 +1154,7 @@ static int reap_dead_threads(struct tprof_writer *w, int exited_only)
 			continue;
 		if (exited_only && !atomic_load_explicit(&sl->exit_named, memory_order_acquire))
 			continue;
-		if (sl->tid != t->tid) { /* a thread took the slot since the last drain (and may be gone) */
-			slot_taken(t, sl->tid);
-			announce_thread(w, t);
-		}
+		slot_check(w, t, sl); /* a thread took the slot since the last drain (and may be gone) */
 		if (!w->own_ns || syscall(SYS_tgkill, w->tpid, t->tid, 0) == 0 || errno != ESRCH) {
 			left += exited_only && w->own_ns;
 			continue; /* (in another pid namespace its slots are not reused) */
@@ -1180,10 +1188,7 @@ static uint64_t drain_all(struct tprof_writer *w)
 		struct tprof_shm_thread *sl = &w->shm->threads[i];
 		if (atomic_load_explicit(&sl->state, memory_order_acquire) != TPROF_SLOT_ACTIVE)
 			continue;
-		if (sl->tid != t->tid) {
-			slot_taken(t, sl->tid);
-			announce_thread(w, t); /* now: the thread may be gone by its first write */
-		}
+		slot_check(w, t, sl);
 		if (ring_of(w, t))
 			total += drain_thread(w, t);
 	}
