@@ -555,7 +555,9 @@ PY
 	echo "$output"
 	[ "$status" -eq 0 ]
 	ls "$d/$d/$d/$d"/tprof.sh.*.trace
-	if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	# another user, where it can run tprof here (a clone in a 0700 directory it cannot reach)
+	if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 &&
+		su nobody -s /bin/sh -c "cd '$PWD' && '$B/tprof' --version" >/dev/null 2>&1; then
 		mkdir ro && chmod 555 ro
 		run su nobody -s /bin/sh -c "'$B/tprof' record -o ro/x.trace -- sh -c 'echo ran'"
 		echo "$output"
