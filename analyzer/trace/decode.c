@@ -160,9 +160,12 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 	size_t cap = out->cap;
 	while (ri < count && (n < limit || run != SIZE_MAX)) {
 		if (n + 2 > cap) {
-			/* first: what this chunk can hold (the room for a pair's two halves besides), so that
-			 * the many threads of a few events each hold a few events each */
-			cap = cap ? 2 * cap : (limit < count - ri ? limit : count - ri) + 2;
+			/* first: what this chunk can hold, so that the many threads of a few events each
+			 * hold a few events each, and room besides for the pair's two halves and the run
+			 * of unmeasured records a chunk goes on to the end of (a storm measures one in 16):
+			 * a buffer doubled for those few events would be its double's size again in fresh
+			 * pages, each a page fault, and a copy */
+			cap = cap ? 2 * cap : (limit < count - ri ? limit + limit / 16 + 64 : count - ri + 2);
 			ev = out->ev = xrealloc(ev, cap * sizeof(*ev));
 			out->cap = cap;
 		}
