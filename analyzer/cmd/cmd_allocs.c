@@ -185,7 +185,7 @@ int cmd_allocs(int argc, char **argv)
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
-	struct tprof_trace *t = cmd_open_trace(o.file);
+	struct tprof_trace *t = cmd_open_trace_flags(o.file, TPROF_OPEN_HEAP_ONLY);
 	if (!t)
 		return 2;
 	struct stack_table tab;

@@ -410,7 +410,7 @@ static int leaks_of(struct leaks_opts *l, const char *file, const struct cmd_opt
 		    struct leak_view *summary)
 {
 	int rc;
-	struct tprof_trace *t = cmd_open_trace(file);
+	struct tprof_trace *t = cmd_open_trace_flags(file, TPROF_OPEN_HEAP_ONLY);
 	if (!t)
 		return 2;
 	struct heap_stats s;

@@ -373,7 +373,7 @@ int cmd_report(int argc, char **argv)
 	int rc = cmd_parse(&o, argc, argv);
 	if (rc != CMD_RUN)
 		return rc;
-	struct tprof_trace *t = cmd_open_trace_unwarned(o.file); /* a cut is said in the report */
+	struct tprof_trace *t = cmd_open_trace_unwarned_flags(o.file, TPROF_OPEN_HEAP_ONLY); /* a cut is said in the report */
 	if (!t)
 		return 2;
 	struct heap_stats s;

@@ -206,9 +206,14 @@ int cmd_parse(struct cmd_opts *o, int argc, char **argv)
 
 struct tprof_trace *cmd_open_trace_unwarned(const char *path)
 {
+	return cmd_open_trace_unwarned_flags(path, 0);
+}
+
+struct tprof_trace *cmd_open_trace_unwarned_flags(const char *path, unsigned flags)
+{
 	char err[512];
 	struct tprof_trace *t;
-	if (tprof_trace_open(path, &t, err, sizeof(err)) != 0) {
+	if (tprof_trace_open_flags(path, flags, &t, err, sizeof(err)) != 0) {
 		tprof_err("%s", err);
 		return NULL;
 	}
@@ -222,7 +227,12 @@ static size_t ncut_said;
 
 struct tprof_trace *cmd_open_trace(const char *path)
 {
-	struct tprof_trace *t = cmd_open_trace_unwarned(path);
+	return cmd_open_trace_flags(path, 0);
+}
+
+struct tprof_trace *cmd_open_trace_flags(const char *path, unsigned flags)
+{
+	struct tprof_trace *t = cmd_open_trace_unwarned_flags(path, flags);
 	if (!t || !t->cut)
 		return t;
 	for (size_t i = 0; i < ncut_said; i++)

@@ -84,6 +84,11 @@ struct tprof_trace *cmd_open_trace(const char *path);
 /* The same without the warning, for a command whose own output says where the trace was cut. */
 struct tprof_trace *cmd_open_trace_unwarned(const char *path);
 
+/* cmd_open_trace and cmd_open_trace_unwarned with tprof_trace_open_flags' flags: the commands that
+ * read heap events only open with TPROF_OPEN_HEAP_ONLY. */
+struct tprof_trace *cmd_open_trace_flags(const char *path, unsigned flags);
+struct tprof_trace *cmd_open_trace_unwarned_flags(const char *path, unsigned flags);
+
 /* The run's wall time as tprof report gives it: from time zero to the last clock reading or the
  * latest event read so far, whichever is later (so read the events first). */
 uint64_t cmd_trace_duration_ns(const struct tprof_trace *t);

@@ -339,6 +339,7 @@ int rd_parse_kernels(struct tprof_trace *t, struct tprof_cursor *c, const char *
 {
 	static char msg[160];
 	uint64_t tid, count, prev = 0;
+	const int heap_only = t->priv->heap_only;
 	if (tprof_get_varint(c, &tid) || tid > UINT32_MAX || tprof_get_varint(c, &count) || count == 0 ||
 	    count > (uint64_t)(c->end - c->p)) {
 		*why = "KERNELS block with a bad thread id or count";
@@ -369,6 +370,17 @@ int rd_parse_kernels(struct tprof_trace *t, struct tprof_cursor *c, const char *
 					 (unsigned long long)i, (unsigned long long)ns, TPROF_KSHAPE_MAX);
 				*why = msg;
 				return -1;
+			}
+			t->kcalls_seen++;
+			if (heap_only) { /* checked, not kept */
+				int64_t v;
+				for (uint64_t k = 0; k < ns; k++)
+					if (tprof_get_svarint(c, &v)) {
+						*why = "kernel call record cut short in its shape";
+						return -1;
+					}
+				prev += (uint64_t)d;
+				continue;
 			}
 			size_t cap = 64;
 			while (cap < t->nkshape)
@@ -415,6 +427,11 @@ int rd_parse_kernels(struct tprof_trace *t, struct tprof_cursor *c, const char *
 					 "defined before it", (unsigned long long)i, (unsigned long long)name);
 				*why = msg;
 				return -1;
+			}
+			t->annots_seen++;
+			if (heap_only) {
+				prev += (uint64_t)d;
+				continue;
 			}
 			if ((t->nannots & (t->nannots - 1)) == 0 || t->nannots == 0)
 				t->annots = xrealloc(t->annots, (t->nannots ? 2 * t->nannots : 16) * sizeof(*t->annots));

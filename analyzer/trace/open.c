@@ -289,6 +289,11 @@ static int wait_for_recorder(int fd, const char *path)
 
 int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size_t errlen)
 {
+	return tprof_trace_open_flags(path, 0, out, err, errlen);
+}
+
+int tprof_trace_open_flags(const char *path, unsigned flags, struct tprof_trace **out, char *err, size_t errlen)
+{
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang us */
 	if (fd < 0) {
@@ -324,6 +329,7 @@ int tprof_trace_open(const char *path, struct tprof_trace **out, char *err, size
 	struct tprof_reader_priv *p = t->priv;
 	p->map = map;
 	p->size = size;
+	p->heap_only = (flags & TPROF_OPEN_HEAP_ONLY) != 0;
 	p->progress = rd_progress_wanted(size);
 	*out = t;
 

@@ -164,6 +164,7 @@ struct sid_entry {
 struct tprof_reader_priv {
 	const uint8_t *map;
 	size_t size;
+	int heap_only; /* TPROF_OPEN_HEAP_ONLY: kernel calls and annotations checked, not kept */
 	/* the progress line on a terminal (progress_step): wanted, when the reading began, when the
 	 * line was last drawn (0: never) */
 	int progress;

@@ -361,6 +361,35 @@ PY
 	[[ "$output" == *"# stack 1: 0x401000 0x401010"* ]] # the reader's ids count the stacks defined
 }
 
+@test "a million kernel calls: the heap commands check them but keep none (once: 190 MiB to read a 21 MB trace)" {
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" k.trace --kcalls 1000000 >/dev/null
+	limit=""
+	ldd "$B/tprof" | grep -q libasan || limit="prlimit --as=100663296" # 96 MiB of address space
+	for c in report summary leaks allocs; do
+		# shellcheck disable=SC2086 # limit and c are words
+		run timeout 60 $limit "$B/tprof" $c k.trace
+		echo "# $c: $status $output" | head -3
+		[ "$status" -eq 0 ]
+	done
+	run "$B/tprof" report --json k.trace
+	printf '%s\n' "$output" >r.json
+	[ "$(jget r.json allocations)" = 3 ]
+	[ "$(jget r.json complete)" = true ]
+	# the commands that use the calls still have them all
+	run "$B/tprof" ops --json k.trace
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" >o.json
+	[ "$(jget o.json calls)" = 1000000 ]
+	# and a bad record among them is still found by every command
+	$PY "$TPROF_ROOT/tests/integration/mktrace.py" kb.trace --kcalls 1000 --kcall-bad-op >/dev/null
+	for c in report summary leaks allocs ops; do
+		run "$B/tprof" $c kb.trace
+		echo "# $c: $status $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"corrupt: kernel call record 2998 names op 2, which no NAMES block defined before it"* ]]
+	done
+}
+
 @test "a compressed EVENTS block that claims more than 1 MiB once decompressed is corrupt" {
 	$PY "$TPROF_ROOT/tests/integration/mktrace.py" z.trace --zraw 2097152 >/dev/null
 	run "$B/tprof" report z.trace

@@ -7,6 +7,7 @@ Usage: mktrace.py OUT [--version V] [--owner PATH] [--no-owner-field] [--events 
                       [--threads T [--dup-seq]] [--stack-id ID] [--zraw N] [--last-clock TICK,MONO]
                       [--tsc] [--end REASON,VALUE[,FLAGS] | --no-end]
                       [--leaks ENTRIES] [--leaks-summary STATUS,ERRNO,BLOCKS,BYTES[,LISTED]] [--leaks-raw HEX]
+                      [--kcalls N [--kcall-bad-op]]
 
 The events are N heap calls of thread 4242, K (default 4) per EVENTS block: even ones are
 malloc(16 * (i + 1)) at 0x10000 + 0x100 * i, odd ones free the block the call before took, so N
@@ -24,7 +25,11 @@ in version 4 only, and is 0 unless given.
 --leaks writes a LEAKS part-0 block (version 5) before END: ENTRIES is ADDR:SIZE:KIND[:HEUR[:INDIRECT]]
 items, comma-separated, written in the order given (addresses as deltas, as the format has them);
 --leaks-summary writes the summary after it (LISTED defaults to the number of entries; the other
-fields are 0); --leaks-raw HEX adds a LEAKS block with that payload after both."""
+fields are 0); --leaks-raw HEX adds a LEAKS block with that payload after both.
+--kcalls N defines op 1 ("kop", one shape value n) and annotation name 1 ("layer") in a NAMES block and
+writes N kernel calls of thread 4242, each inside a range push and pop of "layer" (so 2N
+annotations), in KERNELS blocks of 10,000 records after the heap events; --kcall-bad-op makes the
+last call name op 2, which no NAMES block defines (corrupt)."""
 import argparse
 import os
 import struct
@@ -33,7 +38,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rss_blocks import block, svarint, varint  # noqa: E402
 
-INFO, CLOCK, THREAD, EVENTS, THREAD_END, END, STACKS, ZEVENTS, LEAKS = 1, 2, 3, 4, 6, 7, 8, 11, 15
+INFO, CLOCK, THREAD, EVENTS, THREAD_END, END, STACKS, ZEVENTS, KERNELS, NAMES, LEAKS = 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 15
 TID = 4242
 
 
@@ -95,6 +100,8 @@ def main():
     ap.add_argument("--leaks-summary", default="")
     ap.add_argument("--leaks-raw", default="")
     ap.add_argument("--huge", action="store_true")
+    ap.add_argument("--kcalls", type=int, default=0)
+    ap.add_argument("--kcall-bad-op", action="store_true")
     a = ap.parse_args()
 
     calls = []
@@ -114,6 +121,20 @@ def main():
     for k in range(0, len(calls), a.per_block):
         chunk = calls[k:k + a.per_block]
         blocks.append((EVENTS, events_block(chunk, chunk[0][0] - 1)))
+    if a.kcalls:
+        blocks.append((NAMES, varint(2) + varint(0) + varint(1) + string("kop") + string("n") +
+                       varint(1) + varint(1) + string("layer") + string("")))
+        # per call: push (kind 1, seq 1, tick +1, name 1, value 0), the call (op 1, 1 tick after the
+        # push, 5 ticks long, 64 FLOPs, 256 bytes, n = 16), pop (kind 2, tick +7 from the call's enter)
+        push = bytes([2]) + varint(1) + varint(1) + svarint(1) + varint(1) + svarint(0)
+        call = bytes([1]) + varint(1) + svarint(1) + varint(5) + varint(64) + varint(256) + varint(1) + svarint(16)
+        pop = bytes([2]) + varint(2) + varint(1) + svarint(7) + varint(0) + svarint(0)
+        for k in range(0, a.kcalls, 3333):
+            n = min(3333, a.kcalls - k)
+            body = (push + call + pop) * n
+            if a.kcall_bad_op and k + n == a.kcalls:
+                body = body[:-len(call + pop)] + bytes([1]) + varint(2) + call[2:] + pop
+            blocks.append((KERNELS, varint(TID) + varint(3 * n) + body))
     if a.zraw:
         blocks.append((ZEVENTS, varint(TID) + varint(a.zraw) + b"\x28\xb5\x2f\xfd" + bytes(16)))
     seq = 0 if a.dup_seq else a.events
@@ -161,10 +182,13 @@ def main():
         blocks.append((END, p))
 
     data = bytearray(b"TPROFTRC" + struct.pack("<HHI", a.version, 16, 0))
+    made = {}  # the --kcalls blocks are alike: their checksum once (Python's CRC is slow)
     for t, p in blocks:
         if not a.threads or a.dup_seq:
             print(len(data), t, len(p))
-        data += block(t, p)
+        if (t, p) not in made:
+            made = {(t, p): block(t, p)}
+        data += made[(t, p)]
     open(a.out, "wb").write(data)
 
 
