@@ -52,8 +52,34 @@ static int find_gnuplot(char *buf, size_t n)
 	}
 }
 
+/* Whether the picture at path ends as a whole one does: a PNG with its IEND chunk, an SVG with its
+ * closing tag. gnuplot exits 0 when the file system fills under it, and leaves a picture cut short. */
+static int picture_whole(const char *path, int svg)
+{
+	static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+	unsigned char tail[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || st.st_size < 12) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	size_t n = st.st_size < (off_t)sizeof(tail) ? (size_t)st.st_size : sizeof(tail);
+	ssize_t got = pread(fd, tail, n, st.st_size - (off_t)n);
+	close(fd);
+	if (got != (ssize_t)n)
+		return 0;
+	if (!svg)
+		return memcmp(tail + n - 12, iend, 12) == 0;
+	while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == ' ' || tail[n - 1] == '\t'))
+		n--;
+	return n >= 6 && memcmp(tail + n - 6, "</svg>", 6) == 0;
+}
+
 /* Runs gnuplot on NAME.gp inside dir. 0 on success; else prints what gnuplot said, removes the picture
- * it may have left half-written and returns PLOT_TOOL. */
+ * it may have left half-written and returns PLOT_TOOL (PLOT_FILE when gnuplot ran well but the
+ * picture was cut short: the file system is full). */
 static int run_gnuplot(const struct plot_ctx *c, const char *gnuplot, const char *name)
 {
 	char script[64], pic[PATH_MAX];
@@ -68,12 +94,25 @@ static int run_gnuplot(const struct plot_ctx *c, const char *gnuplot, const char
 		tprof_err("plot: cannot create a temporary file: %s", strerror(errno));
 		return PLOT_TOOL;
 	}
+	/* The environment, with LC_ALL=C.UTF-8: the scripts say `set encoding utf8`, and in the C locale
+	 * gnuplot warns on each that it cannot convert its degree sign (it draws the same in both). */
+	extern char **environ;
+	size_t nenv = 0;
+	while (environ[nenv])
+		nenv++;
+	char **env = xcalloc(nenv + 2, sizeof(*env)), lc_all[] = "LC_ALL=C.UTF-8";
+	size_t k = 0;
+	for (size_t i = 0; i < nenv; i++)
+		if (strncmp(environ[i], "LC_ALL=", 7) != 0)
+			env[k++] = environ[i];
+	env[k] = lc_all;
 	fflush(stdout);
 	fflush(stderr);
 	pid_t pid = fork();
 	if (pid < 0) {
 		tprof_err("plot: cannot start gnuplot: %s", strerror(errno));
 		fclose(msgs);
+		free(env);
 		return PLOT_TOOL;
 	}
 	if (pid == 0) {
@@ -86,10 +125,12 @@ static int run_gnuplot(const struct plot_ctx *c, const char *gnuplot, const char
 			fprintf(stderr, "cannot enter %s: %s\n", c->dir, strerror(errno));
 			_exit(126);
 		}
-		execl(gnuplot, "gnuplot", script, (char *)NULL);
+		char *args[] = {"gnuplot", script, NULL};
+		execve(gnuplot, args, env);
 		fprintf(stderr, "cannot run %s: %s\n", gnuplot, strerror(errno));
 		_exit(127);
 	}
+	free(env);
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR) {
@@ -97,8 +138,12 @@ static int run_gnuplot(const struct plot_ctx *c, const char *gnuplot, const char
 			break;
 		}
 	struct stat st;
-	int ok = status == 0 && stat(pic, &st) == 0 && st.st_size > 0;
-	if (ok)
+	int ok = status == 0 && stat(pic, &st) == 0 && st.st_size > 0, cut = ok && !picture_whole(pic, c->svg);
+	if (cut)
+		tprof_err("plot: gnuplot wrote %s only in part (is the file system full?)", pic);
+	if (ok && !cut)
+		;
+	else if (cut)
 		;
 	else if (status == -1)
 		tprof_err("plot: gnuplot %s/%s: lost track of the process", c->dir, script);
@@ -114,10 +159,10 @@ static int run_gnuplot(const struct plot_ctx *c, const char *gnuplot, const char
 	for (size_t shown = 0; fgets(line, sizeof(line), msgs) && shown < 200; shown++)
 		fputs(line, stderr);
 	fclose(msgs);
-	if (ok)
+	if (ok && !cut)
 		return 0;
 	unlink(pic);
-	return PLOT_TOOL;
+	return cut ? PLOT_FILE : PLOT_TOOL;
 }
 
 /* ---- the command ---- */
@@ -238,8 +283,10 @@ int cmd_plot(int argc, char **argv)
 			goto out;
 	}
 	for (size_t i = 0; i < 4; i++)
-		if (want[i])
-			printf("%s/%s.%s\n", c.dir, names[i], c.ext);
+		if (want[i]) { /* escaped as in messages: a line per file, whatever DIR holds */
+			tprof_text_str(stdout, c.dir, 0);
+			printf("/%s.%s\n", names[i], c.ext);
+		}
 	if (!c.t->nkcalls) /* on stderr: stdout lists the files made, for tools */
 		fprintf(stderr, "tprof: plot: the trace has no kernel calls: no ops%s or roofline picture\n",
 			want[1] ? "" : ", timeline"); /* stdout lists the files made, for tools */

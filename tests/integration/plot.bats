@@ -313,6 +313,35 @@ PY
 	done
 }
 
+@test "a picture gnuplot leaves cut short (a full file system, where it still exits 0) is exit 2, and removed" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	mkdir fake
+	# a PNG's first bytes without its IEND chunk, then exit 0, as gnuplot does on a full disk
+	printf '#!/bin/sh\nprintf "\\211PNG\\r\\n\\032\\n0123456789abcdef" >memory.png\nexit 0\n' >fake/gnuplot
+	chmod +x fake/gnuplot
+	run env PATH="$PWD/fake:$PATH" "$B/tprof" plot -o out t.trace
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"gnuplot wrote out/memory.png only in part (is the file system full?)"* ]]
+	[ ! -e out/memory.png ]
+	# the same stub ending the file as a PNG ends: a whole picture
+	printf '#!/bin/sh\nprintf "\\211PNG\\r\\n\\032\\n0123\\0\\0\\0\\0IEND\\256B\\140\\202" >memory.png\nexit 0\n' >fake/gnuplot
+	run env PATH="$PWD/fake:$PATH" "$B/tprof" plot -o out t.trace
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -s out/memory.png ]
+}
+
+@test "in the C locale gnuplot draws without a word; the files are listed a line each, escaped as in messages" {
+	traced "$B/progs/heap_known" >/dev/null
+	d=$'o\nut'
+	LC_ALL=C "$B/tprof" plot -o "$d" t.trace >out.txt 2>err.txt
+	cat out.txt err.txt
+	[ "$(cat out.txt)" = 'o\nut/memory.png' ]
+	[ "$(cat err.txt)" = "tprof: plot: the trace has no kernel calls: no ops, timeline or roofline picture" ]
+	[ -s "$d/memory.png" ]
+}
+
 @test "plot into a directory that cannot be made is exit 2 (output that cannot be written), and says why" {
 	traced "$B/progs/heap_known" >/dev/null
 	: >afile
