@@ -269,24 +269,44 @@ void tprof_csv_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The columns a terminal gives code point cp: 2 for the East Asian wide and fullwidth blocks and
+ * the emoji (Unicode's East_Asian_Width W and F, in the blocks that hold them), 0 for combining
+ * marks, variation selectors and zero-width spaces and joiners, else 1; as wcwidth would in a UTF-8
+ * locale, which the analyzer does not set. */
+static int cp_cols(long cp)
+{
+	if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x20d0 && cp <= 0x20ff) ||
+	    (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0100 && cp <= 0xe01ef))
+		return 0;
+	if ((cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0x303e) || (cp >= 0x3041 && cp <= 0x33ff) ||
+	    (cp >= 0x3400 && cp <= 0x4dbf) || (cp >= 0x4e00 && cp <= 0x9fff) || (cp >= 0xa000 && cp <= 0xa4cf) ||
+	    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe30 && cp <= 0xfe4f) ||
+	    (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
+	    (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x1fa70 && cp <= 0x1faff) || (cp >= 0x20000 && cp <= 0x3fffd))
+		return 2;
+	return 1;
+}
+
 /* Writes (f non-NULL) or only measures the escaped form of s, at most max columns of it (a whole
- * character or escape, never half of one); returns its columns. C1 controls (U+0080..U+009F) are
- * escaped too: some terminals act on them. */
+ * character or escape, never half of one); returns its columns, as a terminal shows them (cp_cols).
+ * C1 controls (U+0080..U+009F) are escaped too: some terminals act on them. */
 static int text_escape_max(FILE *f, const unsigned char *s, int max)
 {
 	int cols = 0;
 	while (*s) {
 		char esc[8];
-		int n = *s < 0x20 || *s == 0x7f || *s == '\\' ? 0 : utf8_len(s);
-		if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+		int n = 0;
+		long cp = *s < 0x20 || *s == 0x7f || *s == '\\' ? -1 : tprof_utf8_next(s, &n);
+		if (cp < 0 || (cp >= 0x80 && cp < 0xa0))
 			n = 0;
 		if (n > 0) {
-			if (cols + 1 > max)
+			int w = cp_cols(cp);
+			if (cols + w > max)
 				break;
 			if (f)
 				fwrite(s, 1, (size_t)n, f);
 			s += n;
-			cols++;
+			cols += w;
 			continue;
 		}
 		if (*s == '\\')

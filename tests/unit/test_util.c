@@ -79,6 +79,19 @@ static void test_text(void)
 	CHECK_TEXT("a\tb", 6, "  a\\tb", 6);
 	CHECK_TEXT("longer than width", -4, "longer than width", 17);
 	CHECK_TEXT("longer than width", 4, "longer than width", 17);
+	/* columns as a terminal shows them: CJK and emoji take 2, a combining accent 0 */
+	CHECK_TEXT("\xe4\xb8\xad\xe6\x96\x87", -6, "\xe4\xb8\xad\xe6\x96\x87  ", 6);
+	CHECK_TEXT("\xf0\x9f\x98\x80x", 5, "  \xf0\x9f\x98\x80x", 5);
+	CHECK_TEXT("e\xcc\x81", -3, "e\xcc\x81  ", 3);
+	CHECK_EQ(tprof_text_cols("\xea\xb0\x80\xef\xbc\xa1"), 4); /* a Hangul syllable, a fullwidth A */
+	/* cut: a wide character that does not fit whole before the ellipsis leaves a space */
+	char *cut = NULL;
+	size_t cutlen = 0;
+	FILE *f = open_memstream(&cut, &cutlen);
+	CHECK_EQ(tprof_text_cut(f, "a\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97", -5), 5);
+	fclose(f);
+	CHECK_STR(cut, "a\xe4\xb8\xad\xe2\x80\xa6 ");
+	free(cut);
 }
 
 struct row {
