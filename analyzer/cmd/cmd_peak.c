@@ -66,9 +66,21 @@ static void peak_range(const struct tprof_trace *t, uint64_t seq, uint32_t tid, 
 			}
 			const char *name = a->name && a->name < t->nannot_names && t->annot_names[a->name]
 						   ? t->annot_names[a->name] : "?";
-			size_t n = len[depth];
-			snprintf(path + n, cap - n, "%s%s", n ? "/" : "", name);
-			len[++depth] = strlen(path);
+			/* as tprof ops names ranges: a '/' of a name is written "\/" (and a '\' "\\"), so
+			 * that a range "a/b" is not "b" inside "a" */
+			char *p = path + len[depth], *end = path + cap - 1;
+			if (len[depth] && p < end)
+				*p++ = '/';
+			for (const char *c = name; *c && p < end; c++) {
+				if (*c == '/' || *c == '\\') {
+					if (p + 1 >= end)
+						break; /* full: cut before the pair, never in it */
+					*p++ = '\\';
+				}
+				*p++ = *c;
+			}
+			*p = 0;
+			len[++depth] = (size_t)(p - path);
 		} else if (a->kind == TPROF_ANNOT_POP) {
 			if (folded)
 				folded--;

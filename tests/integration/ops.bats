@@ -473,6 +473,19 @@ assert o["lost_events"] == r["lost_events"], (o["lost_events"], r["lost_events"]
 PY
 }
 
+@test "a range named with '/' or '\\': peak and ops --by range escape them alike, one path, never three ranges" {
+	traced "$B/progs/slash_ranges"
+	"$B/tprof" peak --json t.trace >p.json
+	"$B/tprof" ops --by range --json t.trace >r.json
+	$PY - p.json r.json <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+rows = [r["name"] for r in json.load(open(sys.argv[2]))["ops"]]
+assert p["peak_range"] == "a\\/b/c\\\\d", p["peak_range"]
+assert p["peak_range"] in rows, (p["peak_range"], rows)
+PY
+}
+
 @test "--by range: ranges nested deeper than 64 are folded into the 64th, and every pop closes its own" {
 	traced "$B/progs/deep_ranges"
 	"$B/tprof" ops --by range --json t.trace >r.json
