@@ -154,6 +154,47 @@ static uint64_t counter_max(const struct series *c)
 	return m;
 }
 
+/* For each annotation name id, the id of the first name written the same in JSON (invalid UTF-8 is
+ * U+FFFD there: "x\xff" and "x\xfe" make one key), so that params holds each key once. */
+struct param_key {
+	char *json;
+	uint32_t id;
+};
+
+static int param_key_cmp(const void *a, const void *b)
+{
+	const struct param_key *x = a, *y = b;
+	int c = strcmp(x->json, y->json);
+	return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static uint32_t *param_keys(const struct tprof_trace *t, size_t nn)
+{
+	uint32_t *key = xcalloc(nn, sizeof(*key));
+	struct param_key *k = xcalloc(nn, sizeof(*k));
+	for (size_t i = 0; i < nn; i++) {
+		size_t len = 0;
+		FILE *m = open_memstream(&k[i].json, &len);
+		if (m) {
+			tprof_json_str(m, annot_name(t, (uint32_t)i));
+			fclose(m);
+		}
+		if (!k[i].json)
+			k[i].json = xstrndup("", 0);
+		k[i].id = (uint32_t)i;
+	}
+	qsort(k, nn, sizeof(*k), param_key_cmp);
+	for (size_t i = 0; i < nn; i++) {
+		key[k[i].id] = i && strcmp(k[i].json, k[i - 1].json) == 0 ? key[k[i - 1].id] : k[i].id;
+		if (i)
+			free(k[i - 1].json);
+	}
+	if (nn)
+		free(k[nn - 1].json);
+	free(k);
+	return key;
+}
+
 static void put_other(const struct chrome_doc *d, FILE *f)
 {
 	const struct tprof_trace *t = d->t;
@@ -204,28 +245,30 @@ static void put_other(const struct chrome_doc *d, FILE *f)
 	/* the program's tprof_param() values: the last one of each name, names in order of appearance */
 	fputs(",\"params\":{", f);
 	size_t nn = t->nannot_names + 1;
+	uint32_t *key = param_keys(t, nn);
 	int64_t *last = xcalloc(nn, sizeof(*last));
 	size_t *first = xcalloc(nn, sizeof(*first)); /* index + 1 of the name's first value; 0: none */
 	for (size_t i = 0; i < t->nannots; i++) {
 		const struct tprof_annot *a = &t->annots[i];
 		if (a->kind != TPROF_ANNOT_PARAM || a->name >= nn)
 			continue;
-		if (!first[a->name])
-			first[a->name] = i + 1;
-		last[a->name] = a->value;
+		if (!first[key[a->name]])
+			first[key[a->name]] = i + 1;
+		last[key[a->name]] = a->value;
 	}
 	int any = 0;
 	for (size_t i = 0; i < t->nannots; i++) {
 		const struct tprof_annot *a = &t->annots[i];
-		if (a->kind != TPROF_ANNOT_PARAM || a->name >= nn || first[a->name] != i + 1)
+		if (a->kind != TPROF_ANNOT_PARAM || a->name >= nn || first[key[a->name]] != i + 1)
 			continue;
 		fputs(any ? "," : "", f);
 		any = 1;
 		tprof_json_str(f, annot_name(t, a->name));
-		fprintf(f, ":%" PRId64, last[a->name]);
+		fprintf(f, ":%" PRId64, last[key[a->name]]);
 	}
 	free(last);
 	free(first);
+	free(key);
 	fputs("}}", f);
 }
 

@@ -198,6 +198,16 @@ PY
 	grep -qF '"name":"thread_name","args":{"name":"\"th\u000a`x`\\"}' out.json
 	run grep -c "$(printf '\x01')" out.json # control bytes are escaped
 	[ "$output" = 0 ]
+	# params: each key once, though two names hold bytes that JSON writes alike
+	$PY - out.json <<'PY'
+import json, sys
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), keys
+    return dict(pairs)
+p = json.load(open(sys.argv[1]), object_pairs_hook=once)["otherData"]["params"]
+assert p["x\ufffd"] == 2 and p['para"ms\n'] == 42, p
+PY
 }
 
 @test "millions of heap events: a bounded number of counter samples, the exact peak kept" {
