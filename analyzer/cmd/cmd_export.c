@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/cmdline.h"
 #include "out/chrome.h"
@@ -172,14 +174,21 @@ static int parse_export_opt(void *ctx, int argc, char **argv, int *i)
 	return CMD_RUN;
 }
 
-/* Closes f (flushes standard output); 0, or 1 after saying why the output could not be written. */
+/* Closes f (flushes standard output); 0, or 2 after saying why the output could not be written and
+ * removing what was written of it when it is a regular file (a full file system): no half-written
+ * file stays behind. */
 static int finish_output(FILE *f, const char *out)
 {
 	int bad = ferror(f);
+	int fd = f != stdout ? fileno(f) : -1;
+	struct stat st;
+	int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)
 		bad = 1;
 	if (bad) {
-		tprof_err("export: %s: %s", out, errno ? strerror(errno) : "write error");
+		int e = errno;
+		int gone = regular && unlink(out) == 0;
+		tprof_err("export: %s: %s%s", out, e ? strerror(e) : "write error", gone ? " (the part written is removed)" : "");
 		return 2; /* a file that cannot be written (README: exit status) */
 	}
 	return 0;

@@ -245,6 +245,18 @@ PY
 		run "$B/tprof" export t.trace --chrome /dev/full
 		[ "$status" -eq 2 ]
 		[[ "$output" == *"/dev/full"* ]]
+		[ -c /dev/full ] # a device: written to, never removed
+	fi
+	# a file system that fills while the file is written: 2, and no half-written file left
+	if unshare -m true 2>/dev/null; then
+		rm -f t.trace
+		traced "$B/progs/storm" 1 20000 >/dev/null # 570 KB of JSON
+		mkdir small
+		run unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs small && "$1" export t.trace --chrome small/out.json; echo "rc=$?"; ls small' sh "$B/tprof"
+		echo "$output"
+		[[ "$output" == *"small/out.json: No space left on device (the part written is removed)"* ]]
+		[[ "$output" == *"rc=2"* ]]
+		! grep -qx out.json <<<"$output" # ls lists no file
 	fi
 	run "$B/tprof" export t.trace --chrome
 	[ "$status" -eq 1 ]
