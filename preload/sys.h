@@ -155,21 +155,50 @@ static inline void tprof_sb_str(struct tprof_sbuf *s, const char *str)
 		s->b[s->n++] = *str++;
 }
 
-/* Appends str to b (cap bytes, *n used, room for a NUL kept) for a terminal: control bytes (C0, DEL)
- * as \n, \t or \xHH, so that a program or file name holding an escape sequence or a line break
- * cannot act on it or forge a line of ours. */
+/* The length (2..4) of the valid UTF-8 sequence at s, a C1 control (U+0080..U+009F) excepted, or 0. */
+static inline unsigned tprof_utf8_seq(const unsigned char *s)
+{
+	unsigned n;
+	unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, lo = s[0] == 0xc2 ? 0xa0 : 0x80;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (unsigned i = 2; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* Appends str to b (cap bytes, *n used, room for a NUL kept) for a terminal, as the analyzer writes
+ * names in its messages: control bytes (C0, C1, DEL) as \n, \r, \t or \xHH, a backslash as \\, and
+ * each byte of invalid UTF-8 as \xHH, so that a program or file name holding an escape sequence or a
+ * line break cannot act on it or forge a line of ours. */
 static inline void tprof_text_append(char *b, size_t cap, unsigned *n, const char *str)
 {
 	static const char hex[] = "0123456789abcdef";
-	for (; str && *str && *n + 5 < cap; str++) {
-		unsigned char c = (unsigned char)*str;
-		if (c >= 0x20 && c != 0x7f) {
-			b[(*n)++] = (char)c;
+	const unsigned char *s = (const unsigned char *)str;
+	while (s && *s && *n + 5 < cap) {
+		unsigned char c = *s;
+		unsigned len = c >= 0x80 ? tprof_utf8_seq(s) : c >= 0x20 && c != 0x7f && c != '\\';
+		if (len) {
+			if (*n + len + 5 >= cap)
+				break;
+			for (unsigned i = 0; i < len; i++)
+				b[(*n)++] = (char)s[i];
+			s += len;
 			continue;
 		}
 		b[(*n)++] = '\\';
-		if (c == '\n' || c == '\t') {
-			b[(*n)++] = c == '\n' ? 'n' : 't';
+		s++;
+		if (c == '\n' || c == '\r' || c == '\t' || c == '\\') {
+			b[(*n)++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
 			continue;
 		}
 		b[(*n)++] = 'x';

@@ -1824,3 +1824,17 @@ EOF
 	"$B/tprof" dump t.trace >d.txt
 	[ "$(grep -c ' 7001 ' d.txt)" -eq 20 ] # the parent's pairs, none of them lost
 }
+
+@test "the exit line writes a program's name as the analyzer's messages do: controls, C1, a backslash and bad UTF-8 escaped" {
+	name=$'ho st\n\xc3ile\\x\xc2\x9b\xc3\xa9\xe4\xb8\xad'
+	cp "$B/progs/heap_known" "./$name"
+	unset TPROF_QUIET
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "./$name" >/dev/null 2>err.txt
+	settled t.trace # the recorder writes the line once the process is gone
+	for _ in $(seq 50); do [ -s err.txt ] && break; sleep 0.1; done
+	cat -A err.txt
+	[ "$(wc -l <err.txt)" -eq 1 ]
+	grep -qF 'tprof: ho st\n\xc3ile\\x\xc2\x9bé中 (pid ' err.txt
+	# the analyzer names the file alike
+	"$B/tprof" report "./$name" 2>&1 | grep -qF 'ho st\n\xc3ile\\x\xc2\x9bé中: byte 0: not a tprof trace'
+}
