@@ -131,6 +131,12 @@ $(BUILD)/progs/canon_plt: tests/progs/canon_plt.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -g -O0 -Wall -Wextra -D_GNU_SOURCE -fno-builtin -fno-pic -no-pie -o $@ $<
 
+# ... and two that speak the recorder's protocol themselves (preload/shm.h)
+$(BUILD)/progs/rogue_memfd $(BUILD)/progs/rogue_scan: $(BUILD)/progs/%: tests/progs/%.c preload/shm.h preload/ring.h \
+		include/tprof_trace.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O0 -Wall -Wextra -D_GNU_SOURCE -Ipreload -Iinclude -o $@ $<
+
 $(BUILD)/progs/%: tests/progs/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -g -O0 -Wall -Wextra -fno-builtin -o $@ $<

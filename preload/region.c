@@ -1599,7 +1599,8 @@ static int register_once(int child, pid_t pid, int own)
 {
 	int rc = -1, memfd = -1, tracefd = -1, sock = -1;
 	struct tprof_shm *s = NULL;
-	memfd = (int)syscall(SYS_memfd_create, "tprof", (long)MFD_CLOEXEC);
+	/* sealable: the recorder seals it against shrinking before it maps it (recorder/server.c) */
+	memfd = (int)syscall(SYS_memfd_create, "tprof", (long)(MFD_CLOEXEC | MFD_ALLOW_SEALING));
 	if (memfd < 0) {
 		note_fd_error();
 		if (!emfile_seen)

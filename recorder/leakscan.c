@@ -1052,9 +1052,18 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	uint64_t t0 = now_ns();
 	memset(out, 0, sizeof(*out));
 	/* The memory is read through the thread that asked (it waits): a main thread that called
-	 * pthread_exit is a zombie without memory, and the process's pid names it. */
-	pid_t reader = shm->scan_stopped && shm->scan_threads[0].tid > 0 && shm->pid == pid ? shm->scan_threads[0].tid
-											      : pid;
+	 * pthread_exit is a zombie without memory, and the process's pid names it. That thread id
+	 * comes from the shared memory, which the process writes: it is taken only when it is a thread
+	 * of this process (a recorder that serves other users' processes, as root's does, would
+	 * otherwise read whichever process the id named). */
+	pid_t reader = pid;
+	if (shm->scan_stopped && shm->scan_threads[0].tid > 0 && shm->pid == pid) {
+		char task[64];
+		struct stat st;
+		snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)pid, (int)shm->scan_threads[0].tid);
+		if (stat(task, &st) == 0)
+			reader = shm->scan_threads[0].tid;
+	}
 	/* (a process in a child pid namespace knows its threads by ids that name others here) */
 	struct scan s = {.pid = reader, .beat = beat_word, .pm_fd = -1};
 	/* the live blocks, sorted */

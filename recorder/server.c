@@ -158,6 +158,20 @@ static int size_memfd(int fd, uint64_t *bytes)
 	return ftruncate(fd, (off_t)*bytes) == 0 ? 0 : errno;
 }
 
+/* Seals the memory file against shrinking (and against other seals): a process that cut it short
+ * under the recorder's mapping would kill the recorder with SIGBUS, and with it the traces of every
+ * process it serves (root's recorder serves other users' processes). 0, or -1 when the file is not
+ * a memfd made sealable, or was sealed otherwise (a seal against writing or growing). */
+static int seal_memfd(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE | F_SEAL_GROW)))
+		return -1;
+	if ((seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) == (F_SEAL_SHRINK | F_SEAL_SEAL))
+		return 0; /* sealed by a recorder before (a registration tried again) */
+	return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL);
+}
+
 /* Limits inherited from the program must not stop the recorder: the memory file is large (sparse)
  * and so is its mapping, a trace may be larger than what the program may write, and the recorder
  * holds three descriptors per traced process. */
@@ -874,7 +888,18 @@ static void take(int conn)
 					msg.name[k] = msg.name[k + 1] = '?';
 			}
 			if (tprof_recorder_stderr_ok(cred.pid)) {
-				fprintf(stderr, "%.*s\n", (int)name_len, msg.name);
+				/* another user's line (root's recorder takes them, for programs that drop
+				 * their privileges) says whose it is: no process of another user's can
+				 * write a line that reads as one of root's own */
+				if (cred.uid != getuid()) {
+					const char *line = msg.name;
+					size_t ml = name_len;
+					if (ml >= 7 && memcmp(line, "tprof: ", 7) == 0)
+						line += 7, ml -= 7;
+					fprintf(stderr, "tprof: [uid %u] %.*s\n", (unsigned)cred.uid, (int)ml, line);
+				} else {
+					fprintf(stderr, "%.*s\n", (int)name_len, msg.name);
+				}
 				fflush(stderr);
 			}
 		} else {
@@ -896,7 +921,7 @@ static void take(int conn)
 	    h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
 	    !(peer_known = getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
-	    (size_err = size_memfd(fds[0], &memfd_bytes)) != 0 ||
+	    (size_err = size_memfd(fds[0], &memfd_bytes)) != 0 || seal_memfd(fds[0]) != 0 ||
 	    peer_process(conn, cred.pid, async, &pidfd, &starttime, &gone) != 0 ||
 	    (!gone && !same_process(cred.pid, h.pid))) {
 		/* RLIMIT_FSIZE, or the descriptor limit: reasons the process says */

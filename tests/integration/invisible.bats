@@ -513,6 +513,28 @@ nobody_kit() {
 	echo "$WORK/kit"
 }
 
+@test "root's recorder takes lines from other users' processes (privileges dropped), and says whose they are" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	kit=$(nobody_kit rogue_memfd)
+	TPROF_QUIET=0 "$B/tprof" record -o r.trace -- sh -c "sleep 1" >/dev/null 2>rec.err &
+	rp=$!
+	name=
+	for _ in $(seq 50); do
+		name=$(grep -ao "@tprof\.[0-9]*\.record\.$rp\.[0-9]*" /proc/net/unix | head -1 | tr -d @)
+		[ -n "$name" ] && break
+		sleep 0.05
+	done
+	[ -n "$name" ]
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups "$kit/progs/rogue_memfd" "$name" "tprof: sh (pid 1) crashed: run this as root" say
+	echo "$output"
+	[[ "$output" == "answer "[1-9]* ]]
+	wait "$rp"
+	cat rec.err
+	grep -qxF "tprof: [uid $(id -u nobody)] sh (pid 1) crashed: run this as root" rec.err
+	! grep -qxF "tprof: sh (pid 1) crashed: run this as root" rec.err
+}
+
 @test "limits: no process left under ulimit -u: the program runs as bare and says the recorder could not start" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	command -v setpriv >/dev/null || skip "no setpriv"

@@ -1838,3 +1838,49 @@ EOF
 	# the analyzer names the file alike
 	"$B/tprof" report "./$name" 2>&1 | grep -qF 'ho st\n\xc3ile\\x\xc2\x9bé中: byte 0: not a tprof trace'
 }
+
+@test "a process that cuts its memory file short under the recorder: refused, or sealed against it; the recorder lives on" {
+	# tprof record serves a program that allocates 1.5 s on; meanwhile a process registers a memory
+	# file of its own and cuts it to nothing (SIGBUS in the recorder, had it mapped that file)
+	"$B/tprof" record -o r.trace -- sh -c "sleep 1.5; exec '$B/progs/heap_known'" >/dev/null 2>rec.err &
+	rp=$!
+	name=
+	for _ in $(seq 50); do
+		name=$(grep -ao "@tprof\.[0-9]*\.record\.$rp\.[0-9]*" /proc/net/unix | head -1 | tr -d @)
+		[ -n "$name" ] && break
+		sleep 0.05
+	done
+	[ -n "$name" ]
+	run "$B/progs/rogue_memfd" "$name" rogue1.trace plain
+	echo "$output"
+	[ "$output" = $'answer 0\ntruncate ok' ] # a memory file the recorder cannot seal is refused
+	run "$B/progs/rogue_memfd" "$name" rogue2.trace sealable
+	echo "$output"
+	[[ "$output" == *"truncate refused" ]] # sealed before it was mapped
+	[[ "$output" != "answer 0"* ]]
+	wait "$rp"
+	cat rec.err
+	progs=
+	for f in r.trace*; do
+		"$B/tprof" report --json "$f" >r.json
+		[ "$(jget r.json complete)" = true ]
+		progs="$progs $(jget r.json program)"
+	done
+	[[ "$progs" == *heap_known* ]] # the program's last image, traced to its end
+}
+
+@test "the leak scan reads the process that registered, whatever its shared memory names as the thread to read through" {
+	# rogue_scan names a zombie child of its own: read through it, nothing could be read
+	run traced "$B/progs/rogue_scan"
+	echo "$output"
+	[ "$status" -eq 137 ]
+	[ "$output" = "scan done" ]
+	"$B/tprof" leaks --json t.trace >l.json
+	cat l.json
+	[ "$(jget l.json classified)" = true ]
+	$PY - l.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+assert s["reachable"]["bytes"] == 100 and s["reachable"]["blocks"] == 1, s
+PY
+}
