@@ -16,6 +16,7 @@
  * libstdc++'s __cxa_demangle. */
 #include "trace/symbolize.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,12 +406,27 @@ static void cache_load_entry(void *ctx, uint64_t vaddr, const struct symcache_fr
 	cache_add(s, c->file, vaddr, first, n);
 }
 
-/* The regular file at path, opened for reading into *st: its descriptor, or -1. O_NONBLOCK: a path
- * in a trace may name a FIFO or a device, which must not hang us; only a regular file is read,
- * through this descriptor (the path may change meanwhile). */
+/* The regular file at path, opened for reading into *st: its descriptor, or -1. A path in a trace
+ * may name a FIFO or a device (another user may have put one there since): it is looked at first
+ * through an O_PATH descriptor, which opens nothing (opening some devices acts: a watchdog, a tape
+ * that rewinds, a new pseudo-terminal), and only a regular file is opened for reading, through
+ * that descriptor (/proc/self/fd), so that the path cannot change in between; without /proc, by
+ * its path again, O_NONBLOCK (a FIFO must not hang us). Only a regular file is read. */
 static int open_regular(const char *path, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int at = open(path, O_PATH | O_CLOEXEC);
+	if (at < 0)
+		return -1;
+	if (fstat(at, st) != 0 || !S_ISREG(st->st_mode)) {
+		close(at);
+		return -1;
+	}
+	char via[64];
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", at);
+	int fd = open(via, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	close(at);
 	if (fd >= 0 && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
 		close(fd);
 		fd = -1;

@@ -430,3 +430,21 @@ check_walk() {
 	grep -q '^_start;.*;lib?x:y\.so+0x[0-9a-f]* [0-9]*$' f.txt
 	! grep -qv ' [0-9]*$' f.txt # every line ends in its count
 }
+
+@test "a module's path that names a FIFO or a device by the time of reading is looked at, never opened" {
+	cp "$B/progs/heap_known" ./prog
+	traced ./prog >/dev/null
+	rm prog
+	mkfifo prog
+	# a writer waits for a reader of the FIFO: opening it for reading, even O_NONBLOCK, lets it on
+	sh -c 'exec 7>prog && : >opened' &
+	w=$!
+	run "$B/tprof" peak t.trace
+	echo "$output"
+	[ "$status" -eq 0 ]
+	sleep 0.3
+	[ ! -e opened ]
+	timeout 5 cat prog >/dev/null # let the writer go
+	wait "$w" || true
+	[[ "$output" == *"prog+0x"* ]] # its frames by module and offset
+}
