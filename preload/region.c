@@ -1623,6 +1623,9 @@ static int register_once(int child, pid_t pid, int own)
 		else if (spawn_err)
 			say("cannot start the recorder: ", errtext(spawn_err),
 			    spawn_err == EAGAIN ? " (the process limit, ulimit -u?); not tracing" : "; not tracing");
+		else if (!child && !emfile_seen && name_taken)
+			say("no recorder took ", no_file ? path : "the trace",
+			    ": the recorder's name is held by another user's process; not tracing");
 		else if (!child && !emfile_seen)
 			say("no recorder took ", no_file ? path : "the trace", "; not tracing");
 		goto out;

@@ -535,6 +535,32 @@ nobody_kit() {
 	! grep -qxF "tprof: sh (pid 1) crashed: run this as root" rec.err
 }
 
+@test "a recorder's name held by another user's process: the program runs as bare, and the line says so" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
+	chmod 777 "$WORK"
+	sh -c 'kill -STOP $$; exec env TPROF_QUIET=0 TPROF_OUTPUT=t.trace LD_PRELOAD="$0/libtprof.so" "$0/progs/heap_known"' "$B" >out.txt 2>err.txt &
+	p=$!
+	for _ in $(seq 50); do [ "$(awk '{print $3}' "/proc/$p/stat")" = T ] && break; sleep 0.02; done
+	name="tprof.0.$p.$(awk '{print $22}' "/proc/$p/stat")" # the name it would start its recorder under
+	setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind("\0" + sys.argv[1]); s.listen(5)
+open(sys.argv[2], "w").close()
+time.sleep(5)' "$name" "$WORK/held" &
+	q=$!
+	for _ in $(seq 100); do [ -e "$WORK/held" ] && break; sleep 0.05; done
+	kill -CONT "$p"
+	wait "$p"
+	kill "$q" || true
+	cat out.txt err.txt
+	grep -q "no recorder took t.trace: the recorder's name is held by another user's process; not tracing" err.txt
+	cmp out.txt <("$B/progs/heap_known")
+	[ ! -e t.trace ]
+}
+
 @test "limits: no process left under ulimit -u: the program runs as bare and says the recorder could not start" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	command -v setpriv >/dev/null || skip "no setpriv"
