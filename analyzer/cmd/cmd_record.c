@@ -5,9 +5,8 @@
  * and ends the same way (the same exit status, or the same signal; 127 or 126, as env, when it
  * cannot be run at all). SIGINT, SIGTERM, SIGHUP and
  * SIGQUIT sent to tprof record itself are passed on to the program (a terminal's ^C reaches the
- * program directly: as a job's leader, tprof record gives it a process group of its own and the
- * terminal, as a shell gives a job); when the program stops alone, tprof record stops too
- * (follow_stop). The library is looked up beside the
+ * program directly, as the whole foreground group gets it); when the program stops alone, tprof
+ * record stops too (follow_stop). The library is looked up beside the
  * tprof executable (or at TPROF_LIB); it goes first in LD_PRELOAD, ahead of anything already
  * there, so that it also sees programs whose allocator is itself preloaded; behind a program's
  * AddressSanitizer runtime, which must come first. With --error-exitcode N
@@ -161,55 +160,20 @@ static int find_library(char *out, size_t cap)
 
 static volatile sig_atomic_t child_pid;
 
-/* The program's job. When tprof record leads a process group (a shell with job control made it a
- * job's leader, or it leads a session: a terminal emulator's, ssh -t's), the program would have led
- * that group bare: it gets a group of its own (own_group), as a shell gives each job, and the
- * terminal (tty_fd, one of 0 to 2, when tprof record's group was the terminal's foreground one) is
- * handed to it. So the terminal's ^C, ^Z and reads are the program's and its group's, whatever it
- * does with its process group (timeout puts itself in one of its own: with tprof record leading
- * the group it would have left the terminal's), setsid() fails in it as it does bare, and a signal
- * it sends its group (kill(0, sig)) reaches neither tprof record nor the shell above it.
- * session_leader: the terminal's hangup, which the kernel sends the session's leader alone, is
- * passed on. Otherwise (a script without job control) the program stays in tprof record's group,
- * as it would have been in the script's. */
-static int own_group, session_leader, tty_fd = -1;
-
-/* Hands the terminal to the program's group when tprof record's group holds it (a shell's fg
- * gave it to tprof record's job). Async-signal-safe. */
-static void give_terminal(void)
-{
-	if (own_group && tty_fd >= 0 && child_pid > 0 && tcgetpgrp(tty_fd) == getpgrp())
-		tcsetpgrp(tty_fd, child_pid);
-}
-
-/* Passes on a signal someone sent to tprof record (kill, a service manager, timeout, a shell's
- * kill %job): to the program, or to its group when it has one of its own, as a job's signal would
- * reach it (a sigqueue with its value and sender, as sent). One that the terminal sent to the
- * foreground group (^C, ^Z, ^\) has reached the program already, and a stop the terminal asked
- * for is the program's to take (its SIGTSTP handler may restore the terminal first): tprof record
- * stops when the program has stopped (follow_stop). A signal the program sent to its parent goes
- * on to tprof record's (a readiness notice). A SIGCONT (a shell's fg or bg) continues the program
- * in follow_stop; fg gave tprof record's group the terminal, which goes on to the program's. The
- * terminal's hangup, sent to its session's leader alone, goes on when that is tprof record. */
+/* Passes on a signal someone sent to tprof record (kill, a service manager, timeout); one that the
+ * terminal sent to the whole foreground group (^C, ^Z, ^\) has reached the program already, and a
+ * stop the terminal asked for is the program's to take (its SIGTSTP handler may restore the
+ * terminal first): tprof record stops when the program has stopped (follow_stop). A signal the
+ * program sent to its parent goes on to tprof record's (a readiness notice). */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	int e = errno;
-	pid_t to = own_group ? -child_pid : child_pid;
 	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE)) {
-		if (si->si_pid == child_pid) {
+		if (si->si_pid == child_pid)
 			kill(getppid(), sig);
-		} else if (sig == SIGCONT) {
-			give_terminal();
-		} else if (si->si_code == SI_QUEUE) { /* sigqueue names a process: the program */
-			siginfo_t q = *si;
-			if (syscall(SYS_rt_sigqueueinfo, (long)child_pid, (long)sig, &q) != 0)
-				kill(child_pid, sig);
-		} else {
-			kill(to, sig);
-		}
-	} else if (child_pid > 0 && si && si->si_code == SI_KERNEL && sig == SIGHUP && session_leader) {
-		kill(child_pid, sig);
+		else if (sig != SIGCONT) /* a shell's fg continues the program itself (follow_stop) */
+			kill(child_pid, sig);
 	}
 	errno = e;
 }
@@ -325,9 +289,8 @@ static void follow_stop(pid_t pid)
 		if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG) == 0 && si.si_pid == pid && si.si_code == CLD_STOPPED)
 			continue;
 		memset(&si, 0, sizeof(si));
-		give_terminal(); /* continued by a shell's fg, which gave its job the terminal */
 		if (waitid(P_PID, (id_t)pid, &si, WCONTINUED | WNOHANG) == 0 && si.si_pid == 0)
-			kill(own_group ? -pid : pid, SIGCONT); /* still stopped: only tprof record was continued */
+			kill(pid, SIGCONT); /* still stopped: only tprof record was continued */
 		return;
 	}
 }
@@ -564,13 +527,6 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGCHLD, &cs, &old_sa[SIGCHLD]);
 	sigaddset(&unblock, SIGCHLD);
 	sigprocmask(SIG_UNBLOCK, &unblock, &old_mask);
-	/* the program's job (own_group): tprof record leads a group, and maybe a session, and maybe the
-	 * terminal's foreground */
-	own_group = getpgrp() == getpid();
-	session_leader = getsid(0) == getpid();
-	for (int fd = 0; own_group && fd <= 2 && tty_fd < 0; fd++)
-		if (tcgetpgrp(fd) == getpgrp())
-			tty_fd = fd;
 	fflush(stdout);
 	fflush(stderr);
 	/* the child's errno when exec fails, through a pipe that a successful exec closes */
@@ -593,16 +549,6 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	if (pid == 0) {
-		if (own_group) { /* a job of its own, holding the terminal if tprof record's job did */
-			setpgid(0, 0);
-			sigset_t ttou, was;
-			sigemptyset(&ttou);
-			sigaddset(&ttou, SIGTTOU);
-			sigprocmask(SIG_BLOCK, &ttou, &was);
-			if (tty_fd >= 0)
-				tcsetpgrp(tty_fd, getpid());
-			sigprocmask(SIG_SETMASK, &was, NULL);
-		}
 		for (int k = 1; k < NSIG; k++)
 			if (forwarded(k) || k == SIGCHLD)
 				sigaction(k, &old_sa[k], NULL);
@@ -639,8 +585,6 @@ int cmd_record(int argc, char **argv)
 		close(ex[1]);
 	if (go[0] >= 0)
 		close(go[0]);
-	if (own_group)
-		setpgid(pid, pid); /* as the child does: whichever comes first */
 	child_pid = pid;
 	free(preload);
 	/* The recorder runs in a process of its own, in a session of its own (a terminal's ^C is the
@@ -732,17 +676,6 @@ int cmd_record(int argc, char **argv)
 	}
 	trace[got] = 0;
 	close(note[0]);
-	/* the program is gone: its group gives the terminal back to tprof record's, whose lines below
-	 * would otherwise come from a background group (stopped by SIGTTOU under stty tostop), as a
-	 * shell takes it back when a job ends */
-	if (own_group && tty_fd >= 0 && tcgetpgrp(tty_fd) == pid) {
-		sigset_t ttou, was;
-		sigemptyset(&ttou);
-		sigaddset(&ttou, SIGTTOU);
-		sigprocmask(SIG_BLOCK, &ttou, &was);
-		tcsetpgrp(tty_fd, getpgrp());
-		sigprocmask(SIG_SETMASK, &was, NULL);
-	}
 	int status;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
