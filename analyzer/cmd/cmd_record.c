@@ -12,6 +12,7 @@
  * AddressSanitizer runtime, which must come first. With --error-exitcode N
  * it then checks the program's trace for leaks (cmd_leaks.c, leaks_check) and ends with N when
  * there are, as valgrind's option of that name does. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -160,22 +161,124 @@ static int find_library(char *out, size_t cap)
 
 static volatile sig_atomic_t child_pid;
 
-/* Passes on a signal someone sent to tprof record (kill, a service manager, timeout); one that the
- * terminal sent to the whole foreground group (^C, ^Z, ^\) has reached the program already, and a
- * stop the terminal asked for is the program's to take (its SIGTSTP handler may restore the
- * terminal first): tprof record stops when the program has stopped (follow_stop). A signal the
- * program sent to its parent goes on to tprof record's (a readiness notice). */
+/* The process group the program took itself, led by itself (setpgid(0, 0), as timeout does), in
+ * tprof record's session: 0 while it is in tprof record's group. Bare, the program led its job's
+ * group, and that call changed nothing: the terminal's signals and the terminal itself stayed its
+ * own. */
+static pid_t moved_group(void)
+{
+	pid_t pg = child_pid > 0 ? getpgid(child_pid) : -1;
+	return pg == child_pid && pg != getpgrp() && getsid(child_pid) == getsid(0) ? pg : 0;
+}
+
+/* Passes on a signal someone sent to tprof record (kill, a service manager, timeout; a sigqueue
+ * with its value and sender); one that the terminal sent to the whole foreground group (^C, ^Z,
+ * ^\) has reached the program already, unless it took a group of its own (moved_group), whose the
+ * terminal's signals then are; and a stop the terminal asked for is the program's to take (its
+ * SIGTSTP handler may restore the terminal first): tprof record stops when the program has stopped
+ * (follow_stop). A signal the program sent to its parent goes on to tprof record's (a readiness
+ * notice). The terminal's hangup, which the kernel sends only to its session's leader, goes on when
+ * that is tprof record (started by a terminal emulator, ssh -t): bare, it was the program. */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	int e = errno;
 	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE)) {
-		if (si->si_pid == child_pid)
+		if (si->si_pid == child_pid) {
 			kill(getppid(), sig);
-		else if (sig != SIGCONT) /* a shell's fg continues the program itself (follow_stop) */
+		} else if (sig == SIGCONT) {
+			/* a shell's fg continues the program itself (follow_stop) */
+		} else if (si->si_code == SI_QUEUE) {
+			siginfo_t q = *si;
+			if (syscall(SYS_rt_sigqueueinfo, (long)child_pid, (long)sig, &q) != 0)
+				kill(child_pid, sig);
+		} else {
 			kill(child_pid, sig);
+		}
+	} else if (child_pid > 0 && si && si->si_code == SI_KERNEL) {
+		pid_t pg;
+		if (sig == SIGHUP && getsid(0) == getpid())
+			kill(child_pid, sig);
+		else if ((sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) && (pg = moved_group()) > 0)
+			kill(-pg, sig);
 	}
 	errno = e;
+}
+
+/* The terminal goes to the group the program took (moved_group) while tprof record's group holds
+ * it: bare, that group was the foreground one (the main loop looks every 50 ms while tprof record's
+ * group holds the terminal, and at a shell's fg). A process of that group that a terminal read or
+ * write (stty tostop) stopped meanwhile is continued. At the program's end the terminal comes back
+ * to tprof record's group, if that group still holds it. */
+static pid_t handed;
+
+static int tty_open(void)
+{
+	return open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* Whether a process of group pg is stopped (/proc): only then is the group continued, since a
+ * program may take a SIGCONT it did not expect (a redraw) */
+static int group_stopped(pid_t pg)
+{
+	DIR *d = opendir("/proc");
+	int found = 0;
+	for (struct dirent *e; d && !found && (e = readdir(d));) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%.255s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		const char *paren = strrchr(buf, ')');
+		char state;
+		int ppid, pgrp;
+		if (paren && sscanf(paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pg &&
+		    (state == 'T' || state == 't'))
+			found = 1;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void hand_terminal(void)
+{
+	pid_t pg = moved_group();
+	if (!pg)
+		return;
+	int tty = tty_open();
+	int ok = tty >= 0 && tcgetpgrp(tty) == getpgrp() && tcsetpgrp(tty, pg) == 0;
+	if (tty >= 0)
+		close(tty);
+	if (ok) {
+		handed = pg;
+		if (group_stopped(pg))
+			kill(-pg, SIGCONT); /* stopped by a read from the background */
+	}
+}
+
+static void take_terminal_back(pid_t pid)
+{
+	pid_t pg = getpgid(pid); /* the program's zombie */
+	if (pg != pid || pg == getpgrp())
+		return;
+	int tty = tty_open();
+	if (tty >= 0 && tcgetpgrp(tty) == pg) {
+		sigset_t ttou, was;
+		sigemptyset(&ttou);
+		sigaddset(&ttou, SIGTTOU);
+		sigprocmask(SIG_BLOCK, &ttou, &was);
+		tcsetpgrp(tty, getpgrp());
+		sigprocmask(SIG_SETMASK, &was, NULL);
+	}
+	if (tty >= 0)
+		close(tty);
 }
 
 /* The signals tprof record passes on: those that would end or stop it, SIGWINCH and SIGURG, which
@@ -289,8 +392,14 @@ static void follow_stop(pid_t pid)
 		if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG) == 0 && si.si_pid == pid && si.si_code == CLD_STOPPED)
 			continue;
 		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)pid, &si, WCONTINUED | WNOHANG) == 0 && si.si_pid == 0)
-			kill(pid, SIGCONT); /* still stopped: only tprof record was continued */
+		if (waitid(P_PID, (id_t)pid, &si, WCONTINUED | WNOHANG) == 0 && si.si_pid == 0) {
+			/* still stopped: only tprof record was continued; a group the program took is
+			 * continued whole, and has the terminal again (fg) */
+			pid_t pg = moved_group();
+			if (pg)
+				hand_terminal();
+			kill(pg ? -pg : pid, SIGCONT);
+		}
 		return;
 	}
 }
@@ -527,6 +636,12 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGCHLD, &cs, &old_sa[SIGCHLD]);
 	sigaddset(&unblock, SIGCHLD);
 	sigprocmask(SIG_UNBLOCK, &unblock, &old_mask);
+	/* tprof record's group holds its terminal: a group the program takes gets it (hand_terminal) */
+	int holds_tty = 0, tty = tty_open();
+	if (tty >= 0) {
+		holds_tty = tcgetpgrp(tty) == getpgrp();
+		close(tty);
+	}
 	fflush(stdout);
 	fflush(stderr);
 	/* the child's errno when exec fails, through a pipe that a successful exec closes */
@@ -661,8 +776,10 @@ int cmd_record(int argc, char **argv)
 	size_t got = 0;
 	for (;;) {
 		follow_stop(pid);
+		if (holds_tty)
+			hand_terminal();
 		struct pollfd pf = {note[0], POLLIN, 0};
-		int n = poll(&pf, 1, 1000);
+		int n = poll(&pf, 1, holds_tty ? 50 : 1000);
 		if (n <= 0)
 			continue; /* a signal (SIGCHLD), or a second gone: look at the program again */
 		ssize_t r = read(note[0], trace + got, sizeof(trace) - 1 - got);
@@ -676,6 +793,7 @@ int cmd_record(int argc, char **argv)
 	}
 	trace[got] = 0;
 	close(note[0]);
+	take_terminal_back(pid); /* the program's end: its lines below come from the foreground */
 	int status;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {

@@ -1884,3 +1884,73 @@ s = json.load(open(sys.argv[1]))["summary"]
 assert s["reachable"]["bytes"] == 100 and s["reachable"]["blocks"] == 1, s
 PY
 }
+
+# ptyrun ARGS...: tests/integration/ptyrun.py (a command leading a session on a pseudo-terminal)
+ptyrun() { $PY "$TPROF_ROOT/tests/integration/ptyrun.py" "$@"; }
+
+@test "record in a terminal: ^C reaches a program that took a process group of its own (timeout), as bare" {
+	bare=$(ptyrun --send '1:\x03' -- timeout 4 sleep 10 | tail -2)
+	traced=$(ptyrun --send '1:\x03' -- "$B/tprof" record -- timeout 4 sleep 10 | tail -2)
+	echo "bare: $bare / traced: $traced"
+	[ "$bare" = $'status -2\nafter 0.0' ]
+	[ "$traced" = "$bare" ]
+}
+
+@test "record leading a terminal's session: the terminal's hangup reaches the program, as bare" {
+	bare=$(ptyrun --hangup 1 -- sleep 5 | tail -2)
+	traced=$(ptyrun --hangup 1 -- "$B/tprof" record -o t.trace -- sleep 5 | tail -2)
+	echo "bare: $bare / traced: $traced"
+	[ "$bare" = $'status -1\nafter 0.0' ]
+	[ "$traced" = "$bare" ]
+}
+
+@test "record as a job of an interactive shell: ^Z stops it, fg goes on, a terminal read and a timeout inside it work as bare" {
+	for c in "sleep 2" "$B/tprof record -- sleep 2"; do
+		ptyrun --send "0.5:PS1='$ '; $c; echo st=\$?\r" --send '1:\x1a' --send '0.5:jobs; fg\r' --send '3:exit\r' \
+			--timeout 15 -- bash --norc --noprofile -i >out.txt 2>&1
+		cat out.txt
+		grep -q "Stopped  *${c}" out.txt
+		grep -q '^st=148' out.txt # the shell's view of the stopped job
+		tail -2 out.txt | grep -qx 'status 0'
+	done
+	for c in "timeout 3 cat" "$B/tprof record -- timeout 3 cat"; do
+		ptyrun --send "0.5:PS1='$ '; $c; echo st=\$?\r" --send '0.5:hello\r' --send '0.3:\x04' --send '0.5:exit\r' \
+			--timeout 15 -- bash --norc --noprofile -i >out.txt 2>&1
+		cat out.txt
+		[ "$(grep -c 'hello$' out.txt)" -eq 2 ] # typed, and written back by cat
+		grep -q '^st=0' out.txt
+	done
+}
+
+@test "record passes on a sigqueue with its value and sender" {
+	cat >sq.py <<'PY'
+import signal
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
+open("ready", "w").close()
+i = signal.sigtimedwait([signal.SIGUSR2], 10)
+print(i.si_code, i.si_pid, i.si_status)  # si_status: the value's int, in the same union
+PY
+	cat >send.py <<'PY'
+import ctypes, os, signal, sys
+class V(ctypes.Union):
+    _fields_ = [("i", ctypes.c_int), ("p", ctypes.c_void_p)]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sigqueue.argtypes = [ctypes.c_int, ctypes.c_int, V]
+assert libc.sigqueue(int(sys.argv[1]), signal.SIGUSR2, V(i=42)) == 0
+print(os.getpid())
+PY
+	for traced in 0 1; do
+		rm -f ready
+		if [ $traced = 1 ]; then
+			"$B/tprof" record -- $PY sq.py >out.txt &
+		else
+			$PY sq.py >out.txt &
+		fi
+		p=$!
+		for _ in $(seq 100); do [ -e ready ] && break; sleep 0.05; done
+		sender=$($PY send.py "$p")
+		wait "$p"
+		echo "traced=$traced sender=$sender: $(cat out.txt)"
+		[ "$(cat out.txt)" = "-1 $sender 42" ] # SI_QUEUE, from the sender, with its value
+	done
+}
