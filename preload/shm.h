@@ -19,7 +19,7 @@
 #include "tprof_trace.h"
 
 #define TPROF_SHM_MAGIC 0x314d485346525054ull /* "TPRFSHM1" */
-#define TPROF_SHM_VERSION 13
+#define TPROF_SHM_VERSION 14 /* 14: the memory file is sealable, and sealed by the recorder */
 #define TPROF_UNHOOKED_NEW 1u      /* C++ operator new is an allocator's that does not call malloc */
 #define TPROF_UNHOOKED_DEEPBIND 2u /* a library was loaded with RTLD_DEEPBIND */
 #define TPROF_SHM_FILE_BYTES (16ull << 30) /* the memfd's (sparse) size: nothing is used until touched */

@@ -1057,8 +1057,8 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	 * of this process (a recorder that serves other users' processes, as root's does, would
 	 * otherwise read whichever process the id named). */
 	pid_t reader = pid;
+	char task[64];
 	if (shm->scan_stopped && shm->scan_threads[0].tid > 0 && shm->pid == pid) {
-		char task[64];
 		struct stat st;
 		snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)pid, (int)shm->scan_threads[0].tid);
 		if (stat(task, &st) == 0)
@@ -1181,6 +1181,12 @@ void leak_scan(pid_t pid, const struct tprof_shm *shm, struct leak_live *live, _
 	}
 	if (kill(pid, 0) != 0 && errno == ESRCH) {
 		out->status = TPROF_LEAKS_GONE;
+		goto done;
+	}
+	/* the thread read through is still the process's (its id was not taken by another process
+	 * meanwhile, which would have been read instead): else nothing of it is kept */
+	if (reader != pid && stat(task, &(struct stat){0}) != 0) {
+		out->status = TPROF_LEAKS_UNREADABLE;
 		goto done;
 	}
 	out->status = TPROF_LEAKS_OK;

@@ -785,11 +785,12 @@ static void refuse(int conn, int async, int memfd, char why, pid_t label)
 		send(conn, &why, 1, MSG_NOSIGNAL);
 		return;
 	}
-	void *m = memfd >= 0 ? mmap(NULL, sizeof(struct tprof_shm), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)
-			     : MAP_FAILED;
-	if (m != MAP_FAILED) {
-		atomic_store(&((struct tprof_shm *)m)->recorder_gone, 1);
-		munmap(m, sizeof(struct tprof_shm));
+	/* written, not mapped: the file may be one that could not be sealed, which the process could
+	 * cut short under a mapping (SIGBUS); the process sees the word through its own mapping */
+	uint32_t gone = 1;
+	if (memfd >= 0) {
+		ssize_t w = pwrite(memfd, &gone, sizeof(gone), (off_t)offsetof(struct tprof_shm, recorder_gone));
+		(void)w; /* not written: the process learns it when no heartbeat comes */
 	}
 	if (tprof_recorder_stderr_ok(label))
 		fprintf(stderr, "tprof: the recorder could not take pid %d%s; its events are dropped\n", (int)label,
@@ -921,7 +922,7 @@ static void take(int conn)
 	    h.magic != TPROF_SHM_MAGIC || h.version != TPROF_SHM_VERSION ||
 	    !(peer_known = getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) ||
 	    (cred.uid != getuid() && geteuid() != 0) || slot < 0 ||
-	    (size_err = size_memfd(fds[0], &memfd_bytes)) != 0 || seal_memfd(fds[0]) != 0 ||
+	    seal_memfd(fds[0]) != 0 || (size_err = size_memfd(fds[0], &memfd_bytes)) != 0 ||
 	    peer_process(conn, cred.pid, async, &pidfd, &starttime, &gone) != 0 ||
 	    (!gone && !same_process(cred.pid, h.pid))) {
 		/* RLIMIT_FSIZE, or the descriptor limit: reasons the process says */
