@@ -181,13 +181,16 @@ static int finish_output(FILE *f, const char *out)
 {
 	int bad = ferror(f);
 	int fd = f != stdout ? fileno(f) : -1;
-	struct stat st;
+	struct stat st, named;
 	int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)
 		bad = 1;
 	if (bad) {
 		int e = errno;
-		int gone = regular && unlink(out) == 0;
+		/* only the file written, under its own name: not a symlink to it (/dev/stdout, a link
+		 * the user made), nor what the name has come to mean since */
+		int gone = regular && lstat(out, &named) == 0 && S_ISREG(named.st_mode) && named.st_dev == st.st_dev &&
+			   named.st_ino == st.st_ino && unlink(out) == 0;
 		tprof_err("export: %s: %s%s", out, e ? strerror(e) : "write error", gone ? " (the part written is removed)" : "");
 		return 2; /* a file that cannot be written (README: exit status) */
 	}

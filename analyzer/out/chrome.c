@@ -155,7 +155,8 @@ static uint64_t counter_max(const struct series *c)
 }
 
 /* For each annotation name id, the id of the first name written the same in JSON (invalid UTF-8 is
- * U+FFFD there: "x\xff" and "x\xfe" make one key), so that params holds each key once. */
+ * U+FFFD there: "x\xff", "x\xfe" and a U+FFFD of its own make one key), so that params holds each
+ * key once. */
 struct param_key {
 	char *json;
 	uint32_t id;
@@ -173,12 +174,19 @@ static uint32_t *param_keys(const struct tprof_trace *t, size_t nn)
 	uint32_t *key = xcalloc(nn, sizeof(*key));
 	struct param_key *k = xcalloc(nn, sizeof(*k));
 	for (size_t i = 0; i < nn; i++) {
+		/* a U+FFFD of the name's own reads as the \ufffd an invalid byte is written as: it
+		 * becomes such a byte (0xff) before the name is written */
+		const char *name = annot_name(t, (uint32_t)i);
+		char *norm = xstrndup(name, strlen(name));
+		for (char *r; (r = strstr(norm, "\xef\xbf\xbd"));)
+			memmove(r, "\xff", 1), memmove(r + 1, r + 3, strlen(r + 3) + 1);
 		size_t len = 0;
 		FILE *m = open_memstream(&k[i].json, &len);
 		if (m) {
-			tprof_json_str(m, annot_name(t, (uint32_t)i));
+			tprof_json_str(m, norm);
 			fclose(m);
 		}
+		free(norm);
 		if (!k[i].json)
 			k[i].json = xstrndup("", 0);
 		k[i].id = (uint32_t)i;

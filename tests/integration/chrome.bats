@@ -206,7 +206,7 @@ def once(pairs):
     assert len(keys) == len(set(keys)), keys
     return dict(pairs)
 p = json.load(open(sys.argv[1]), object_pairs_hook=once)["otherData"]["params"]
-assert p["x\ufffd"] == 2 and p['para"ms\n'] == 42, p
+assert p["x\ufffd"] == 3 and p['para"ms\n'] == 42, p
 PY
 }
 

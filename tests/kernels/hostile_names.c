@@ -70,8 +70,9 @@ int main(void)
 	float *c = calloc((size_t)n, sizeof(float));
 	pthread_t th;
 	tprof_param("para\"ms\n", 42);
-	tprof_param("x\xff", 1); /* two names that JSON writes alike (U+FFFD): one key, the last value */
+	tprof_param("x\xff", 1); /* three names that JSON reads alike (U+FFFD): one key, the last value */
 	tprof_param("x\xfe", 2);
+	tprof_param("x\xef\xbf\xbd", 3);
 	for (int s = 0; s < 3; s++) {
 		tprof_step();
 		work(a, b, c, n);

@@ -84,6 +84,8 @@ static void test_text(void)
 	CHECK_TEXT("\xf0\x9f\x98\x80x", 5, "  \xf0\x9f\x98\x80x", 5);
 	CHECK_TEXT("e\xcc\x81", -3, "e\xcc\x81  ", 3);
 	CHECK_EQ(tprof_text_cols("\xea\xb0\x80\xef\xbc\xa1"), 4); /* a Hangul syllable, a fullwidth A */
+	CHECK_EQ(tprof_text_cols("\xf0\x9f\x9a\x80\xe2\x9c\x85\xe2\x98\x95\xe2\x9a\xa1"), 8); /* rocket, check, coffee, bolt */
+	CHECK_EQ(tprof_text_cols("\xe2\x98\x80\xe2\x9c\x93"), 2); /* sun, check mark: narrow */
 	/* cut: a wide character that does not fit whole before the ellipsis leaves a space */
 	char *cut = NULL;
 	size_t cutlen = 0;
