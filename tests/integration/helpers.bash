@@ -62,3 +62,15 @@ bad_zblocks() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"r.trace: byte $off: corrupt: malformed compressed $1 block"* ]]
 }
+
+# record_name PID: the abstract socket name of the recorder that `tprof record` (pid PID) serves
+# (/proc/net/unix), once it listens (2.5 s at most); nothing when it does not
+record_name() {
+	local n=
+	for _ in $(seq 50); do
+		n=$(grep -ao "@tprof\.[0-9]*\.record\.$1\.[0-9]*" /proc/net/unix | head -1 | tr -d @)
+		[ -n "$n" ] && break
+		sleep 0.05
+	done
+	echo "$n"
+}

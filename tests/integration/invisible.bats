@@ -519,12 +519,7 @@ nobody_kit() {
 	kit=$(nobody_kit rogue_memfd)
 	TPROF_QUIET=0 "$B/tprof" record -o r.trace -- sh -c "sleep 1" >/dev/null 2>rec.err &
 	rp=$!
-	name=
-	for _ in $(seq 50); do
-		name=$(grep -ao "@tprof\.[0-9]*\.record\.$rp\.[0-9]*" /proc/net/unix | head -1 | tr -d @)
-		[ -n "$name" ] && break
-		sleep 0.05
-	done
+	name=$(record_name "$rp")
 	[ -n "$name" ]
 	run setpriv --reuid=nobody --regid=nogroup --clear-groups "$kit/progs/rogue_memfd" "$name" "tprof: sh (pid 1) crashed: run this as root" say
 	echo "$output"

@@ -1844,12 +1844,7 @@ EOF
 	# file of its own and cuts it to nothing (SIGBUS in the recorder, had it mapped that file)
 	"$B/tprof" record -o r.trace -- sh -c "sleep 1.5; exec '$B/progs/heap_known'" >/dev/null 2>rec.err &
 	rp=$!
-	name=
-	for _ in $(seq 50); do
-		name=$(grep -ao "@tprof\.[0-9]*\.record\.$rp\.[0-9]*" /proc/net/unix | head -1 | tr -d @)
-		[ -n "$name" ] && break
-		sleep 0.05
-	done
+	name=$(record_name "$rp")
 	[ -n "$name" ]
 	run "$B/progs/rogue_memfd" "$name" rogue1.trace plain
 	echo "$output"

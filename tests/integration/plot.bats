@@ -234,13 +234,20 @@ PY
 	[ ! -e out ]
 }
 
-@test "gnuplot failing: its messages shown, exit status 3, no half-made picture" {
-	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
-	mkdir fake
-	printf '#!/bin/sh\necho "stub gnuplot: cannot draw $1" >&2\n: >memory.png\nexit 1\n' >fake/gnuplot
+# plot_stub SCRIPT: tprof plot -o out t.trace (run) with a gnuplot in PATH that runs SCRIPT, a
+# printf format (its arguments: none) for the shell script it is
+plot_stub() {
+	mkdir -p fake
+	# shellcheck disable=SC2059 # the format is the script
+	printf "#!/bin/sh\n$1" >fake/gnuplot
 	chmod +x fake/gnuplot
 	run env PATH="$PWD/fake:$PATH" "$B/tprof" plot -o out t.trace
 	echo "$output"
+}
+
+@test "gnuplot failing: its messages shown, exit status 3, no half-made picture" {
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
+	plot_stub 'echo "stub gnuplot: cannot draw $1" >&2\n: >memory.png\nexit 1\n'
 	[ "$status" -eq 3 ]
 	[[ "$output" == *"gnuplot failed on out/memory.gp (exit status 1)"* ]]
 	[[ "$output" == *"stub gnuplot: cannot draw memory.gp"* ]]
@@ -315,19 +322,13 @@ PY
 
 @test "a picture gnuplot leaves cut short (a full file system, where it still exits 0) is exit 2, and removed" {
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
-	mkdir fake
 	# a PNG's first bytes without its IEND chunk, then exit 0, as gnuplot does on a full disk
-	printf '#!/bin/sh\nprintf "\\211PNG\\r\\n\\032\\n0123456789abcdef" >memory.png\nexit 0\n' >fake/gnuplot
-	chmod +x fake/gnuplot
-	run env PATH="$PWD/fake:$PATH" "$B/tprof" plot -o out t.trace
-	echo "$output"
+	plot_stub 'printf "\\\\211PNG\\\\r\\\\n\\\\032\\\\n0123456789abcdef" >memory.png\nexit 0\n'
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"gnuplot wrote out/memory.png only in part (is the file system full?)"* ]]
 	[ ! -e out/memory.png ]
 	# the same stub ending the file as a PNG ends: a whole picture
-	printf '#!/bin/sh\nprintf "\\211PNG\\r\\n\\032\\n0123\\0\\0\\0\\0IEND\\256B\\140\\202" >memory.png\nexit 0\n' >fake/gnuplot
-	run env PATH="$PWD/fake:$PATH" "$B/tprof" plot -o out t.trace
-	echo "$output"
+	plot_stub 'printf "\\\\211PNG\\\\r\\\\n\\\\032\\\\n0123\\\\0\\\\0\\\\0\\\\0IEND\\\\256B\\\\140\\\\202" >memory.png\nexit 0\n'
 	[ "$status" -eq 0 ]
 	[ -s out/memory.png ]
 }
