@@ -162,13 +162,13 @@ static int find_library(char *out, size_t cap)
 static volatile sig_atomic_t child_pid;
 
 /* The process group the program took itself, led by itself (setpgid(0, 0), as timeout does), in
- * tprof record's session: 0 while it is in tprof record's group. Bare, the program led its job's
- * group, and that call changed nothing: the terminal's signals and the terminal itself stayed its
- * own. */
+ * tprof record's session, when tprof record leads the group it left (a job's: bare, the program
+ * led it, and that call changed nothing: the terminal's signals and the terminal itself stayed its
+ * own); else 0 (in a script's group the call moves the program bare too). */
 static pid_t moved_group(void)
 {
 	pid_t pg = child_pid > 0 ? getpgid(child_pid) : -1;
-	return pg == child_pid && pg != getpgrp() && getsid(child_pid) == getsid(0) ? pg : 0;
+	return pg == child_pid && getpgrp() == getpid() && getsid(child_pid) == getsid(0) ? pg : 0;
 }
 
 /* Passes on a signal someone sent to tprof record (kill, a service manager, timeout; a sigqueue
@@ -196,71 +196,80 @@ static void forward(int sig, siginfo_t *si, void *uc)
 			kill(child_pid, sig);
 		}
 	} else if (child_pid > 0 && si && si->si_code == SI_KERNEL) {
+		/* the terminal's signals, and the hangup and continue of an orphaned stopped job */
 		pid_t pg;
 		if (sig == SIGHUP && getsid(0) == getpid())
 			kill(child_pid, sig);
-		else if ((sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) && (pg = moved_group()) > 0)
+		else if ((sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP || sig == SIGHUP || sig == SIGCONT) &&
+			 (pg = moved_group()) > 0)
 			kill(-pg, sig);
 	}
 	errno = e;
 }
 
 /* The terminal goes to the group the program took (moved_group) while tprof record's group holds
- * it: bare, that group was the foreground one (the main loop looks every 50 ms while tprof record's
- * group holds the terminal, and at a shell's fg). A process of that group that a terminal read or
- * write (stty tostop) stopped meanwhile is continued. At the program's end the terminal comes back
- * to tprof record's group, if that group still holds it. */
-static pid_t handed;
-
+ * it and tprof record is alone in its group (no other process of a pipeline it leads would lose the
+ * terminal): bare, that group was the foreground one (the main loop looks every 50 ms while there is
+ * such a group, at a shell's fg, and when the program stops on a read from the background). A
+ * process of that group that a terminal read or write (stty tostop) stopped meanwhile is
+ * continued. At the program's end the terminal comes back to tprof record's group, if that group
+ * still holds it. */
 static int tty_open(void)
 {
 	return open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 }
 
-/* Whether a process of group pg is stopped (/proc): only then is the group continued, since a
- * program may take a SIGCONT it did not expect (a redraw) */
-static int group_stopped(pid_t pg)
+/* The processes of group pg but tprof record (/proc), at most 1 counted; *stopped: whether one is
+ * stopped (only then is a group continued: a program may take a SIGCONT it did not expect, a
+ * redraw) */
+static int group_members(pid_t pg, int *stopped)
 {
 	DIR *d = opendir("/proc");
-	int found = 0;
-	for (struct dirent *e; d && !found && (e = readdir(d));) {
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		char path[300], buf[512];
 		snprintf(path, sizeof(path), "/proc/%.255s/stat", e->d_name);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 		if (fd >= 0)
 			close(fd);
-		if (n <= 0)
+		if (r <= 0)
 			continue;
-		buf[n] = 0;
+		buf[r] = 0;
 		const char *paren = strrchr(buf, ')');
 		char state;
 		int ppid, pgrp;
-		if (paren && sscanf(paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pg &&
-		    (state == 'T' || state == 't'))
-			found = 1;
+		if (!paren || sscanf(paren + 1, " %c %d %d", &state, &ppid, &pgrp) != 3 || pgrp != pg ||
+		    atoi(e->d_name) == getpid() || state == 'Z')
+			continue;
+		n = 1;
+		if (stopped && (state == 'T' || state == 't'))
+			*stopped = 1;
+		if (!stopped || *stopped)
+			break;
 	}
 	if (d)
 		closedir(d);
-	return found;
+	return n;
 }
 
-static void hand_terminal(void)
+/* Gives the terminal to the program's group (above): 1 when that group holds it now. */
+static int hand_terminal(void)
 {
 	pid_t pg = moved_group();
 	if (!pg)
-		return;
-	int tty = tty_open();
-	int ok = tty >= 0 && tcgetpgrp(tty) == getpgrp() && tcsetpgrp(tty, pg) == 0;
-	if (tty >= 0)
+		return 0;
+	int tty = tty_open(), stopped = 0, ok = 0;
+	if (tty >= 0) {
+		pid_t fg = tcgetpgrp(tty);
+		ok = fg == pg || (fg == getpgrp() && !group_members(getpgrp(), NULL) && tcsetpgrp(tty, pg) == 0);
 		close(tty);
-	if (ok) {
-		handed = pg;
-		if (group_stopped(pg))
-			kill(-pg, SIGCONT); /* stopped by a read from the background */
 	}
+	if (ok && group_members(pg, &stopped) && stopped)
+		kill(-pg, SIGCONT); /* stopped by a read from the background */
+	return ok;
 }
 
 static void take_terminal_back(pid_t pid)
@@ -365,6 +374,12 @@ static void follow_stop(pid_t pid)
 		return;
 	for (;;) {
 		int sig = si.si_status;
+		/* stopped reading (or writing) the terminal from the group it took, which had it bare */
+		pid_t moved = moved_group();
+		if ((sig == SIGTTIN || sig == SIGTTOU) && moved && hand_terminal()) {
+			kill(-moved, SIGCONT);
+			return;
+		}
 		fflush(stdout);
 		fflush(stderr);
 		pid_t watcher = stop_watcher(pid);
@@ -636,12 +651,6 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGCHLD, &cs, &old_sa[SIGCHLD]);
 	sigaddset(&unblock, SIGCHLD);
 	sigprocmask(SIG_UNBLOCK, &unblock, &old_mask);
-	/* tprof record's group holds its terminal: a group the program takes gets it (hand_terminal) */
-	int holds_tty = 0, tty = tty_open();
-	if (tty >= 0) {
-		holds_tty = tcgetpgrp(tty) == getpgrp();
-		close(tty);
-	}
 	fflush(stdout);
 	fflush(stderr);
 	/* the child's errno when exec fails, through a pipe that a successful exec closes */
@@ -776,10 +785,13 @@ int cmd_record(int argc, char **argv)
 	size_t got = 0;
 	for (;;) {
 		follow_stop(pid);
-		if (holds_tty)
+		/* a group the program took gets the terminal within 50 ms (hand_terminal); one is looked
+		 * for 5 times a second where the program could take one that should */
+		int moved = moved_group() > 0;
+		if (moved)
 			hand_terminal();
 		struct pollfd pf = {note[0], POLLIN, 0};
-		int n = poll(&pf, 1, holds_tty ? 50 : 1000);
+		int n = poll(&pf, 1, moved ? 50 : getpgrp() == getpid() ? 200 : 1000);
 		if (n <= 0)
 			continue; /* a signal (SIGCHLD), or a second gone: look at the program again */
 		ssize_t r = read(note[0], trace + got, sizeof(trace) - 1 - got);
