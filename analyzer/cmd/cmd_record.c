@@ -219,57 +219,70 @@ static int tty_open(void)
 	return open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 }
 
-/* The processes of group pg but tprof record (/proc), at most 1 counted; *stopped: whether one is
+/* The parent of process p and its state (/proc), or -1. */
+static pid_t stat_of(pid_t p, char *state, pid_t *pgrp)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return -1;
+	buf[r] = 0;
+	const char *paren = strrchr(buf, ')');
+	int ppid, pg;
+	if (!paren || sscanf(paren + 1, " %c %d %d", state, &ppid, &pg) != 3)
+		return -1;
+	*pgrp = pg;
+	return ppid;
+}
+
+/* Whether group pg has a process but tprof record that is not the program's or one of its
+ * descendants (which it would have led bare), when foreign; else whether one of its processes is
  * stopped (only then is a group continued: a program may take a SIGCONT it did not expect, a
- * redraw) */
-static int group_members(pid_t pg, int *stopped)
+ * redraw). /proc. */
+static int group_has(pid_t pg, int foreign)
 {
 	DIR *d = opendir("/proc");
-	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));) {
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		char path[300], buf[512];
-		snprintf(path, sizeof(path), "/proc/%.255s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = 0;
-		const char *paren = strrchr(buf, ')');
+	int found = 0;
+	for (struct dirent *e; d && !found && (e = readdir(d));) {
+		pid_t p = (pid_t)atoi(e->d_name), pgrp;
 		char state;
-		int ppid, pgrp;
-		if (!paren || sscanf(paren + 1, " %c %d %d", &state, &ppid, &pgrp) != 3 || pgrp != pg ||
-		    atoi(e->d_name) == getpid() || state == 'Z')
+		if (p <= 0 || p == getpid() || stat_of(p, &state, &pgrp) < 0 || pgrp != pg || state == 'Z')
 			continue;
-		n = 1;
-		if (stopped && (state == 'T' || state == 't'))
-			*stopped = 1;
-		if (!stopped || *stopped)
-			break;
+		if (!foreign) {
+			found = state == 'T' || state == 't';
+			continue;
+		}
+		pid_t q = p, gp;
+		char st;
+		for (int hop = 0; hop < 64 && q > 1 && q != child_pid; hop++)
+			q = stat_of(q, &st, &gp);
+		found = q != child_pid;
 	}
 	if (d)
 		closedir(d);
-	return n;
+	return found;
 }
 
-/* Gives the terminal to the program's group (above): 1 when that group holds it now. */
+/* Gives the terminal to the program's group (above): 1 when that group holds it now. A process of
+ * that group that a read from the background stopped is continued, once, as it is handed over. */
 static int hand_terminal(void)
 {
 	pid_t pg = moved_group();
 	if (!pg)
 		return 0;
-	int tty = tty_open(), stopped = 0, ok = 0;
-	if (tty >= 0) {
-		pid_t fg = tcgetpgrp(tty);
-		ok = fg == pg || (fg == getpgrp() && !group_members(getpgrp(), NULL) && tcsetpgrp(tty, pg) == 0);
+	int tty = tty_open(), handed = 0;
+	pid_t fg = tty >= 0 ? tcgetpgrp(tty) : -1;
+	if (fg == getpgrp() && !group_has(getpgrp(), 1))
+		handed = tcsetpgrp(tty, pg) == 0;
+	if (tty >= 0)
 		close(tty);
-	}
-	if (ok && group_members(pg, &stopped) && stopped)
+	if (handed && group_has(pg, 0))
 		kill(-pg, SIGCONT); /* stopped by a read from the background */
-	return ok;
+	return fg == pg || handed;
 }
 
 static void take_terminal_back(pid_t pid)

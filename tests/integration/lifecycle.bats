@@ -1949,3 +1949,13 @@ PY
 		[ "$(cat out.txt)" = "-1 $sender 42" ] # SI_QUEUE, from the sender, with its value
 	done
 }
+
+@test "record in a terminal, the program in a group of its own: a process stopped on purpose stays stopped" {
+	for r in "" "$B/tprof record --"; do
+		ptyrun --send "0.5:$r timeout 30 sh -c 'sleep 20 & p=\$!; sleep 0.5; kill -STOP \$p; sleep 0.5; ps -o stat= -p \$p; kill -CONT \$p; kill \$p'; echo st=\$?\r" \
+			--send '3:exit\r' --timeout 15 -- bash --norc --noprofile -i >out.txt 2>&1
+		cat out.txt
+		grep -q 'T+$' out.txt # ps saw it stopped
+		grep -q '^st=0' out.txt
+	done
+}
