@@ -38,6 +38,7 @@
 #include "analysis/leakclass.h"
 #include "recorder.h"
 #include "shm.h"
+#include "sys.h"
 #include "base/dwlib.h"
 #include "base/util.h"
 
@@ -222,18 +223,10 @@ static int tty_open(void)
 /* The parent of process p and its state (/proc), or -1. */
 static pid_t stat_of(pid_t p, char *state, pid_t *pgrp)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (r <= 0)
-		return -1;
-	buf[r] = 0;
-	const char *paren = strrchr(buf, ')');
+	char buf[512];
+	const char *tail = tprof_stat_read(p, buf, sizeof(buf));
 	int ppid, pg;
-	if (!paren || sscanf(paren + 1, " %c %d %d", state, &ppid, &pg) != 3)
+	if (!tail || sscanf(tail, "%c %d %d", state, &ppid, &pg) != 3)
 		return -1;
 	*pgrp = pg;
 	return ppid;
