@@ -234,9 +234,9 @@ PY
 	[ ! -e out ]
 }
 
-# plot_stub SCRIPT: tprof plot -o out t.trace (run) with a gnuplot in PATH that runs SCRIPT, a
+# plot_with_gnuplot SCRIPT: tprof plot -o out t.trace (run) with a gnuplot in PATH that runs SCRIPT, a
 # printf format (its arguments: none) for the shell script it is
-plot_stub() {
+plot_with_gnuplot() {
 	mkdir -p fake
 	# shellcheck disable=SC2059 # the format is the script
 	printf "#!/bin/sh\n$1" >fake/gnuplot
@@ -247,10 +247,10 @@ plot_stub() {
 
 @test "gnuplot failing: its messages shown, exit status 3, no half-made picture" {
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
-	plot_stub 'echo "stub gnuplot: cannot draw $1" >&2\n: >memory.png\nexit 1\n'
+	plot_with_gnuplot 'echo "fake gnuplot: cannot draw $1" >&2\n: >memory.png\nexit 1\n'
 	[ "$status" -eq 3 ]
 	[[ "$output" == *"gnuplot failed on out/memory.gp (exit status 1)"* ]]
-	[[ "$output" == *"stub gnuplot: cannot draw memory.gp"* ]]
+	[[ "$output" == *"fake gnuplot: cannot draw memory.gp"* ]]
 	[ ! -e out/memory.png ]
 	[ ! -e out/timeline.png ]
 }
@@ -323,12 +323,12 @@ plot_stub() {
 @test "a picture gnuplot leaves cut short (a full file system, where it still exits 0) is exit 2, and removed" {
 	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null
 	# a PNG's first bytes without its IEND chunk, then exit 0, as gnuplot does on a full disk
-	plot_stub 'printf "\\\\211PNG\\\\r\\\\n\\\\032\\\\n0123456789abcdef" >memory.png\nexit 0\n'
+	plot_with_gnuplot 'printf "\\\\211PNG\\\\r\\\\n\\\\032\\\\n0123456789abcdef" >memory.png\nexit 0\n'
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"gnuplot wrote out/memory.png only in part (is the file system full?)"* ]]
 	[ ! -e out/memory.png ]
-	# the same stub ending the file as a PNG ends: a whole picture
-	plot_stub 'printf "\\\\211PNG\\\\r\\\\n\\\\032\\\\n0123\\\\0\\\\0\\\\0\\\\0IEND\\\\256B\\\\140\\\\202" >memory.png\nexit 0\n'
+	# the same script ending the file as a PNG ends: a whole picture
+	plot_with_gnuplot 'printf "\\\\211PNG\\\\r\\\\n\\\\032\\\\n0123\\\\0\\\\0\\\\0\\\\0IEND\\\\256B\\\\140\\\\202" >memory.png\nexit 0\n'
 	[ "$status" -eq 0 ]
 	[ -s out/memory.png ]
 }
