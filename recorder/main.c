@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	tprof_recorder_setup();
-	struct tprof_server_opts o = {listen_fd, root, -1, 200, 1, -1};
+	struct tprof_server_opts o = {listen_fd, root, -1, 200, 1, -1, -1};
 	if (root > 0)
 		o.root_pidfd = (int)syscall(SYS_pidfd_open, (long)root, 0L);
 	struct rlimit sl;

@@ -32,8 +32,9 @@ struct tprof_writer;
 /* Starts a writer thread for one process image; NULL (both descriptors closed, a line on stderr)
  * when it cannot. Call these from the server thread only. */
 struct tprof_writer *tprof_writer_start(const struct tprof_writer_args *a);
-/* The process is gone (its pidfd fired): read how it ended now, while its zombie is there. */
-void tprof_writer_gone(struct tprof_writer *w, int pidfd);
+/* The process is gone (its pidfd fired): read how it ended now, while its zombie is there, unless
+ * status (its wait status, from its parent) is given. */
+void tprof_writer_gone(struct tprof_writer *w, int pidfd, const int *status);
 /* The process registered again under the same pid and start time: it exec'd. The line about the
  * image it was is then held until the next image's own (or tprof_writer_flush_held). */
 void tprof_writer_exec(struct tprof_writer *w);
@@ -62,6 +63,9 @@ struct tprof_server_opts {
 	int notify_fd;   /* closed once root is gone and the traces of every process that is gone are
 			  * written (tprof record then reaps root and ends), after the path of root's last
 			  * trace is written to it; -1: none */
+	int status_fd;   /* tprof record's: root's wait status (an int) arrives on it once root has ended,
+			  * from root's parent, which sees it where the kernel hides the zombie's from the
+			  * recorder (a non-dumpable process); -1: none */
 };
 
 /* What a recorder process does first: no directory kept busy, no death by SIGPIPE, SIGXFSZ or

@@ -66,14 +66,19 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start)
 }
 
 /* /proc/PID/stat of a zombie (or a task being reaped): its start time (field 22) and wait status
- * (field 52); 0 on success, -1 when pid is no zombie. Whose zombie it is, the caller checks. */
+ * (field 52); 0 on success, -1 when pid is no zombie, or when its status is hidden from this
+ * process. Whose zombie it is, the caller checks. The kernel shows the status only to a reader that
+ * may ptrace the process (a process made non-dumpable, by prctl or a change of its user ids, is not
+ * one for a recorder of the same user), and 0 to any other; such a reader also sees 0 for its wait
+ * channel (field 35), which a reader that may see it gets as 1 for a task that is not running (Linux
+ * 5.16 on; before, 0 or an address). A 0 there with a status of 0 is not taken for an exit(0). */
 static int zombie_read(pid_t pid, uint64_t *start, int *status)
 {
 	char buf[1024];
-	uint64_t code;
+	uint64_t code, wchan;
 	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
 	if (!t || (t[0] != 'Z' && t[0] != 'X') || tprof_stat_field(t, 22, start) != 0 ||
-	    tprof_stat_field(t, 52, &code) != 0)
+	    tprof_stat_field(t, 52, &code) != 0 || tprof_stat_field(t, 35, &wchan) != 0 || (code == 0 && wchan == 0))
 		return -1;
 	*status = (int)code;
 	return 0;
@@ -522,9 +527,27 @@ static void reap_writers(void)
 		high--;
 }
 
+/* tprof record's program: its wait status, which tprof record, its parent, sends once it has ended
+ * (the zombie may hide it from the recorder, a sibling); read at the program's end. */
+static int status_fd = -1, root_status_known, root_status;
+
+static void root_status_read(void)
+{
+	if (status_fd < 0)
+		return;
+	/* tprof record sees the end as the recorder does (SIGCHLD); a stopped tprof record, not at once */
+	if (poll(&(struct pollfd){status_fd, POLLIN, 0}, 1, 2000) == 1 &&
+	    read(status_fd, &root_status, sizeof(root_status)) == (ssize_t)sizeof(root_status))
+		root_status_known = 1;
+	close(status_fd);
+	status_fd = -1;
+}
+
 static void process_gone(struct entry *e)
 {
-	tprof_writer_gone(e->w, e->pidfd);
+	if (e->pid == root_pid)
+		root_status_read();
+	tprof_writer_gone(e->w, e->pidfd, e->pid == root_pid && root_status_known ? &root_status : NULL);
 	close(e->pidfd);
 	e->pidfd = -1;
 }
@@ -987,7 +1010,7 @@ static void take(int conn)
 	if (slot >= high)
 		high = slot + 1;
 	if (gone && pidfd < 0) /* ended and reaped: nothing to wait for */
-		tprof_writer_gone(w, -1);
+		tprof_writer_gone(w, -1, NULL);
 	if (!async)
 		send(conn, &yes, 1, MSG_NOSIGNAL);
 }
@@ -1037,6 +1060,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	listen_abstract = o->listen_fd;
 	int notify_fd = o->notify_fd;
 	record_mode = notify_fd >= 0;
+	status_fd = o->status_fd;
 	for (int k = 0; k < 2; k++) /* first: under the tightest limit too */
 		spare_fd[k] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -1403,7 +1403,7 @@ static void poke(struct tprof_writer *w)
 	atomic_store(&w->poking, 0);
 }
 
-void tprof_writer_gone(struct tprof_writer *w, int pidfd)
+void tprof_writer_gone(struct tprof_writer *w, int pidfd, const int *status)
 {
 	if (atomic_load(&w->process_gone))
 		return;
@@ -1416,8 +1416,9 @@ void tprof_writer_gone(struct tprof_writer *w, int pidfd)
 	int st;
 	/* with a start time (before Linux 6.15) the zombie read is checked against it; without, against
 	 * the pidfd (a read of /proc for a pid that is no longer the process's must never count) */
-	int known = w->starttime ? tprof_zombie_status(w->tpid, w->starttime, &st) == 0
-				 : tprof_zombie_status_pidfd(w->tpid, pidfd, &st) == 0;
+	int known = status ? (st = *status, 1)
+		    : w->starttime ? tprof_zombie_status(w->tpid, w->starttime, &st) == 0
+				   : tprof_zombie_status_pidfd(w->tpid, pidfd, &st) == 0;
 	if (known) {
 		atomic_store(&w->zombie_status, st);
 		atomic_store(&w->zombie_known, 1);

@@ -330,6 +330,25 @@ static void record_gone(int sig)
 	errno = e;
 }
 
+/* Once the program has ended, its wait status goes to the recorder on *fd, once: the kernel may hide
+ * it in /proc from the recorder, which is not the program's parent (a program that made itself
+ * non-dumpable shows a status of 0 there). The program is not reaped. */
+static void send_status(pid_t pid, int *fd)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	if (*fd < 0 || waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT | WNOHANG) != 0 || si.si_pid != pid)
+		return;
+	int st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+					  : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+	ssize_t w;
+	do
+		w = write(*fd, &st, sizeof(st));
+	while (w < 0 && errno == EINTR);
+	close(*fd);
+	*fd = -1;
+}
+
 /* Wakes the wait for the recorder's note when the program stops (follow_stop). */
 static void child_changed(int sig)
 {
@@ -729,6 +748,12 @@ int cmd_record(int argc, char **argv)
 	}
 	note[0] = above_std(note[0]);
 	note[1] = above_std(note[1]);
+	/* the program's wait status, to the recorder once it has ended (send_status) */
+	int sp[2];
+	if (pipe2(sp, O_CLOEXEC) != 0)
+		sp[0] = sp[1] = -1;
+	sp[0] = above_std(sp[0]);
+	sp[1] = above_std(sp[1]);
 	pid_t self = getpid();
 	pid_t rec = fork();
 	if (rec < 0) {
@@ -737,6 +762,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (rec == 0) {
 		close(note[0]);
+		if (sp[1] >= 0)
+			close(sp[1]);
 		if (go[1] >= 0)
 			close(go[1]); /* the program goes on when tprof record says so, or dies with it */
 		if (ex[0] >= 0)
@@ -754,7 +781,7 @@ int cmd_record(int argc, char **argv)
 			close(nul);
 		}
 		tprof_recorder_setup();
-		struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), 200, 1, note[1]};
+		struct tprof_server_opts o = {lfd, pid, (int)syscall(SYS_pidfd_open, (long)pid, 0L), 200, 1, note[1], sp[0]};
 		if (o.root_pidfd < 0) {
 			tprof_err("record: pidfd_open: %s", strerror(errno));
 			_exit(1);
@@ -767,6 +794,8 @@ int cmd_record(int argc, char **argv)
 		_exit(tprof_server_run(&o));
 	}
 	close(note[1]);
+	if (sp[0] >= 0)
+		close(sp[0]);
 	close(lfd);
 	if (go[1] >= 0) { /* the recorder is there: the program may run */
 		ssize_t w;
@@ -790,6 +819,7 @@ int cmd_record(int argc, char **argv)
 	char trace[4096];
 	size_t got = 0;
 	for (;;) {
+		send_status(pid, &sp[1]);
 		follow_stop(pid);
 		/* a group the program took gets the terminal within 50 ms (hand_terminal); one is looked
 		 * for 5 times a second where the program could take one that should */
@@ -811,6 +841,8 @@ int cmd_record(int argc, char **argv)
 	}
 	trace[got] = 0;
 	close(note[0]);
+	if (sp[1] >= 0)
+		close(sp[1]);
 	take_terminal_back(pid); /* the program's end: its lines below come from the foreground */
 	int status;
 	while (waitpid(pid, &status, 0) < 0) {

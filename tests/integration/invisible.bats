@@ -584,6 +584,41 @@ time.sleep(5)' "$name" "$WORK/held" &
 	[ "${traced% *}" -ge $((${bare% *} - 2)) ]
 }
 
+# A non-dumpable process hides its wait status in /proc from a recorder of its own user that is not
+# its parent (the zombie's status reads 0): its trace must then say what the process said of its
+# end, or that the end is not known, never an exit with status 0. tprof record, the parent, knows.
+@test "ends of a non-dumpable process traced as another user: the status it said, or not known; never a made-up exit 0" {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	kit=$(nobody_kit inv_ends)
+	cp "$B/tprof" "$kit/"
+	chmod 777 tr
+	# "END STATUS SIGNAL COMPLETE" of a trace
+	ends() { "$B/tprof" report --json "$1" | $PY -c 'import json, sys; d = json.load(sys.stdin)
+print(d["end"].replace(" ", "_"), d["exit_status"], d["signal"], d["complete"])'; }
+	local m st want got
+	for m in "exit|3|exit 3 None" "quick_exit|6|quick_exit 6 None" "_exit|5|_exit 5 None" \
+		"sigterm|143|fatal_signal None 15" "sigkill|137|fatal_signal None 9"; do
+		IFS='|' read -r m st want <<<"$m"
+		rm -f tr/*
+		run setpriv --reuid=nobody --regid=nogroup --clear-groups env TPROF_QUIET=1 \
+			TPROF_OUTPUT="$WORK/tr/p.trace" LD_PRELOAD="$kit/libtprof.so" "$kit/progs/inv_ends" $m nodump
+		[ "$status" -eq "$st" ]
+		settled tr/p.trace
+		got=$(ends tr/p.trace)
+		echo "$m: $got"
+		# a signal: the recorder may learn it from the kernel once the process is reaped, or not at all
+		[[ "$got" == "$want True" || ($st -gt 128 && "$got" == "vanished None None True") ]]
+		rm -f tr/*
+		run setpriv --reuid=nobody --regid=nogroup --clear-groups env TPROF_QUIET=1 \
+			"$kit/tprof" record -o "$WORK/tr/r.trace" -- "$kit/progs/inv_ends" $m nodump
+		[ "$status" -eq "$st" ]
+		got=$(ends tr/r.trace)
+		echo "$m under record: $got"
+		[ "$got" = "$want True" ]
+	done
+}
+
 # fork children killed while they register (kill_registering.c): the recorder may learn of a child
 # only once it is gone. Under TPROF_QUIET it says nothing of it; the empty file of a child that was
 # gone before it could be traced is removed, by the recorder that made it (its own user's), or, for

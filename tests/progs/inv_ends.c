@@ -20,6 +20,8 @@
  *                     sends SIGKILL to the process
  *   exec              execv("/bin/true")
  *   exit_exec         exit(3), whose atexit handler execs /bin/true (which makes no heap call)
+ * A second argument "nodump" first makes the process non-dumpable (prctl): a recorder of the same
+ * user, not its parent, may then not see its wait status in /proc.
  * The sizes are used by nothing else, so a trace's events of each size are the program's own. */
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -117,6 +120,8 @@ static void exec_true(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "return";
+	if (argc > 2 && !strcmp(argv[2], "nodump"))
+		prctl(PR_SET_DUMPABLE, 0);
 	main_thread = pthread_self();
 	alloc_free(blocks, MAIN_BLOCKS, MAIN_FREED, MAIN_SIZE);
 	out(2, "allocations %d frees %d bytes %d\n", MAIN_BLOCKS, MAIN_FREED, MAIN_BLOCKS * MAIN_SIZE);
