@@ -702,7 +702,8 @@ EXEC_HOOK(fexecve, NULL, 0, envp, tprof_real.fexecve(fd, argv, env_), int fd, ch
  * libunwind checks an address by writing one byte from it into a pipe it opens at its first
  * unwind. Its pipe2 gets two numbers no file has; its read of the first gets "nothing to read";
  * its write of the second (through write(), or syscall() in newer versions) is answered by reading the byte with
- * process_vm_readv, which fails the same way (EFAULT) for an address that cannot be read. */
+ * process_vm_readv, which fails the same way (EFAULT) for an address that cannot be read. Only
+ * libunwind's own calls are so answered: a program's read of descriptor -1000 fails as bare. */
 
 TPROF_EXPORT int pipe2(int fds[2], int flags)
 {
@@ -718,7 +719,7 @@ TPROF_EXPORT int pipe2(int fds[2], int flags)
 
 TPROF_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	if (unlikely(fd == TPROF_FAKE_PIPE_R)) {
+	if (unlikely(fd == TPROF_FAKE_PIPE_R) && tprof_unwinder_owns(__builtin_return_address(0))) {
 		errno = EAGAIN;
 		return -1;
 	}
@@ -729,7 +730,7 @@ TPROF_EXPORT ssize_t read(int fd, void *buf, size_t n)
 
 TPROF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	if (unlikely(fd == TPROF_FAKE_PIPE_W)) {
+	if (unlikely(fd == TPROF_FAKE_PIPE_W) && tprof_unwinder_owns(__builtin_return_address(0))) {
 		if (tprof_readable(buf))
 			return 1;
 		errno = EFAULT;
@@ -836,7 +837,8 @@ TPROF_EXPORT long syscall(long nr, ...)
 	va_end(ap);
 	if (unlikely(nr == SYS_sigaltstack))
 		return sigaltstack((const stack_t *)a1, (stack_t *)a2);
-	if (unlikely(nr == SYS_write && (int)a1 == TPROF_FAKE_PIPE_W)) { /* an int, passed in a long */
+	if (unlikely(nr == SYS_write && (int)a1 == TPROF_FAKE_PIPE_W) && /* an int, passed in a long */
+	    tprof_unwinder_owns(__builtin_return_address(0))) {
 		if (tprof_readable((const void *)a2))
 			return 1;
 		errno = EFAULT;

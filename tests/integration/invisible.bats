@@ -1114,7 +1114,7 @@ while True:
 
 # ---- errno ----
 
-@test "errno: failed allocations give NULL and ENOMEM, blocks stay intact, errno survives" {
+@test "errno: failed allocations give NULL and ENOMEM, blocks stay intact, errno survives; no descriptor number is answered by tprof" {
 	pair "$P/inv_errno"
 	expect rc 0
 	expect out "malloc(SIZE_MAX): NULL errno=ENOMEM
@@ -1125,7 +1125,10 @@ errno after malloc+free: 1234
 errno after calloc+realloc+free: 1234
 errno after posix_memalign+free: 1234 (returned 0)
 errno after free(NULL): 1234
-errno after a 16 MiB malloc+free: 1234"
+errno after a 16 MiB malloc+free: 1234
+read(-1000): -1 errno=EBADF
+write(-1001): -1 errno=EBADF
+syscall(SYS_write, -1001): -1 errno=EBADF"
 	same
 	reports
 	t=$(the_trace program inv_errno)

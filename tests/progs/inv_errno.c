@@ -1,6 +1,7 @@
 /* What a program sees of errno and of failed allocations, for tests/integration/invisible.bats:
  * malloc(SIZE_MAX), a failed realloc, calloc and reallocarray overflows (NULL, ENOMEM, the original
- * block untouched), and errno kept across successful calls. Prints what it saw on stdout (the same
+ * block untouched), errno kept across successful calls, and reads and writes of descriptors no file
+ * has (-1000 and -1001: EBADF, as bare, whatever numbers tprof uses internally). Prints what it saw on stdout (the same
  * bare and under the preload) and, on stderr, the heap totals it made itself, counted as
  * docs/FORMAT.md counts them:
  *   allocations A frees F bytes B failed X
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "inv.h"
@@ -103,6 +105,17 @@ int main(void)
 	free(p);
 	frees++;
 	out(1, "errno after a 16 MiB malloc+free: %d\n", errno);
+
+	char c = 'x';
+	errno = 0;
+	ssize_t r = read(-1000, &c, 1);
+	out(1, "read(-1000): %zd errno=%s\n", r, name(errno));
+	errno = 0;
+	r = write(-1001, &c, 1);
+	out(1, "write(-1001): %zd errno=%s\n", r, name(errno));
+	errno = 0;
+	r = syscall(SYS_write, -1001, &c, 1);
+	out(1, "syscall(SYS_write, -1001): %zd errno=%s\n", r, name(errno));
 
 	free(b);
 	frees++;
