@@ -38,6 +38,8 @@ endif
 # On x86-64 the stack walk is preload/unwind.c's own: libunwind is loaded (dlopen) only to check
 # it (TPROF_VERIFY_STACKS=1), never linked into every traced process. Elsewhere it walks stacks.
 PRELOAD_UNWIND := $(if $(filter x86_64,$(shell uname -m)),,-lunwind)
+# The allocator's hooks carry the C library's versions of those names (x86-64's, in the map).
+PRELOAD_MAP  := $(if $(filter x86_64,$(shell uname -m)),preload/libtprof.map)
 PRELOAD_SRC  := $(wildcard preload/*.c)
 PRELOAD_OBJ  := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
 # The analyzer in layers (docs/ARCHITECTURE.md): base/, trace/, analysis/ and out/ make a static
@@ -70,8 +72,9 @@ $(BUILD)/obj/preload/%.o: preload/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
 
-$(BUILD)/libtprof.so: $(PRELOAD_OBJ)
-	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs -o $@ $^ $(PRELOAD_UNWIND) -ldl -lpthread
+$(BUILD)/libtprof.so: $(PRELOAD_OBJ) $(PRELOAD_MAP)
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs $(PRELOAD_MAP:%=-Wl,--version-script=%) \
+		-o $@ $(PRELOAD_OBJ) $(PRELOAD_UNWIND) -ldl -lpthread
 
 # the release, for tprof --version
 $(BUILD)/obj/analyzer/cmd/tprof.o: CFLAGS += -DTPROF_RELEASE='"$(VERSION)"'

@@ -519,6 +519,7 @@ void tprof_init(void)
 	RESOLVE_HEAP(memalign, "memalign");
 	RESOLVE_HEAP(valloc, "valloc");
 	RESOLVE_HEAP(pvalloc, "pvalloc");
+	RESOLVE(reallocarray, "reallocarray");
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
 	RESOLVE(quick_exit, "quick_exit");

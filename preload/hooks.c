@@ -426,6 +426,9 @@ OWN_ALIAS(hook_realloc, realloc);
 OWN_ALIAS(hook_memalign, memalign);
 OWN_ALIAS(hook_valloc, valloc);
 OWN_ALIAS(hook_pvalloc, pvalloc);
+OWN_ALIAS(hook_posix_memalign, posix_memalign);
+OWN_ALIAS(hook_aligned_alloc, aligned_alloc);
+OWN_ALIAS(hook_reallocarray, reallocarray);
 
 /* While an allocator after this library (core.c, note_foreign) runs a real call, its calls of the
  * __libc_ names are part of the call already recorded: they go straight to the C library's. */
@@ -516,6 +519,95 @@ __asm__(".text\n"
 	"	pop %rdi\n"
 	"	jmp *tprof_dlmopen_real(%rip)\n"
 	".size dlmopen, .-dlmopen\n");
+
+/* ---- dlsym: the allocator looked up through a handle ---- */
+
+/* dlsym with RTLD_NEXT or RTLD_DEFAULT, like dlopen, looks from the caller's library, which it finds
+ * by its return address: those calls jump straight to the real function. A lookup in a handle's
+ * scope (Python's ctypes.CDLL("libc.so.6").malloc, a program that dlopens the C library) would give
+ * the C library's allocator itself, past every hook, where memcheck, which replaces the allocator,
+ * still sees the calls: it gives the hook of that function instead (the same function, recorded).
+ * Only the functions the hooks pass on to are so given: another allocator's stay its own. dlvsym
+ * is not looked at. */
+void *tprof_dlsym_real; /* hidden: the trampoline jumps through it */
+void tprof_dlsym_resolve(void);
+void *tprof_dlsym_handle(void *handle, const char *name);
+
+void tprof_dlsym_resolve(void)
+{
+	/* dlsym's version: GLIBC_2.34 since it moved into the C library, before that libdl's first */
+	static const char *const vers[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
+	int e = errno;
+	void *d = NULL;
+	for (int k = 0; k < 4 && (!d || d == (void *)tprof_dlsym_handle); k++)
+		d = dlvsym(k < 2 ? RTLD_NEXT : RTLD_DEFAULT, "dlsym", vers[k % 2]);
+	extern char dlsym_own[] __attribute__((visibility("hidden")));
+	if (d && d != (void *)dlsym_own)
+		__atomic_store_n(&tprof_dlsym_real, d, __ATOMIC_RELEASE);
+	errno = e;
+}
+
+void *tprof_dlsym_handle(void *handle, const char *name)
+{
+	void *(*real)(void *, const char *) =
+		(void *(*)(void *, const char *))__atomic_load_n(&tprof_dlsym_real, __ATOMIC_ACQUIRE);
+	void *r = real(handle, name);
+	if (!r || !ready())
+		return r;
+	const struct tprof_real *t = &tprof_real;
+	if (r == (void *)t->malloc)
+		return (void *)hook_malloc;
+	if (r == (void *)t->free)
+		return (void *)hook_free;
+	if (r == (void *)t->calloc)
+		return (void *)hook_calloc;
+	if (r == (void *)t->realloc)
+		return (void *)hook_realloc;
+	if (r == (void *)t->reallocarray)
+		return (void *)hook_reallocarray;
+	if (r == (void *)t->posix_memalign)
+		return (void *)hook_posix_memalign;
+	if (r == (void *)t->aligned_alloc)
+		return (void *)hook_aligned_alloc;
+	if (r == (void *)t->memalign)
+		return (void *)hook_memalign;
+	if (r == (void *)t->valloc)
+		return (void *)hook_valloc;
+	if (r == (void *)t->pvalloc)
+		return (void *)hook_pvalloc;
+	return r;
+}
+
+/* dlsym(handle, name): the real one for RTLD_DEFAULT (0) and RTLD_NEXT (-1), looked up on first
+ * use (another library's constructor may call it before this library's runs); a failed look-up
+ * answers NULL. */
+__asm__(".text\n"
+	".globl dlsym\n"
+	".type dlsym, @function\n"
+	".hidden dlsym_own\n"
+	"dlsym:\n"
+	"dlsym_own:\n"
+	"	mov tprof_dlsym_real(%rip), %rax\n"
+	"	test %rax, %rax\n"
+	"	jz 2f\n"
+	"1:	test %rdi, %rdi\n"
+	"	je 3f\n"
+	"	cmp $-1, %rdi\n"
+	"	je 3f\n"
+	"	jmp tprof_dlsym_handle\n"
+	"3:	jmp *%rax\n"
+	"2:	push %rdi\n"
+	"	push %rsi\n"
+	"	sub $8, %rsp\n"
+	"	call tprof_dlsym_resolve\n"
+	"	add $8, %rsp\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	mov tprof_dlsym_real(%rip), %rax\n"
+	"	test %rax, %rax\n"
+	"	jnz 1b\n"
+	"	ret\n"
+	".size dlsym, .-dlsym\n");
 
 /* Code may be unmapped, and its addresses reused by the next dlopen: what was loaded is recorded
  * while it is still mapped, and its end after. */

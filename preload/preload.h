@@ -54,6 +54,7 @@ struct tprof_real {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
+	void *(*reallocarray)(void *, size_t, size_t); /* only for dlsym (hooks.c): the hook calls realloc */
 	/* the C library's own __libc_ names: what those names of ours pass on to while an allocator
 	 * after this library calls them (core.c, note_foreign) */
 	void *(*libc_malloc)(size_t);

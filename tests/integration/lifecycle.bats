@@ -1428,6 +1428,15 @@ PY
 	[ "$(jget r.json leaked_bytes)" = 400 ]
 }
 
+@test "the allocator looked up by dlsym in the C library's handle (ctypes), the program's, or by dlvsym with RTLD_NEXT: totals and leaks equal valgrind's" {
+	run "$TPROF_ROOT/tests/lib/vgcompare.sh" "$B" "$WORK" -- "$B/progs/dlsym_heap"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run "$TPROF_ROOT/tests/lib/vgleaks.sh" "$B" "$WORK" -- "$B/progs/dlsym_heap"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
 # heap_known_after LIB TRACE: progs/heap_known with LIB preloaded ahead of libtprof.so, its trace
 # into TRACE (settled): the program runs as bare
 heap_known_after() {
