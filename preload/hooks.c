@@ -523,28 +523,70 @@ __asm__(".text\n"
 /* ---- dlsym: the allocator looked up through a handle ---- */
 
 /* dlsym with RTLD_NEXT or RTLD_DEFAULT, like dlopen, looks from the caller's library, which it finds
- * by its return address: those calls jump straight to the real function. A lookup in a handle's
- * scope (Python's ctypes.CDLL("libc.so.6").malloc, a program that dlopens the C library) would give
- * the C library's allocator itself, past every hook, where memcheck, which replaces the allocator,
- * still sees the calls: it gives the hook of that function instead (the same function, recorded).
- * Only the functions the hooks pass on to are so given: another allocator's stay its own. dlvsym
- * is not looked at. */
+ * by its return address: those calls jump straight to the next dlsym. A lookup in a handle's scope
+ * (Python's ctypes.CDLL("libc.so.6").malloc, a program that dlopens the C library) would give the C
+ * library's allocator itself, past every hook, where memcheck, which replaces the allocator, still
+ * sees the calls: a lookup of one of the allocator's names gets the hook of that name instead (the
+ * same function, recorded), when what it found is the function that hook passes on to (another
+ * allocator's stays its own). Every other name jumps on too: an audit module (LD_AUDIT) sees its
+ * caller as bare. dlvsym is not looked at. */
 void *tprof_dlsym_real; /* hidden: the trampoline jumps through it */
 void tprof_dlsym_resolve(void);
+int tprof_dlsym_heap_name(const char *name);
 void *tprof_dlsym_handle(void *handle, const char *name);
 
+extern char dlsym_own[] __attribute__((visibility("hidden")));
+
+/* The next dlsym after this library: the C library's, or a wrapper another preloaded library
+ * defines (unversioned, as they are written: dlvsym would pass over it). */
 void tprof_dlsym_resolve(void)
 {
-	/* dlsym's version: GLIBC_2.34 since it moved into the C library, before that libdl's first */
+	/* the C library's own first, by its version: GLIBC_2.34 since it moved there, libdl's before */
 	static const char *const vers[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
 	int e = errno;
-	void *d = NULL;
-	for (int k = 0; k < 4 && (!d || d == (void *)tprof_dlsym_handle); k++)
-		d = dlvsym(k < 2 ? RTLD_NEXT : RTLD_DEFAULT, "dlsym", vers[k % 2]);
-	extern char dlsym_own[] __attribute__((visibility("hidden")));
-	if (d && d != (void *)dlsym_own)
+	void *libc = NULL;
+	for (int k = 0; k < 4 && (!libc || libc == (void *)dlsym_own); k++)
+		libc = dlvsym(k < 2 ? RTLD_NEXT : RTLD_DEFAULT, "dlsym", vers[k % 2]);
+	if (libc == (void *)dlsym_own)
+		libc = NULL;
+	/* called from here: the definition after this library's */
+	void *next = libc ? ((void *(*)(void *, const char *))libc)(RTLD_NEXT, "dlsym") : NULL;
+	void *d = next && next != (void *)dlsym_own ? next : libc;
+	if (d)
 		__atomic_store_n(&tprof_dlsym_real, d, __ATOMIC_RELEASE);
 	errno = e;
+}
+
+/* The allocator's names a handle's lookup may be given the hook of: each with the function of the
+ * C library the hook passes on to, and the hook. */
+static const struct {
+	const char *name;
+	size_t real; /* offset in struct tprof_real */
+	void *hook;
+} heap_names[] = {
+	{"malloc", offsetof(struct tprof_real, malloc), (void *)hook_malloc},
+	{"free", offsetof(struct tprof_real, free), (void *)hook_free},
+	{"calloc", offsetof(struct tprof_real, calloc), (void *)hook_calloc},
+	{"realloc", offsetof(struct tprof_real, realloc), (void *)hook_realloc},
+	{"reallocarray", offsetof(struct tprof_real, reallocarray), (void *)hook_reallocarray},
+	{"posix_memalign", offsetof(struct tprof_real, posix_memalign), (void *)hook_posix_memalign},
+	{"aligned_alloc", offsetof(struct tprof_real, aligned_alloc), (void *)hook_aligned_alloc},
+	{"memalign", offsetof(struct tprof_real, memalign), (void *)hook_memalign},
+	{"valloc", offsetof(struct tprof_real, valloc), (void *)hook_valloc},
+	{"pvalloc", offsetof(struct tprof_real, pvalloc), (void *)hook_pvalloc},
+};
+
+/* 1 + the index in heap_names of name, with or without the __libc_ prefix, else 0. */
+int tprof_dlsym_heap_name(const char *name)
+{
+	if (!name)
+		return 0;
+	if (name[0] == '_' && strncmp(name, "__libc_", 7) == 0)
+		name += 7;
+	for (size_t i = 0; i < sizeof(heap_names) / sizeof(heap_names[0]); i++)
+		if (strcmp(name, heap_names[i].name) == 0)
+			return (int)i + 1;
+	return 0;
 }
 
 void *tprof_dlsym_handle(void *handle, const char *name)
@@ -552,35 +594,17 @@ void *tprof_dlsym_handle(void *handle, const char *name)
 	void *(*real)(void *, const char *) =
 		(void *(*)(void *, const char *))__atomic_load_n(&tprof_dlsym_real, __ATOMIC_ACQUIRE);
 	void *r = real(handle, name);
-	if (!r || !ready())
+	int k = tprof_dlsym_heap_name(name);
+	if (!r || !k || !ready())
 		return r;
-	const struct tprof_real *t = &tprof_real;
-	if (r == (void *)t->malloc)
-		return (void *)hook_malloc;
-	if (r == (void *)t->free)
-		return (void *)hook_free;
-	if (r == (void *)t->calloc)
-		return (void *)hook_calloc;
-	if (r == (void *)t->realloc)
-		return (void *)hook_realloc;
-	if (r == (void *)t->reallocarray)
-		return (void *)hook_reallocarray;
-	if (r == (void *)t->posix_memalign)
-		return (void *)hook_posix_memalign;
-	if (r == (void *)t->aligned_alloc)
-		return (void *)hook_aligned_alloc;
-	if (r == (void *)t->memalign)
-		return (void *)hook_memalign;
-	if (r == (void *)t->valloc)
-		return (void *)hook_valloc;
-	if (r == (void *)t->pvalloc)
-		return (void *)hook_pvalloc;
-	return r;
+	void *passed_on;
+	memcpy(&passed_on, (const char *)&tprof_real + heap_names[k - 1].real, sizeof(passed_on));
+	return r == passed_on ? heap_names[k - 1].hook : r;
 }
 
-/* dlsym(handle, name): the real one for RTLD_DEFAULT (0) and RTLD_NEXT (-1), looked up on first
- * use (another library's constructor may call it before this library's runs); a failed look-up
- * answers NULL. */
+/* dlsym(handle, name): the next one's for RTLD_DEFAULT (0), RTLD_NEXT (-1) and every name but the
+ * allocator's, looked up on first use (another library's constructor may call it before this
+ * library's runs); a failed look-up of it answers NULL. */
 __asm__(".text\n"
 	".globl dlsym\n"
 	".type dlsym, @function\n"
@@ -594,7 +618,17 @@ __asm__(".text\n"
 	"	je 3f\n"
 	"	cmp $-1, %rdi\n"
 	"	je 3f\n"
-	"	jmp tprof_dlsym_handle\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	sub $8, %rsp\n" /* the stack aligned to 16 at the call */
+	"	mov %rsi, %rdi\n"
+	"	call tprof_dlsym_heap_name\n"
+	"	add $8, %rsp\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	test %eax, %eax\n"
+	"	jnz tprof_dlsym_handle\n"
+	"	mov tprof_dlsym_real(%rip), %rax\n"
 	"3:	jmp *%rax\n"
 	"2:	push %rdi\n"
 	"	push %rsi\n"

@@ -1435,6 +1435,20 @@ PY
 	run "$TPROF_ROOT/tests/lib/vgleaks.sh" "$B" "$WORK" -- "$B/progs/dlsym_heap"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	# each call is recorded as the function it is (the C library's memalign is aligned_alloc too)
+	rm -f t.trace
+	TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/dlsym_heap" >/dev/null
+	settled t.trace
+	"$B/tprof" dump t.trace >dump.txt
+	[ "$(awk '$4 == "memalign"' dump.txt | wc -l)" -eq 3 ]
+	[ "$(awk '$4 == "aligned_alloc"' dump.txt | wc -l)" -eq 3 ]
+	# a dlsym preloaded after libtprof.so still gets the program's look-ups, as bare
+	LD_PRELOAD="$B/progs/libdlsym_spy.so" "$B/progs/dlsym_heap" >/dev/null 2>bare.err
+	TPROF_QUIET=1 TPROF_OUTPUT=t2.trace LD_PRELOAD="$B/libtprof.so:$B/progs/libdlsym_spy.so" "$B/progs/dlsym_heap" \
+		>/dev/null 2>traced.err
+	[ "$(grep -c '^spy: strlen$' bare.err)" -eq 2 ]
+	[ "$(grep -c '^spy: strlen$' traced.err)" -eq 2 ]
+	[ "$(grep -c '^spy: malloc$' traced.err)" -ge "$(grep -c '^spy: malloc$' bare.err)" ]
 }
 
 # heap_known_after LIB TRACE: progs/heap_known with LIB preloaded ahead of libtprof.so, its trace

@@ -3,7 +3,8 @@
  * own handle (dlopen(NULL)), and dlvsym of the C library's version with RTLD_NEXT (a program's own
  * wrapper finding the next malloc). Each way allocates, frees one block and keeps two (one reachable
  * from a global, one lost), through every heap function it looked up. The totals must equal valgrind
- * memcheck's, which replaces the allocator itself. Prints "done". */
+ * memcheck's, which replaces the allocator itself. Then looks up strlen through the C library's
+ * handle and through RTLD_DEFAULT. Prints "done". */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,11 @@ int main(void)
 	void *self = dlopen(NULL, RTLD_NOW);
 	if (!libc || !self || exercise(by_dlsym, libc, 1000) != 0 || exercise(by_dlsym, self, 2000) != 0 ||
 	    exercise(by_dlvsym, RTLD_NEXT, 3000) != 0) {
+		printf("a look-up failed: %s\n", dlerror());
+		return 1;
+	}
+	/* a name not the allocator's, through the handle and through RTLD_DEFAULT */
+	if (!dlsym(libc, "strlen") || !dlsym(RTLD_DEFAULT, "strlen")) {
 		printf("a look-up failed: %s\n", dlerror());
 		return 1;
 	}
