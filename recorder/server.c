@@ -40,6 +40,7 @@ static struct entry {
 	pid_t pid;
 	uint64_t starttime;
 	int pidfd; /* -1 once the process is gone */
+	int root;  /* tprof record's program, registered before it ended (root_status_read) */
 } entries[MAX_WRITERS];
 static int nentries, high; /* in use; every used entry is below high */
 static _Atomic int stderr_dropped;
@@ -65,20 +66,25 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start)
 	return t ? tprof_stat_field(t, 22, start) : -1;
 }
 
+/* The kernel shows a zombie's wait status in /proc only to a reader that may ptrace it (a process
+ * made non-dumpable, by prctl or a change of its user ids, is not one for a recorder of the same
+ * user), and 0 to any other; such a reader also sees 0 for its wait channel (field 35), which one
+ * that may see it gets as 1 for a task that is not running, from Linux 5.16 on (before, the field
+ * is 0 for a zombie either way, and a 0 status is taken as it reads). Set in tprof_server_run. */
+static int wchan_tells;
+
 /* /proc/PID/stat of a zombie (or a task being reaped): its start time (field 22) and wait status
  * (field 52); 0 on success, -1 when pid is no zombie, or when its status is hidden from this
- * process. Whose zombie it is, the caller checks. The kernel shows the status only to a reader that
- * may ptrace the process (a process made non-dumpable, by prctl or a change of its user ids, is not
- * one for a recorder of the same user), and 0 to any other; such a reader also sees 0 for its wait
- * channel (field 35), which a reader that may see it gets as 1 for a task that is not running (Linux
- * 5.16 on; before, 0 or an address). A 0 there with a status of 0 is not taken for an exit(0). */
+ * process (above: a status of 0 is then not taken for an exit(0)). Whose zombie it is, the caller
+ * checks. */
 static int zombie_read(pid_t pid, uint64_t *start, int *status)
 {
 	char buf[1024];
 	uint64_t code, wchan;
 	const char *t = tprof_stat_read(pid, buf, sizeof(buf));
 	if (!t || (t[0] != 'Z' && t[0] != 'X') || tprof_stat_field(t, 22, start) != 0 ||
-	    tprof_stat_field(t, 52, &code) != 0 || tprof_stat_field(t, 35, &wchan) != 0 || (code == 0 && wchan == 0))
+	    tprof_stat_field(t, 52, &code) != 0 || tprof_stat_field(t, 35, &wchan) != 0 ||
+	    (code == 0 && wchan == 0 && wchan_tells))
 		return -1;
 	*status = (int)code;
 	return 0;
@@ -545,9 +551,9 @@ static void root_status_read(void)
 
 static void process_gone(struct entry *e)
 {
-	if (e->pid == root_pid)
+	if (e->root)
 		root_status_read();
-	tprof_writer_gone(e->w, e->pidfd, e->pid == root_pid && root_status_known ? &root_status : NULL);
+	tprof_writer_gone(e->w, e->pidfd, e->root && root_status_known ? &root_status : NULL);
 	close(e->pidfd);
 	e->pidfd = -1;
 }
@@ -1005,7 +1011,7 @@ static void take(int conn)
 			close(pidfd);
 		return;
 	}
-	entries[slot] = (struct entry){w, cred.pid, starttime, pidfd};
+	entries[slot] = (struct entry){w, cred.pid, starttime, pidfd, status_fd >= 0 && cred.pid == root_pid && !root_gone};
 	nentries++;
 	if (slot >= high)
 		high = slot + 1;
@@ -1061,6 +1067,7 @@ int tprof_server_run(const struct tprof_server_opts *o)
 	int notify_fd = o->notify_fd;
 	record_mode = notify_fd >= 0;
 	status_fd = o->status_fd;
+	wchan_tells = kernel_at_least(5, 16);
 	for (int k = 0; k < 2; k++) /* first: under the tightest limit too */
 		spare_fd[k] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1104,9 +1111,12 @@ int tprof_server_run(const struct tprof_server_opts *o)
 		int ready = poll(pf, (nfds_t)n, 20);
 		if (ready <= 0)
 			continue;
-		for (int k = first_entry; k < n; k++)
-			if (pf[k].revents)
-				process_gone(&entries[at[k]]); /* first: the zombie may be reaped any moment */
+		/* first: the zombie may be reaped any moment; tprof record's program last, whose status
+		 * may take a moment to come (root_status_read) */
+		for (int last = 0; last < 2; last++)
+			for (int k = first_entry; k < n; k++)
+				if (pf[k].revents && entries[at[k]].root == last && entries[at[k]].pidfd >= 0)
+					process_gone(&entries[at[k]]);
 		if (!root_gone && first_entry == 4 && pf[3].revents)
 			root_gone = 1;
 		if (pf[1].revents) {
