@@ -17,6 +17,7 @@
 #include <linux/kcmp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/auxv.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
 
@@ -1228,6 +1229,34 @@ static void on_exit_status(int status, void *arg)
 	tprof_tls.guard--;
 }
 
+/* An audit module (LD_AUDIT, or the executable's DT_AUDIT or DT_DEPAUDIT) makes the dynamic loader
+ * allocate with its own minimal allocator for longer: __libc_freeres then hands some of those blocks
+ * to the C library's free, which aborts the program ("free(): invalid pointer"; memcheck reports the
+ * invalid frees and goes on). Such a process gets no __libc_freeres. Noted by the constructor. */
+static int audited;
+
+static void note_audit(void)
+{
+	const char *a = env_get("LD_AUDIT");
+	if (a && *a) {
+		audited = 1;
+		return;
+	}
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+	size_t n = getauxval(AT_PHNUM);
+	uintptr_t bias = 0;
+	const ElfW(Phdr) *dyn = NULL;
+	for (size_t i = 0; ph && i < n; i++) {
+		if (ph[i].p_type == PT_PHDR)
+			bias = (uintptr_t)ph - ph[i].p_vaddr;
+		else if (ph[i].p_type == PT_DYNAMIC)
+			dyn = &ph[i];
+	}
+	for (const ElfW(Dyn) *d = dyn ? (const ElfW(Dyn) *)(bias + dyn->p_vaddr) : NULL; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_AUDIT || d->d_tag == DT_DEPAUDIT)
+			audited = 1;
+}
+
 /* valgrind runs __libc_freeres at exit; doing the same makes "in use at exit" comparable. It must
  * run after every destructor (they may still use what it frees), so tprof's destructor, which runs
  * among them, registers it as an exit handler (without a library handle, see tprof_destructor):
@@ -1236,7 +1265,7 @@ static void on_exit_status(int status, void *arg)
 static void run_freeres(void)
 {
 	char leader = 0;
-	if (!tprof_cfg.freeres || !tprof_shm || atomic_load(&tprof_sandboxed))
+	if (!tprof_cfg.freeres || !tprof_shm || atomic_load(&tprof_sandboxed) || audited)
 		return;
 	/* this thread alone, or with a main thread that called pthread_exit (a zombie until the
 	 * process ends: the last thread's return calls exit), as memcheck runs it then too */
@@ -1536,6 +1565,7 @@ int tprof_start_recording(void)
 __attribute__((constructor)) static void tprof_constructor(void)
 {
 	atomic_store_explicit(&tprof_constructed, 1, memory_order_release);
+	note_audit();
 	tprof_init();
 	tprof_region_note_stderr();
 	pthread_atfork(before_fork, NULL, after_fork_child);

@@ -1451,6 +1451,22 @@ PY
 	[ "$(grep -c '^spy: malloc$' traced.err)" -ge "$(grep -c '^spy: malloc$' bare.err)" ]
 }
 
+@test "an audit module (LD_AUDIT): the program ends as bare (no __libc_freeres, which would free the loader's early blocks)" {
+	run env LD_AUDIT="$B/progs/libaudit_nop.so" "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	rm -f t.trace
+	run env LD_AUDIT="$B/progs/libaudit_nop.so" TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" \
+		"$B/progs/heap_known"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json end)" = exit ]
+}
+
 # heap_known_after LIB TRACE: progs/heap_known with LIB preloaded ahead of libtprof.so, its trace
 # into TRACE (settled): the program runs as bare
 heap_known_after() {
