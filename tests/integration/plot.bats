@@ -176,12 +176,17 @@ x = [float(v) for v in open(sys.argv[2]).read().split()]
 gaps = [b - a for a, b in zip(x, x[1:])]
 assert min(gaps) >= span * 12 / (1400 - 90 - 40) * (1 - 1e-9), (min(gaps), span)
 PY
-	# few steps: every one, and the key says nothing more
+	# few steps: every one, and the key says nothing more (unless a loaded machine made one step
+	# so long that the others' boundaries come closer than 12 pixels: then the key says how many)
 	rm -f t.trace
 	record "$B/transformer_bench" $GPT_SMALL
 	"$B/tprof" plot -o few t.trace >/dev/null
-	[ "$(dat few/memory.dat 3 | wc -l)" -eq 7 ]
-	grep -q 'title "step boundary"' few/timeline.gp
+	n=$(dat few/memory.dat 3 | wc -l)
+	if [ "$n" -eq 7 ]; then
+		grep -q 'title "step boundary"' few/timeline.gp
+	else
+		grep -q "step boundary ($n of 7 shown)" few/memory.gp
+	fi
 }
 
 @test "hostile names: gnuplot only shows them, never runs them, in PNG and SVG" {
