@@ -90,6 +90,8 @@ int tprof_proc_starttime(pid_t pid, uint64_t *start);
 int tprof_zombie_status(pid_t pid, uint64_t starttime, int *status);
 /* The wait status of the ended process a pidfd names, once reaped (Linux 6.15); 0 on success. */
 int tprof_pidfd_status(int pidfd, int *status);
+/* Whether the kernel keeps that status for pidfds (tprof_pidfd_status can succeed). */
+int tprof_pidfd_exit_kept(void);
 /* The wait status of the ended process pidfd names: from the pidfd once reaped, else from its zombie
  * (/proc/PID/stat, field 52), taken only if the pidfd still has no status after the read (not
  * reaped, so the pid was still its own); 0 on success. */

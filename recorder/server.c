@@ -117,6 +117,11 @@ int tprof_pidfd_status(int pidfd, int *status)
 	return 0;
 }
 
+int tprof_pidfd_exit_kept(void)
+{
+	return pidfd_exit_ok;
+}
+
 int tprof_zombie_status_pidfd(pid_t pid, int pidfd, int *status)
 {
 	if (pidfd < 0)

@@ -116,6 +116,7 @@ struct tprof_writer {
 	uint64_t last_pair_tick, last_pair_mono; /* the last clock pair written */
 	/* set by the server thread (tprof_writer_gone, tprof_writer_exec), read by the writer */
 	_Atomic int zombie_known, zombie_status;
+	int late_pidfd; /* + 1: the pidfd of a process whose zombie hid its status (end_of), else 0 */
 	_Atomic uint32_t process_gone, exec_seen;
 	uint64_t gone_clock[3]; /* tick, monotonic and real-time ns when the end was seen */
 	_Atomic int done;       /* the writer thread has finished with this context */
@@ -1422,6 +1423,9 @@ void tprof_writer_gone(struct tprof_writer *w, int pidfd, const int *status)
 	if (known) {
 		atomic_store(&w->zombie_status, st);
 		atomic_store(&w->zombie_known, 1);
+	} else if (pidfd >= 0 && tprof_pidfd_exit_kept()) {
+		int d = fcntl(pidfd, F_DUPFD_CLOEXEC, 3); /* for end_of: the status once it is reaped */
+		w->late_pidfd = d >= 0 ? d + 1 : 0;
 	}
 	atomic_store(&w->process_gone, 1);
 	poke(w);
@@ -1457,6 +1461,17 @@ static void end_of(struct tprof_writer *w, int exec_seen, int *reason, int *valu
 	}
 	int status = atomic_load(&w->zombie_status);
 	int known = atomic_load(&w->zombie_known) || tprof_zombie_status(w->tpid, w->starttime, &status) == 0;
+	if (w->late_pidfd) {
+		/* its zombie hid the status (a non-dumpable process): the kernel gives it to the pidfd
+		 * once the parent has reaped it, which a parent mostly does at once (100 ms at most) */
+		for (int k = 0; k < 20 && !known; k++) {
+			known = tprof_pidfd_status(w->late_pidfd - 1, &status) == 0;
+			if (!known)
+				nanosleep(&(struct timespec){0, 5000000}, NULL);
+		}
+		close(w->late_pidfd - 1);
+		w->late_pidfd = 0;
+	}
 	int r = atomic_load(&w->shm->end_reason);
 	int noted = r == TPROF_END_EXIT || r == TPROF_END__EXIT || r == TPROF_END_QUICK_EXIT;
 	if (!noted && atomic_load(&w->shm->exec_pending)) {
