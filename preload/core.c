@@ -377,7 +377,7 @@ static void *earlier(void *u, void *v)
 static void *program_symbol(const char *name, void *next)
 {
 	const char *ver = heap_version(name);
-	void *u = dlsym(RTLD_DEFAULT, name), *v = ver ? dlvsym(RTLD_DEFAULT, name, ver) : NULL;
+	void *u = tprof_dlsym(RTLD_DEFAULT, name), *v = ver ? dlvsym(RTLD_DEFAULT, name, ver) : NULL;
 	void *past = tprof_past_plt_entry(u, name); /* an executable's PLT entry is no definition */
 	if (past != u) {
 		v = v == u ? NULL : v;
@@ -402,10 +402,10 @@ int tprof_real_ahead; /* malloc was found ahead of this library: its hooks are n
  * (the C library has no such function): NULL then. */
 static void *resolve(const char *name)
 {
-	void *d = dlsym(RTLD_NEXT, name);
+	void *d = tprof_dlsym(RTLD_NEXT, name);
 	if (d)
 		return d;
-	d = dlsym(RTLD_DEFAULT, name);
+	d = tprof_dlsym(RTLD_DEFAULT, name);
 	if (strcmp(name, "malloc") == 0)
 		tprof_real_ahead = 1;
 	Dl_info a, b;
@@ -472,7 +472,7 @@ static void foreign_free(void *p)
 static void note_foreign(void)
 {
 	Dl_info a, b;
-	void *lm = dlsym(RTLD_NEXT, "__libc_malloc");
+	void *lm = tprof_dlsym(RTLD_NEXT, "__libc_malloc");
 	/* the usual case: the C library's malloc is its __libc_malloc, one address; dladdr, which looks
 	 * through a whole symbol table for the nearest name, would cost every process about 40 us */
 	if (!lm || lm == (void *)tprof_real.malloc || !dladdr(lm, &a) || !dladdr((void *)tprof_real.malloc, &b) ||

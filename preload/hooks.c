@@ -91,7 +91,7 @@ TPROF_EXPORT int dl_iterate_phdr(phdr_callback cb, void *data)
 	/* resolved with the others (tprof_init); a call before that, at start-up, looks it up itself
 	 * (later, dlsym could wait for a dlopen running constructors on another thread) */
 	int (*fn)(phdr_callback, void *) = tprof_real.dl_iterate_phdr;
-	if (unlikely(!fn) && !(fn = (int (*)(phdr_callback, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr")))
+	if (unlikely(!fn) && !(fn = (int (*)(phdr_callback, void *))tprof_dlsym(RTLD_NEXT, "dl_iterate_phdr")))
 		return 0;
 	if (unlikely(sanitizer_starting()) && asan_runtime_code(__builtin_return_address(0))) {
 		struct phdr_skip s = {cb, data};
@@ -537,21 +537,47 @@ void *tprof_dlsym_handle(void *handle, const char *name);
 
 extern char dlsym_own[] __attribute__((visibility("hidden")));
 
+/* The C library's dlsym, found by its version (GLIBC_2.34 since it moved there, libdl's before),
+ * which a wrapper of dlsym, unversioned as they are written, does not take. */
+static void *(*libc_dlsym)(void *, const char *);
+
+static void *(*find_libc_dlsym(void))(void *, const char *)
+{
+	static const char *const vers[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
+	void *(*f)(void *, const char *) = __atomic_load_n(&libc_dlsym, __ATOMIC_ACQUIRE);
+	if (f)
+		return f;
+	int e = errno;
+	void *d = NULL;
+	for (int k = 0; k < 4 && (!d || d == (void *)dlsym_own); k++)
+		d = dlvsym(k < 2 ? RTLD_NEXT : RTLD_DEFAULT, "dlsym", vers[k % 2]);
+	errno = e;
+	if (!d || d == (void *)dlsym_own)
+		return NULL;
+	f = (void *(*)(void *, const char *))d;
+	__atomic_store_n(&libc_dlsym, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/* This library's own look-ups: the C library's dlsym, called from here, so that RTLD_NEXT is the
+ * definition after this library whatever defines dlsym ahead of it (the executable, a library
+ * preloaded first), through whose dlsym it would be the one after that definer: this library's
+ * own hooks. */
+void *tprof_dlsym(void *handle, const char *name)
+{
+	void *(*f)(void *, const char *) = find_libc_dlsym();
+	return f ? f(handle, name) : NULL;
+}
+
 /* The next dlsym after this library: the C library's, or a wrapper another preloaded library
- * defines (unversioned, as they are written: dlvsym would pass over it). */
+ * defines. */
 void tprof_dlsym_resolve(void)
 {
-	/* the C library's own first, by its version: GLIBC_2.34 since it moved there, libdl's before */
-	static const char *const vers[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
+	void *(*libc)(void *, const char *) = find_libc_dlsym();
 	int e = errno;
-	void *libc = NULL;
-	for (int k = 0; k < 4 && (!libc || libc == (void *)dlsym_own); k++)
-		libc = dlvsym(k < 2 ? RTLD_NEXT : RTLD_DEFAULT, "dlsym", vers[k % 2]);
-	if (libc == (void *)dlsym_own)
-		libc = NULL;
 	/* called from here: the definition after this library's */
-	void *next = libc ? ((void *(*)(void *, const char *))libc)(RTLD_NEXT, "dlsym") : NULL;
-	void *d = next && next != (void *)dlsym_own ? next : libc;
+	void *next = libc ? libc(RTLD_NEXT, "dlsym") : NULL;
+	void *d = next && next != (void *)dlsym_own ? next : (void *)libc;
 	if (d)
 		__atomic_store_n(&tprof_dlsym_real, d, __ATOMIC_RELEASE);
 	errno = e;
@@ -694,7 +720,7 @@ TPROF_EXPORT void exit(int status)
 	if (unlikely(!atomic_load_explicit(&tprof_constructed, memory_order_acquire)) && !tprof_sanitizer_present())
 		tprof_note_end(TPROF_END_EXIT, status);
 	if (unlikely(!tprof_real.exit)) /* before tprof_init resolved it (a constructor's exit) */
-		tprof_real.exit = (__typeof__(tprof_real.exit))dlsym(RTLD_NEXT, "exit");
+		tprof_real.exit = (__typeof__(tprof_real.exit))tprof_dlsym(RTLD_NEXT, "exit");
 	if (tprof_real.exit)
 		tprof_real.exit(status);
 	for (;;)

@@ -326,7 +326,7 @@ static void *lookup_in(const char *path, const char *name, void *self)
 		forget_dl_error();
 		return NULL;
 	}
-	void *p = dlsym(h, name);
+	void *p = tprof_dlsym(h, name);
 	if (!p)
 		forget_dl_error();
 	if (tprof_real.dlclose)
@@ -353,7 +353,7 @@ void *tprof_resolve_real(const char *name, void *self, const void *caller)
 	int ifunc = 0;
 	void *p = find_def(name, caller, self, 0, &ifunc);
 	if (!p) {
-		p = dlsym(RTLD_NEXT, name);
+		p = tprof_dlsym(RTLD_NEXT, name);
 		if (!p)
 			forget_dl_error();
 		if (p == self)

@@ -40,6 +40,9 @@
 #define TPROF_STAMP_FIRST 64
 #define TPROF_STAMP_EVERY 16
 
+/* dlsym for this library's own look-ups: the C library's, called from here (hooks.c). */
+void *tprof_dlsym(void *handle, const char *name);
+
 /* The functions the hooks forward to, found with dlsym(RTLD_NEXT). */
 struct tprof_real {
 	void *(*malloc)(size_t);

@@ -130,13 +130,13 @@ void tprof_stacks_load_reference(void)
 		say("tprof: TPROF_VERIFY_STACKS: cannot load libunwind.so.8; stacks are not checked\n");
 		return;
 	}
-	unw.getcontext = (int (*)(unw_context_t *))dlsym(h, STR(unw_tdep_getcontext));
-	unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, STR(unw_init_local));
-	unw.step = (int (*)(unw_cursor_t *))dlsym(h, STR(unw_step));
-	unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(h, STR(unw_get_reg));
+	unw.getcontext = (int (*)(unw_context_t *))tprof_dlsym(h, STR(unw_tdep_getcontext));
+	unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))tprof_dlsym(h, STR(unw_init_local));
+	unw.step = (int (*)(unw_cursor_t *))tprof_dlsym(h, STR(unw_step));
+	unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))tprof_dlsym(h, STR(unw_get_reg));
 	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
-		(int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(h, STR(unw_set_caching_policy));
-	unw_addr_space_t *space = (unw_addr_space_t *)dlsym(h, STR(unw_local_addr_space));
+		(int (*)(unw_addr_space_t, unw_caching_policy_t))tprof_dlsym(h, STR(unw_set_caching_policy));
+	unw_addr_space_t *space = (unw_addr_space_t *)tprof_dlsym(h, STR(unw_local_addr_space));
 	if (!unw.getcontext || !unw.init_local || !unw.step || !unw.get_reg) {
 		say("tprof: TPROF_VERIFY_STACKS: libunwind.so.8 lacks its functions; stacks are not checked\n");
 		return;
@@ -150,7 +150,7 @@ void tprof_stacks_load_reference(void)
 /* The C library's exit: tprof exports a hook of that name, which &exit names in this library. */
 TPROF_STARTUP static const void *libc_exit(void)
 {
-	return tprof_real.exit ? (const void *)tprof_real.exit : dlsym(RTLD_NEXT, "exit");
+	return tprof_real.exit ? (const void *)tprof_real.exit : tprof_dlsym(RTLD_NEXT, "exit");
 }
 
 /* exit()'s own code, learnt in the constructor, or at a registration that comes before it (a

@@ -1451,6 +1451,20 @@ PY
 	[ "$(grep -c '^spy: malloc$' traced.err)" -ge "$(grep -c '^spy: malloc$' bare.err)" ]
 }
 
+@test "an executable that defines dlsym itself: runs as bare (tprof's own look-ups do not go through it)" {
+	run "$B/progs/own_dlsym"
+	[ "$status" -eq 0 ]
+	bare=$output
+	rm -f t.trace
+	run timeout 60 env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/own_dlsym"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$bare" ]
+	settled t.trace
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	[ "$(jget r.json allocations)" -ge 2 ]
+}
+
 @test "an audit module (LD_AUDIT): the program ends as bare (no __libc_freeres, which would free the loader's early blocks)" {
 	run env LD_AUDIT="$B/progs/libaudit_nop.so" "$B/progs/heap_known"
 	[ "$status" -eq 0 ]
