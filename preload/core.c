@@ -200,8 +200,27 @@ static void bad_value(const char *name, const char *v, const char *allowed)
 extern char **environ;
 
 /* The value of the first NAME=value in the environment, as getenv gives it. */
+/* The environment the process started with, read from /proc/self/environ: for a configuration read
+ * before the C library has set environ (the dynamic loader's own first heap call, which an audit
+ * module with PLT bindings makes while it relocates libraries); 128 KiB of it at most. */
+static TPROF_LARGE char start_env[128 * 1024];
+
+static const char *start_env_get(const char *name)
+{
+	static ssize_t len = -2;
+	if (len == -2)
+		len = tprof_proc_read("/proc/self/environ", start_env, sizeof(start_env));
+	size_t nl = strlen(name);
+	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(start_env + i) + 1)
+		if (strncmp(start_env + i, name, nl) == 0 && start_env[i + (ssize_t)nl] == '=')
+			return start_env + i + nl + 1;
+	return NULL;
+}
+
 static const char *env_get(const char *name)
 {
+	if (!environ)
+		return start_env_get(name);
 	for (char **e = environ; e && *e; e++) {
 		const char *a = *e, *b = name;
 		while (*b && *a == *b)

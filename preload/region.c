@@ -336,6 +336,8 @@ void tprof_region_note_cxx(int child)
 /* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace, at
  * most 1023 bytes, in a static buffer (valid until the next call), which shares its page with
  * variables every registration writes: a fork child copies no page more for it. */
+static const char *program_name(void);
+
 static const char *make_path(pid_t pid)
 {
 	static struct tprof_sbuf s; /* registration is one thread's at a time, signals blocked: static,
@@ -361,7 +363,7 @@ static const char *make_path(pid_t pid)
 		tprof_sb_str(&s, "tprof.");
 		/* at most 200 bytes of the name, so that the file's name, its pid, ".trace" and a ".999"
 		 * fit a directory entry's 255 (bytes outside printable ASCII are '_' anyway) */
-		const char *nm = program_invocation_short_name ? program_invocation_short_name : "";
+		const char *nm = program_name();
 		for (size_t i = 0; i < 200 && nm[i]; i++) {
 			char ch[2] = {(nm[i] == '/' || (signed char)nm[i] < 32) ? '_' : nm[i], 0};
 			tprof_sb_str(&s, ch);
@@ -1480,6 +1482,19 @@ static TPROF_LARGE struct {
 	uint32_t exe_len, cmdline_len;
 	int known;
 } self_id;
+
+/* argv[0]'s last part, as the C library names the program; before the C library has set that name
+ * (the dynamic loader's own first heap call, under an audit module), from /proc/self/cmdline. */
+static const char *program_name(void)
+{
+	const char *nm = program_invocation_short_name;
+	if (nm && *nm)
+		return nm;
+	tprof_region_learn_self();
+	const char *a0 = self_id.cmdline_len ? self_id.cmdline : "";
+	const char *slash = strrchr(a0, '/');
+	return slash ? slash + 1 : a0;
+}
 
 int tprof_region_fork_ready(void)
 {

@@ -1465,12 +1465,14 @@ PY
 	[ "$(jget r.json allocations)" -ge 2 ]
 }
 
-@test "an audit module (LD_AUDIT): the program ends as bare (no __libc_freeres, which would free the loader's early blocks)" {
-	run env LD_AUDIT="$B/progs/libaudit_nop.so" "$B/progs/heap_known"
+@test "an audit module (LD_AUDIT): the program ends as bare (no __libc_freeres, which would free the loader's early blocks); tprof's variables hold" {
+	run env LD_AUDIT="$B/progs/libaudit_bind.so" "$B/progs/heap_known"
 	[ "$status" -eq 0 ]
 	[ "$output" = done ]
 	rm -f t.trace
-	run env LD_AUDIT="$B/progs/libaudit_nop.so" TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" \
+	# the first heap call comes before the C library has set environ: TPROF_QUIET and TPROF_OUTPUT
+	# are read all the same
+	run env LD_AUDIT="$B/progs/libaudit_bind.so" TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" \
 		"$B/progs/heap_known"
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -1479,6 +1481,11 @@ PY
 	report t.trace r.json
 	[ "$(jget r.json complete)" = true ]
 	[ "$(jget r.json end)" = exit ]
+	# without TPROF_OUTPUT: the default name, after the program
+	mkdir -p d
+	(cd d && LD_AUDIT="$B/progs/libaudit_bind.so" TPROF_QUIET=1 LD_PRELOAD="$B/libtprof.so" "$B/progs/heap_known" >/dev/null)
+	settled d/*.trace
+	ls d/tprof.heap_known.*.trace
 }
 
 # heap_known_after LIB TRACE: progs/heap_known with LIB preloaded ahead of libtprof.so, its trace
