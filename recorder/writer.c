@@ -230,19 +230,23 @@ static uint32_t threads_hwm(struct tprof_writer *w)
 }
 
 
+/* The recorder's clocks are read with the system call, as libtprof.so reads the process's first
+ * clock pair: under tprof record the recorder is a process of the program's environment, and a
+ * preloaded library there that fakes time (faketime) would otherwise put faked times beside the
+ * program's real ones (the trace read as an impossible clock calibration). */
 static uint64_t now_tick(struct tprof_writer *w)
 {
 	if (w->clock_is_tsc)
 		return __builtin_ia32_rdtsc();
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tprof_sys_clock(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tprof_sys_clock(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -256,7 +260,7 @@ static uint64_t thread_cpu_ns(void)
 static uint64_t real_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	tprof_sys_clock(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

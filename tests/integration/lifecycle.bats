@@ -1488,6 +1488,17 @@ PY
 	ls d/tprof.heap_known.*.trace
 }
 
+@test "tprof record under a library that fakes the time (faketime): the recorder's clocks are the real ones, the trace reads" {
+	rm -f t.trace
+	run env LD_PRELOAD="$B/progs/libfake_clock.so" TPROF_QUIET=1 "$B/tprof" record -o t.trace -- "$B/progs/heap_known"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	report t.trace r.json
+	[ "$(jget r.json complete)" = true ]
+	# the duration is the program's, not a year or 1000 s
+	[ "$(jget r.json duration_ns)" -lt 10000000000 ]
+}
+
 # heap_known_after LIB TRACE: progs/heap_known with LIB preloaded ahead of libtprof.so, its trace
 # into TRACE (settled): the program runs as bare
 heap_known_after() {
