@@ -367,6 +367,10 @@ static int replay(struct state *s)
 				s->r->rows[o->row].allocs++;
 			}
 		}
+		if (!h->depth && c.taken_ptr && e.tick >= s->window) { /* the "(no range)" row's, if any */
+			s->r->norange_alloc_bytes += e.size;
+			s->r->norange_allocs++;
+		}
 	}
 	while (ai < t->nannots)
 		apply_annot(s, &t->annots[ai++], hs.live_bytes);
@@ -889,6 +893,11 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 	} else {
 		for (size_t i = 0; i < r->nrows; i++) {
 			r->rows[i].self_ns = r->rows[i].kernel_ns;
+			if (i >= range_rows && strcmp(r->rows[i].name, "(no range)") == 0) {
+				/* no instance: allocations but no growth within one */
+				r->rows[i].allocs = r->norange_allocs;
+				r->rows[i].alloc_bytes = r->norange_alloc_bytes;
+			}
 			if (r->rows[i].nsub)
 				tprof_sort(r->rows[i].sub, r->rows[i].nsub, sizeof(*r->rows[i].sub), by_sub_self);
 		}

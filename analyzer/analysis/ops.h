@@ -113,6 +113,7 @@ struct ops_result {
 	int64_t *param_value;
 	size_t nparams;
 	uint64_t heap_peak;  /* peak of live requested heap bytes (whole run) */
+	uint64_t norange_allocs, norange_alloc_bytes; /* allocations kept outside every range */
 	struct ops_thread *thr; /* threads with kernel calls or OpenMP work, in order of appearance */
 	size_t nthr;
 	struct ops_region_row *regs; /* OpenMP regions by the op that opened them, most wall time first */

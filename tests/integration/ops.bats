@@ -274,10 +274,17 @@ PY
 	no_asan_tnn
 	traced "$B/transformer_bench" $GPT_SMALL >/dev/null
 	"$B/tprof" ops --by range --json t.trace >r.json
-	$PY - r.json <<'PY'
+	"$B/tprof" report --json t.trace >rep.json
+	$PY - r.json rep.json <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+rep = json.load(open(sys.argv[2]))
 rows = {r["name"]: r for r in d["ops"]}
+# the top-level ranges and "(no range)" share every allocation of the run
+top = [r for n, r in rows.items() if "/" not in n]
+assert "(no range)" in rows
+assert sum(r["allocs"] for r in top) == rep["allocations"], ([(r["name"], r["allocs"]) for r in top], rep["allocations"])
+assert sum(r["alloc_bytes"] for r in top) == rep["bytes_allocated"]
 for k in ("forward", "backward", "optimizer", "forward/layer0", "backward/layer1"):
     assert k in rows, (k, sorted(rows))
     assert rows[k]["calls"] == 6, (k, rows[k]["calls"])
