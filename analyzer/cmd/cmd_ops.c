@@ -598,6 +598,10 @@ int cmd_ops(int argc, char **argv)
 		tprof_err("ops: --csv=steps is for the op table, not --by %s", o.by_thread ? "thread" : "region");
 		return 1;
 	}
+	if (o.by_region && o.one_thread) { /* a region's time is its opener's and its pool threads' at once */
+		tprof_err("ops: --thread is not for --by region, whose rows are every thread's regions");
+		return 1;
+	}
 	/* options of the op table, refused where they would change nothing */
 	const char *by = o.by_range ? "range" : o.by_thread ? "thread" : o.by_region ? "region" : NULL;
 	if (by && (o.group_shape || o.wide || (sort_given && !o.by_range))) {

@@ -227,6 +227,10 @@ PY
 		[ "$status" -eq 1 ]
 		[[ "$output" == *"is for the op table, not --by "* || "$output" == *"one --by at a time"* ]]
 	done
+	# --by region lists every thread's regions: a thread would change nothing, said
+	run "$B/tprof" ops --by region --thread main t.trace
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--thread is not for --by region"* ]]
 	"$B/tprof" ops --by range --sort calls t.trace >/dev/null
 	# a pool thread: only its own calls in its table (the work it did in regions other threads'
 	# calls opened is theirs: pool_ns, as --by thread has it), every share within its wall time,
