@@ -452,12 +452,17 @@ static void put_steps(struct out *w, const struct ops_result *r)
 	out_row_begin(w);
 	out_u64(w, d.n);
 	out_u64(w, r->steps_skipped);
-	out_f64(w, d.mean);
-	out_f64(w, d.sd);
-	out_u64(w, d.p50);
-	out_u64(w, d.p95);
+	if (d.n) {
+		out_f64(w, d.mean);
+		out_f64(w, d.sd);
+		out_u64(w, d.p50);
+		out_u64(w, d.p95);
+	} else { /* no step: nothing to say of one (null, as compare and diff have it), not 0 ns */
+		for (int k = 0; k < 4; k++)
+			out_null(w);
+	}
 	out_pair(w, d.ci_lo, d.ci_hi);
-	out_f64(w, flops_step);
+	out_f64(w, d.n ? flops_step : NAN);
 	out_row_end(w);
 	out_table_end(w);
 }

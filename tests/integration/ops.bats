@@ -626,16 +626,20 @@ PY
 	"$B/tprof" ops --json t.trace >/dev/null
 }
 
-@test "compare: a run without params or steps says null, not -1 or 0" {
+@test "compare and ops: a run without params or steps says null, not -1 or 0" {
 	traced "$B/progs/heap_known" >/dev/null
 	cp t.trace u.trace
 	"$B/tprof" compare --json t.trace u.trace >c.json
-	$PY - c.json <<'PY'
+	"$B/tprof" ops --json t.trace >o.json
+	$PY - c.json o.json <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["runs"]:
     assert r["params"] is None and r["steps"] == 0, r
     assert r["step_mean_ns"] is None and r["step_ci95_ns"] is None and r["gflops_per_s"] is None, r
+s = json.load(open(sys.argv[2]))["steps"]
+assert s["count"] == 0 and all(s[k] is None for k in ("mean_ns", "std_ns", "p50_ns", "p95_ns", "ci95_ns", "flops_per_step")), s
 PY
+	[ "$("$B/tprof" ops --csv=steps t.trace | tail -1 | tr -d "\r")" = "0,0,,,,,,," ]
 	"$B/tprof" compare --csv t.trace u.trace >c.csv
 	$PY -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert len({len(r) for r in rows}) == 1, rows' c.csv
 }
