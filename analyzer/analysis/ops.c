@@ -866,6 +866,12 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		r->wall_ns += wall;
 		thread_calls(&s, h, o, sb + first_sb, nsb > first_sb ? nsb - first_sb : 0);
 		uint64_t in1 = r->in_ops_ns, idle = pool_time(&s, h, o, from);
+		/* with events lost (TPROF_LOSSY) a region's fork may be missing, and a thread taken for
+		 * a pool thread in its own regions: its idle time never goes past what its own calls and
+		 * regions leave of its wall time */
+		uint64_t mine = (in1 - in0) + (r->in_ops_ns - in1);
+		if (idle > (wall > mine ? wall - mine : 0))
+			idle = wall > mine ? wall - mine : 0;
 		r->idle_ns += idle;
 		r->thr = xrealloc(r->thr, (r->nthr + 1) * sizeof(*r->thr));
 		const char *tn = tprof_trace_thread_name(t, h->tid);

@@ -298,6 +298,11 @@ static void print_threads(const struct ops_result *r)
 	}
 	printf("\nin kernels: its own calls; OpenMP work: in regions other threads' calls opened, outside its own\n"
 	       "calls (that work is the opening call's self time); idle: a pool thread between regions.\n");
+	if (r->lost_events) {
+		char a[32];
+		printf("warning: %s events were lost: calls and regions may be missing, and a thread taken for a\n"
+		       "pool thread in regions it opened itself (idle)\n", tprof_commas(r->lost_events, a));
+	}
 }
 
 /* Under the text table: which of its ops have a nominal FLOP count, each named once. */
@@ -415,6 +420,7 @@ static const struct out_col by_head_cols[] = {
 	{"in_ops_ns", OUT_U64, "ns", NULL, NULL},
 	{"outside_ns", OUT_U64, "ns", NULL, NULL},
 	{"idle_ns", OUT_U64, "ns", NULL, NULL},
+	{"lost_events", OUT_U64, "events", NULL, NULL},
 };
 static const struct out_table thread_head_table = {NULL, NULL, by_head_cols, OUT_NCOLS(by_head_cols), OUT_INLINE};
 static const struct out_table region_head_table = {NULL, NULL, by_head_cols, 1, OUT_INLINE};
@@ -550,6 +556,7 @@ static void put_by(const struct cmd_opts *co, const struct ops_result *r, const 
 		out_u64(&w, r->in_ops_ns);
 		out_u64(&w, r->wall_ns - r->in_ops_ns - r->idle_ns);
 		out_u64(&w, r->idle_ns);
+		out_u64(&w, r->lost_events);
 	}
 	out_row_end(&w);
 	out_table_end(&w);

@@ -149,6 +149,25 @@ PY
 	[[ "$output" == *"  in step "*", range "*"(thread "* ]]
 }
 
+@test "OpenMP with events lost (lossy mode, a tiny ring): each thread's parts still add up to its wall time, and --by thread says events were lost" {
+	no_asan_tnn
+	rm -f t.trace
+	OMP_NUM_THREADS=2 TPROF_LOSSY=1 TPROF_RING_ENTRIES=64 traced "$B/transformer_bench" --steps 3 --layers 1 --dmodel 64 \
+		--ctx 32 --batch 1 --gen 2 >/dev/null
+	"$B/tprof" ops --by thread --json t.trace >th.json
+	[ "$(jget th.json lost_events)" -gt 0 ] || skip "no event was lost (a writer fast enough for a ring of 64)"
+	$PY - th.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for t in d["threads"]:
+    assert t["kernel_ns"] + t["pool_ns"] + t["outside_ns"] + t["idle_ns"] == t["wall_ns"], t
+assert sum(t["idle_ns"] for t in d["threads"]) == d["idle_ns"], d
+assert sum(t["outside_ns"] for t in d["threads"]) == d["outside_ns"], d
+PY
+	run "$B/tprof" ops --by thread t.trace
+	[[ "$output" == *"events were lost"* ]]
+}
+
 @test "OpenMP tasks that pool threads run at a region's closing barrier are the region's work (GOMP_task)" {
 	# libkomp_task.so's tnn_linear_fwd: one thread creates a task per row without waiting; the other
 	# threads run them at the region's end, after their share of the body has returned
