@@ -1459,22 +1459,25 @@ int tprof_writer_done(const struct tprof_writer *w)
 static void end_of(struct tprof_writer *w, int exec_seen, int *reason, int *value)
 {
 	*value = 0;
+	int late = w->late_pidfd - 1; /* -1: none; closed on every way out */
+	w->late_pidfd = 0;
 	if (exec_seen) {
+		if (late >= 0)
+			close(late);
 		*reason = TPROF_END_EXEC;
 		return;
 	}
 	int status = atomic_load(&w->zombie_status);
 	int known = atomic_load(&w->zombie_known) || tprof_zombie_status(w->tpid, w->starttime, &status) == 0;
-	if (w->late_pidfd) {
+	if (late >= 0) {
 		/* its zombie hid the status (a non-dumpable process): the kernel gives it to the pidfd
 		 * once the parent has reaped it, which a parent mostly does at once (100 ms at most) */
 		for (int k = 0; k < 20 && !known; k++) {
-			known = tprof_pidfd_status(w->late_pidfd - 1, &status) == 0;
+			known = tprof_pidfd_status(late, &status) == 0;
 			if (!known)
 				nanosleep(&(struct timespec){0, 5000000}, NULL);
 		}
-		close(w->late_pidfd - 1);
-		w->late_pidfd = 0;
+		close(late);
 	}
 	int r = atomic_load(&w->shm->end_reason);
 	int noted = r == TPROF_END_EXIT || r == TPROF_END__EXIT || r == TPROF_END_QUICK_EXIT;
