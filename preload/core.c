@@ -199,7 +199,6 @@ static void bad_value(const char *name, const char *v, const char *allowed)
  * fault (5 to 20 us on a VM), more than the work. */
 extern char **environ;
 
-/* The value of the first NAME=value in the environment, as getenv gives it. */
 /* The environment the process started with, read from /proc/self/environ: for a configuration read
  * before the C library has set environ (the dynamic loader's own first heap call, which an audit
  * module with PLT bindings makes while it relocates libraries); 128 KiB of it at most. */
@@ -217,6 +216,7 @@ static const char *start_env_get(const char *name)
 	return NULL;
 }
 
+/* The value of the first NAME=value in the environment, as getenv gives it. */
 static const char *env_get(const char *name)
 {
 	if (!environ)

@@ -533,7 +533,7 @@ __asm__(".text\n"
 void *tprof_dlsym_real; /* hidden: the trampoline jumps through it */
 void tprof_dlsym_resolve(void);
 int tprof_dlsym_heap_name(const char *name);
-void *tprof_dlsym_handle(void *handle, const char *name);
+void *tprof_dlsym_handle(void *handle, const char *name, int k);
 
 extern char dlsym_own[] __attribute__((visibility("hidden")));
 
@@ -615,13 +615,13 @@ int tprof_dlsym_heap_name(const char *name)
 	return 0;
 }
 
-void *tprof_dlsym_handle(void *handle, const char *name)
+/* A handle's look-up of the allocator's name number k (tprof_dlsym_heap_name). */
+void *tprof_dlsym_handle(void *handle, const char *name, int k)
 {
 	void *(*real)(void *, const char *) =
 		(void *(*)(void *, const char *))__atomic_load_n(&tprof_dlsym_real, __ATOMIC_ACQUIRE);
 	void *r = real(handle, name);
-	int k = tprof_dlsym_heap_name(name);
-	if (!r || !k || !ready())
+	if (!r || !ready())
 		return r;
 	void *passed_on;
 	memcpy(&passed_on, (const char *)&tprof_real + heap_names[k - 1].real, sizeof(passed_on));
@@ -652,6 +652,7 @@ __asm__(".text\n"
 	"	add $8, %rsp\n"
 	"	pop %rsi\n"
 	"	pop %rdi\n"
+	"	mov %eax, %edx\n" /* the name's number, tprof_dlsym_handle's third argument */
 	"	test %eax, %eax\n"
 	"	jnz tprof_dlsym_handle\n"
 	"	mov tprof_dlsym_real(%rip), %rax\n"

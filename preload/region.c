@@ -333,11 +333,11 @@ void tprof_region_note_cxx(int child)
 
 /* ---- the trace file ---- */
 
+static const char *program_name(void);
+
 /* Builds the trace path from TPROF_OUTPUT (%p: pid, %%: %) or tprof.<program>.<pid>.trace, at
  * most 1023 bytes, in a static buffer (valid until the next call), which shares its page with
  * variables every registration writes: a fork child copies no page more for it. */
-static const char *program_name(void);
-
 static const char *make_path(pid_t pid)
 {
 	static struct tprof_sbuf s; /* registration is one thread's at a time, signals blocked: static,

@@ -869,7 +869,7 @@ int ops_analyze(struct tprof_trace *t, const struct ops_options *o, struct ops_r
 		/* with events lost (TPROF_LOSSY) a region's fork may be missing, and a thread taken for
 		 * a pool thread in its own regions: its idle time never goes past what its own calls and
 		 * regions leave of its wall time */
-		uint64_t mine = (in1 - in0) + (r->in_ops_ns - in1);
+		uint64_t mine = r->in_ops_ns - in0; /* its own calls, and its regions' work */
 		if (idle > (wall > mine ? wall - mine : 0))
 			idle = wall > mine ? wall - mine : 0;
 		r->idle_ns += idle;
