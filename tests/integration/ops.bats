@@ -151,11 +151,15 @@ PY
 
 @test "OpenMP with events lost (lossy mode, a tiny ring): each thread's parts still add up to its wall time, and --by thread says events were lost" {
 	no_asan_tnn
-	rm -f t.trace
-	OMP_NUM_THREADS=2 TPROF_LOSSY=1 TPROF_RING_ENTRIES=64 traced "$B/transformer_bench" --steps 3 --layers 1 --dmodel 64 \
-		--ctx 32 --batch 1 --gen 2 >/dev/null
-	"$B/tprof" ops --by thread --json t.trace >th.json
-	[ "$(jget th.json lost_events)" -gt 0 ] || skip "no event was lost (a writer fast enough for a ring of 64)"
+	# a writer that keeps up with a ring of 64 loses nothing: a few tries
+	for try in 1 2 3 4 5; do
+		rm -f t.trace
+		OMP_NUM_THREADS=2 TPROF_LOSSY=1 TPROF_RING_ENTRIES=64 traced "$B/transformer_bench" --steps 3 --layers 1 \
+			--dmodel 64 --ctx 32 --batch 1 --gen 2 >/dev/null
+		"$B/tprof" ops --by thread --json t.trace >th.json
+		[ "$(jget th.json lost_events)" -eq 0 ] || break
+	done
+	[ "$(jget th.json lost_events)" -gt 0 ] || skip "no event was lost in 5 runs (a writer fast enough for a ring of 64)"
 	$PY - th.json <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
