@@ -475,17 +475,101 @@ void rd_pipe_release(struct tprof_reader_priv *p, struct cursor *c)
 	}
 }
 
+/* ---- how far apart the two CPUs are ----
+ *
+ * The pipeline moves every decoded event (56 bytes, a cache line) from the decode thread's CPU to
+ * the merge's. Between CPUs that share a cache that is cheap; between CPUs far apart (another chip
+ * or socket, as a virtual machine's two CPUs may be) each line costs a round trip between them, and
+ * the pipeline loses: on the 2 M-pair storm of two threads, with a round trip of 380 to 500 ns
+ * here, summary took 95 to 107 ms piped, 71 to 74 decompressing only and 77 to 79 on one thread;
+ * with CPUs near each other it took 38 to 41 ms piped, 72 on one thread. A line through those two
+ * piped times puts the break-even near 250 ns (FAR_ROUND_TRIP_NS). So the first trace a process reads with the pipeline
+ * in view measures it: the decode thread, just started on another CPU, passes a cache line back
+ * to the merge's (the best of a few batches of round trips). A thread that does not answer within
+ * 20 ms, or batches that take over a millisecond (a CPU busy with another program), count as far.
+ * It costs some tens of microseconds, besides the wait for the thread to start, which it pays
+ * anyway. */
+#define FAR_ROUND_TRIP_NS 250
+#define PING_BATCH 16
+#define PING_BATCHES 4
+
+static struct {
+	_Alignas(64) uint32_t ball; /* odd: the decode thread's turn; even: the merge's */
+	_Alignas(64) uint32_t quit; /* the merge has measured, and set the decode thread's part */
+} ping;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The merge's side: the best round trip to the decode thread's CPU in ns (UINT64_MAX: no answer in
+ * time); far above FAR_ROUND_TRIP_NS. */
+static uint64_t round_trip(void)
+{
+	uint32_t ball = 0;
+	uint64_t best = UINT64_MAX, deadline = mono_ns() + 20000000; /* the first answer: it starts */
+	for (int batch = 0; batch <= PING_BATCHES; batch++) {
+		uint64_t t0 = mono_ns();
+		for (int k = 0; k < PING_BATCH; k++) {
+			__atomic_store_n(&ping.ball, ++ball, __ATOMIC_RELEASE);
+			ball++;
+			for (unsigned spin = 0; __atomic_load_n(&ping.ball, __ATOMIC_ACQUIRE) != ball; spin++) {
+				cpu_relax();
+				if (spin % 256 == 255 && mono_ns() > deadline)
+					return UINT64_MAX;
+			}
+		}
+		uint64_t now = mono_ns();
+		if (batch == 0)
+			deadline = now + 1000000; /* the batches that count */
+		else if ((now - t0) / PING_BATCH < best)
+			best = (now - t0) / PING_BATCH;
+	}
+	return best;
+}
+
+/* The decode thread: answers the merge's round trips when it asks (until it has set the thread's
+ * part), then decodes, piped or not. */
+static void *decode_main(void *arg)
+{
+	struct tprof_trace *t = arg;
+	struct tprof_reader_priv *p = t->priv;
+	if (p->asking) {
+		uint32_t want = 1;
+		while (!__atomic_load_n(&ping.quit, __ATOMIC_ACQUIRE)) {
+			if (__atomic_load_n(&ping.ball, __ATOMIC_ACQUIRE) == want) {
+				__atomic_store_n(&ping.ball, want + 1, __ATOMIC_RELEASE);
+				want += 2;
+			}
+			cpu_relax();
+		}
+	}
+	return p->piped ? pipe_main(t) : decoder_main(t);
+}
+
+/* The pipeline's queues, before the decode thread takes its part: only then (a trace of thousands
+ * of threads holds no queues). */
+static void make_queues(struct tprof_reader_priv *p)
+{
+	for (size_t i = 0; i < p->ncur; i++)
+		p->cur[i].q = xcalloc(PIPE_SLOTS, sizeof(*p->cur[i].q));
+}
+
 /* The decode thread runs when there are compressed blocks to share and a second CPU this process
  * may run on (TPROF_DECODE_THREAD=0 turns it off, =1 starts it even without a second CPU; the events
- * are the same either way). It runs the pipeline (TPROF_DECODE_PIPE=0 keeps it to decompressing)
- * when the trace has at most PIPE_MAX_CURSORS threads. */
+ * are the same either way). It runs the pipeline when the trace has at most PIPE_MAX_CURSORS
+ * threads and the two CPUs are near each other (round_trip, asked once a process;
+ * TPROF_DECODE_PIPE=0 keeps it to decompressing, =1 pipes without asking). */
 void rd_start_decoder(struct tprof_trace *t)
 {
 	struct tprof_reader_priv *p = t->priv;
 	static int on = -1, pipe = -1; /* read (and a bad value said) once, however many traces are opened */
 	if (on < 0) {
 		on = tprof_env_switch("TPROF_DECODE_THREAD", 2); /* 2: when there is a second CPU */
-		pipe = tprof_env_switch("TPROF_DECODE_PIPE", 1);
+		pipe = tprof_env_switch("TPROF_DECODE_PIPE", 2); /* 2: when the CPUs are near */
 	}
 	size_t compressed = 0;
 	for (size_t j = 0; j < p->njobs && compressed < 2; j++)
@@ -506,14 +590,16 @@ void rd_start_decoder(struct tprof_trace *t)
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&p->avail, NULL);
 	p->threaded = 1;
-	p->piped = pipe && p->ncur <= PIPE_MAX_CURSORS;
+	p->asking = pipe == 2 && p->ncur <= PIPE_MAX_CURSORS;
+	p->piped = pipe && p->ncur <= PIPE_MAX_CURSORS; /* when asking, set again below */
 	p->pipe_slots = PIPE_CHUNKS / (unsigned)p->ncur;
 	p->pipe_slots = p->pipe_slots > PIPE_SLOTS ? PIPE_SLOTS : p->pipe_slots < 2 ? 2 : p->pipe_slots;
-	for (size_t i = 0; i < p->ncur; i++) {
+	for (size_t i = 0; i < p->ncur; i++)
 		p->cur[i].dec_done = !p->cur[i].nblocks;
-		if (p->piped) /* only then: a trace of thousands of threads holds no queues */
-			p->cur[i].q = xcalloc(PIPE_SLOTS, sizeof(*p->cur[i].q));
-	}
+	if (p->asking)
+		ping.ball = ping.quit = 0;
+	else if (p->piped)
+		make_queues(p);
 	/* A new thread starts on its creator's CPU, and the scheduler may leave both threads there
 	 * for tens of milliseconds (as long as the whole reading; a third of the summaries of the
 	 * storm took 60-70 ms instead of 45 so): it starts on another CPU, and may go anywhere once
@@ -525,7 +611,7 @@ void rd_start_decoder(struct tprof_trace *t)
 	int attr_ok = pthread_attr_init(&attr) == 0;
 	if (attr_ok && known)
 		start_elsewhere(&attr, &cpus);
-	int made = pthread_create(&p->thread, attr_ok ? &attr : NULL, p->piped ? pipe_main : decoder_main, t) == 0;
+	int made = pthread_create(&p->thread, attr_ok ? &attr : NULL, decode_main, t) == 0;
 	if (attr_ok)
 		pthread_attr_destroy(&attr);
 	if (!made) {
@@ -534,6 +620,22 @@ void rd_start_decoder(struct tprof_trace *t)
 		pthread_cond_destroy(&p->want);
 		pthread_cond_destroy(&p->ready);
 		pthread_cond_destroy(&p->avail);
+		return;
+	}
+	if (p->asking) {
+		uint64_t rt = round_trip();
+		pipe = rt <= FAR_ROUND_TRIP_NS; /* the answer holds for every trace the process reads */
+		p->piped = pipe;
+		if (tprof_env_switch("TPROF_DEBUG", 0)) {
+			char ns[32] = "no answer in time";
+			if (rt != UINT64_MAX)
+				snprintf(ns, sizeof(ns), "%llu ns", (unsigned long long)rt);
+			fprintf(stderr, "tprof: a cache line's round trip to the decode thread's CPU: %s; it %s\n", ns,
+				pipe ? "decodes the events too" : "only decompresses blocks");
+		}
+		if (p->piped)
+			make_queues(p);
+		__atomic_store_n(&ping.quit, 1, __ATOMIC_RELEASE); /* after p->piped and the queues */
 	}
 }
 

@@ -194,6 +194,7 @@ struct tprof_reader_priv {
 	/* the pipeline (see rd_start_decoder): on, and which side sleeps on its condition (merge:
 	 * avail, for a chunk; decode thread: want, for room) */
 	int piped, merge_sleeping, dec_sleeping;
+	int asking; /* the decode thread answers cpus_far first (prefetch.c) */
 	int merge_waited; /* the merge found a queue empty since the decode thread last looked */
 	unsigned pipe_slots; /* chunks a thread may have queued: PIPE_CHUNKS over the threads */
 	pthread_cond_t avail;

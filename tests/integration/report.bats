@@ -203,7 +203,9 @@ load helpers
 	traced "$B/progs/storm" 3 100000 >/dev/null
 	for cmd in "report --json" "leaks --json" "peak --json" "allocs --json" "summary --json" dump; do
 		TPROF_DECODE_THREAD=0 "$B/tprof" $cmd t.trace >one.json
-		"$B/tprof" $cmd t.trace >two.json # the pipeline: it decodes the records too
+		"$B/tprof" $cmd t.trace >two.json # the pipeline when the CPUs are near each other
+		cmp one.json two.json
+		TPROF_DECODE_PIPE=1 "$B/tprof" $cmd t.trace >two.json # the pipeline: it decodes the records too
 		cmp one.json two.json
 		TPROF_DECODE_PIPE=0 "$B/tprof" $cmd t.trace >two.json # it only decompresses
 		cmp one.json two.json
@@ -214,6 +216,13 @@ load helpers
 			cmp one.json three.json
 		done
 	done
+	# the pipeline only between CPUs near each other: one CPU for both threads is as far as it gets
+	TPROF_DEBUG=1 "$B/tprof" report t.trace 2>err.txt >/dev/null
+	grep -Eq "^tprof: a cache line's round trip to the decode thread's CPU: ([0-9]+ ns|no answer in time); it (decodes the events too|only decompresses blocks)$" err.txt
+	TPROF_DEBUG=1 TPROF_DECODE_THREAD=1 taskset -c 0 "$B/tprof" report t.trace 2>err.txt >/dev/null
+	grep -q "; it only decompresses blocks$" err.txt
+	TPROF_DEBUG=1 TPROF_DECODE_PIPE=1 "$B/tprof" report t.trace 2>err.txt >/dev/null
+	! grep -q "round trip" err.txt # not asked
 	size=$(stat -c %s t.trace)
 	head -c $((size * 2 / 3)) t.trace >cut.trace
 	TPROF_DECODE_THREAD=0 run "$B/tprof" report cut.trace
