@@ -630,8 +630,8 @@ void rd_start_decoder(struct tprof_trace *t)
 			char ns[32] = "no answer in time";
 			if (rt != UINT64_MAX)
 				snprintf(ns, sizeof(ns), "%llu ns", (unsigned long long)rt);
-			fprintf(stderr, "tprof: a cache line's round trip to the decode thread's CPU: %s; it %s\n", ns,
-				pipe ? "decodes the events too" : "only decompresses blocks");
+			tprof_warn("a cache line's round trip to the decode thread's CPU: %s; it %s", ns,
+				   pipe ? "decodes the events too" : "only decompresses blocks");
 		}
 		if (p->piped)
 			make_queues(p);

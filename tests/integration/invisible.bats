@@ -1708,6 +1708,7 @@ reaped 1, subreaper 1" ] # its one recorder, and nothing more for it to reap
 
 # m32 DIR: a 32-bit program DIR/m32 (without a 32-bit C library to build with: linked against the
 # 32-bit loader's libc) that makes a heap call, prints hello32 and exits 3; skips where there is none
+# or where the kernel cannot run it
 m32() {
 	[ -e /lib32/libc.so.6 ] && [ -e /lib/ld-linux.so.2 ] || skip "no 32-bit C library (libc6-i386)"
 	cat >"$1/m32.c" <<'SRC'
@@ -1725,6 +1726,10 @@ void _start(void)
 SRC
 	gcc -m32 -fno-pie -no-pie -nostartfiles -nostdlib -o "$1/m32" "$1/m32.c" /lib32/libc.so.6 \
 		-Wl,-dynamic-linker,/lib/ld-linux.so.2 2>/dev/null || skip "gcc cannot link a 32-bit program"
+	# a kernel built without 32-bit support (or booted with ia32_emulation=0) refuses the exec
+	local out rc=0
+	out=$("$1/m32" 2>/dev/null) || rc=$?
+	[ "$out" = hello32 ] && [ "$rc" = 3 ] || skip "this kernel does not run 32-bit programs (bare: exit $rc)"
 }
 
 @test "a 32-bit program run by a traced process (execve, execvp through PATH, #!, python's execv): as bare, no loader line" {
