@@ -332,8 +332,85 @@ static void choose_clock(void)
 		return;
 	if (tprof_cfg.clock == TPROF_CLOCK_TSC && !tsc_is_invariant())
 		tprof_cfg.clock = TPROF_CLOCK_MONOTONIC;
-	tprof_clock_is_tsc = tprof_cfg.clock == TPROF_CLOCK_TSC;
+	__atomic_store_n(&tprof_clock_is_tsc, tprof_cfg.clock == TPROF_CLOCK_TSC && !atomic_load(&tprof_tsc_off),
+			 __ATOMIC_RELEASE);
 	atomic_store(&chosen, 1);
+}
+
+/* ---- a clock without the TSC ----
+ * A thread that turned the TSC off (PR_SET_TSC with PR_TSC_SIGSEGV, seccomp's strict mode) faults
+ * at rdtsc, and so do the threads and processes it makes. The trace keeps its clock: ticks of the
+ * TSC, from CLOCK_MONOTONIC read by system call (the C library's clock_gettime reads the TSC itself
+ * when it is the kernel's clock source) and converted at the rate measured before the call: over
+ * the time since the process registered, or over 1 ms spent measuring. */
+_Atomic int tprof_tsc_off;
+static uint64_t off_tick, off_ns; /* a pair of the TSC and CLOCK_MONOTONIC, read together */
+static double off_ticks_per_ns;
+static _Atomic uint64_t off_last; /* the last tick given: a strict thread gets it again */
+
+static uint64_t mono_ns_now(int by_syscall)
+{
+	struct timespec ts;
+	if (by_syscall)
+		tprof_sys_clock(CLOCK_MONOTONIC, &ts);
+	else
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The TSC and CLOCK_MONOTONIC at one moment: the TSC read on either side of the clock. */
+static void tsc_pair(uint64_t *tick, uint64_t *ns)
+{
+	uint64_t a = __builtin_ia32_rdtsc();
+	*ns = mono_ns_now(0);
+	uint64_t b = __builtin_ia32_rdtsc();
+	*tick = a + (b - a) / 2;
+}
+
+void tprof_clock_leave_tsc(void)
+{
+	if (atomic_load(&tprof_tsc_off))
+		return; /* measured before: its rate holds */
+	int saved = errno;
+	if (tprof_cfg.clock == TPROF_CLOCK_TSC) {
+		uint64_t t0 = 0, n0 = 0, t1, n1;
+		struct tprof_shm *s = tprof_shm;
+		if (s && s->clock == TPROF_CLOCK_TSC) {
+			t0 = s->start_tick;
+			n0 = s->start_mono_ns;
+		}
+		tsc_pair(&t1, &n1);
+		if (!t0 || n1 < n0 + 1000000u || t1 <= t0) { /* too short a span to measure the rate over */
+			tsc_pair(&t0, &n0);
+			do
+				tsc_pair(&t1, &n1);
+			while (n1 < n0 + 1000000u);
+		}
+		off_ticks_per_ns = t1 > t0 && n1 > n0 ? (double)(t1 - t0) / (double)(n1 - n0) : 1.0;
+		off_tick = t1;
+		off_ns = n1;
+		atomic_store(&off_last, t1);
+	}
+	atomic_store_explicit(&tprof_tsc_off, 1, memory_order_release);
+	__atomic_store_n(&tprof_clock_is_tsc, 0, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+uint64_t tprof_now_without_tsc(void)
+{
+	if (tprof_tls.strict) /* no system call: the last tick given (it records nothing anyway) */
+		return atomic_load_explicit(&off_last, memory_order_relaxed);
+	int saved = errno;
+	uint64_t ns = mono_ns_now(1);
+	errno = saved;
+	if (tprof_cfg.clock != TPROF_CLOCK_TSC)
+		return ns;
+	uint64_t t = off_tick + (uint64_t)((double)(ns > off_ns ? ns - off_ns : 0) * off_ticks_per_ns);
+	uint64_t last = atomic_load_explicit(&off_last, memory_order_relaxed);
+	while (t > last && !atomic_compare_exchange_weak_explicit(&off_last, &last, t, memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+	return t;
 }
 
 /* ---- init ---- */

@@ -5,7 +5,8 @@
  * sigaltstack (where a handler's stack is: tprof_crit_left), dl_iterate_phdr (which hides this
  * library from AddressSanitizer's start-up check), the exec family, dlopen/dlclose (the
  * module table), pipe2, read, write and syscall, which answer libunwind's memory validation without a pipe and pass every other call through, prctl and syscall again,
- * which notice a seccomp filter the program installs, and mlockall/munlockall, which tell how tprof
+ * which notice a seccomp filter the program installs and a call that turns the TSC off (PR_SET_TSC,
+ * strict mode), and mlockall/munlockall, which tell how tprof
  * must map its memory. Each heap hook is thin:
  * forward to the real function, record one event through preload.h, leave errno as the real
  * function left it. Nested calls: tprof's own pass straight through (the guard), a signal
@@ -178,7 +179,12 @@ static inline int nested_call(const volatile uint32_t *mine)
 {
 	if (likely(!(tprof_tls.guard | tprof_tls.crit)))
 		return 0;
-	return tprof_tls.guard || !tprof_crit_left(mine);
+	if (tprof_tls.guard) {
+		if (unlikely(tprof_tls.strict))
+			tprof_lost_no_ring(); /* a heap call of a thread in strict mode: not recorded */
+		return 1;
+	}
+	return !tprof_crit_left(mine);
 }
 #define nested() unlikely(nested_call(&canary_))
 
@@ -930,6 +936,43 @@ static int installs_filter(long nr, long a1)
 	       (nr == SYS_prctl && a1 == PR_SET_SECCOMP);
 }
 
+/* ---- the TSC off, seccomp's strict mode ----
+ * PR_SET_TSC with PR_TSC_SIGSEGV makes rdtsc fault in the calling thread, and in the threads and
+ * processes it makes; strict mode does the same, and leaves the thread no system call but read,
+ * write, exit and sigreturn. Before either call tprof's clock leaves the TSC (core.c); a thread
+ * entering strict mode records nothing from then on (guard, for good): each heap call it makes is
+ * counted lost, so its trace says what it lacks. A call that fails gives the thread back; the
+ * clock stays the kernel's (dearer, as exact). */
+static int strict_call(long nr, long a1, long a2)
+{
+	return (nr == SYS_seccomp && a1 == SECCOMP_SET_MODE_STRICT) ||
+	       (nr == SYS_prctl && a1 == PR_SET_SECCOMP && a2 == SECCOMP_MODE_STRICT);
+}
+
+/* Before a call (nr, a1, a2) that may turn the TSC off: 1 when the thread was made strict. */
+static int tsc_leave(long nr, long a1, long a2)
+{
+	int strict = strict_call(nr, a1, a2);
+	if (!strict && !(nr == SYS_prctl && a1 == PR_SET_TSC && a2 == PR_TSC_SIGSEGV))
+		return 0;
+	tprof_clock_leave_tsc();
+	if (strict && !tprof_tls.strict) {
+		tprof_tls.guard++;
+		tprof_tls.strict = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static long tsc_left(long rc, int made_strict)
+{
+	if (rc != 0 && made_strict) {
+		tprof_tls.strict = 0;
+		tprof_tls.guard--;
+	}
+	return rc;
+}
+
 TPROF_EXPORT int prctl(int option, ...)
 {
 	va_list ap;
@@ -938,8 +981,10 @@ TPROF_EXPORT int prctl(int option, ...)
 	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
 	int was = option == PR_SET_SECCOMP ? sandbox_enter() : -1;
+	int strict = option == PR_SET_SECCOMP || option == PR_SET_TSC ? tsc_leave(SYS_prctl, option, (long)a2) : 0;
 	int rc = likely(tprof_real.prctl != NULL) ? tprof_real.prctl(option, a2, a3, a4, a5)
 						    : (int)syscall(SYS_prctl, (long)option, a2, a3, a4, a5);
+	tsc_left(rc, strict);
 	return was >= 0 ? (int)sandbox_leave(rc, was) : rc;
 }
 
@@ -999,7 +1044,13 @@ TPROF_EXPORT long syscall(long nr, ...)
 	}
 	if (unlikely(installs_filter(nr, a1))) {
 		int was = sandbox_enter();
-		return sandbox_leave(pass_syscall(nr, a1, a2, a3, a4, a5, a6), was);
+		int strict = tsc_leave(nr, a1, a2);
+		long rc = tsc_left(pass_syscall(nr, a1, a2, a3, a4, a5, a6), strict);
+		return sandbox_leave(rc, was);
+	}
+	if (unlikely(nr == SYS_prctl && a1 == PR_SET_TSC)) {
+		tsc_leave(nr, a1, a2);
+		return pass_syscall(nr, a1, a2, a3, a4, a5, a6);
 	}
 	if (unlikely(nr == SYS_mlockall || nr == SYS_munlockall))
 		return lock_call(nr, a1);

@@ -147,6 +147,9 @@ struct tprof_tls {
 	 * after the call, and whether one such window is open */
 	uint64_t kept_mask;
 	int kept_open;
+	/* this thread entered seccomp's strict mode (hooks.c): it may make no system call but read,
+	 * write, exit and sigreturn, nor read the TSC; guard is held for it from then on */
+	int strict;
 	/* last: the hot fields above share the first cache lines */
 	struct tprof_ev defer[TPROF_DEFER_MAX];
 };
@@ -342,11 +345,22 @@ size_t tprof_region_exec_unpreload(const char *path, int search, char *const arg
  * later try may succeed). */
 void *tprof_shm_alloc(uint64_t len, uint64_t *off, int *busy);
 
+/* The TSC turned off for a thread of the process (PR_SET_TSC, seccomp's strict mode): from then on
+ * every clock read asks the kernel, as the C library's clock_gettime would fault too (it reads the
+ * TSC when that is the kernel's clock source), and converts to ticks (core.c). */
+extern _Atomic int tprof_tsc_off;
+uint64_t tprof_now_without_tsc(void);
+/* Before a call that turns the TSC off for the calling thread: the clock conversion is measured
+ * (up to 1 ms) while the TSC can still be read, then every thread reads the kernel's clock. */
+void tprof_clock_leave_tsc(void);
+
 static inline uint64_t tprof_now(void)
 {
 	extern int tprof_clock_is_tsc;
-	if (likely(tprof_clock_is_tsc))
+	if (likely(__atomic_load_n(&tprof_clock_is_tsc, __ATOMIC_ACQUIRE)))
 		return __builtin_ia32_rdtsc();
+	if (unlikely(atomic_load_explicit(&tprof_tsc_off, memory_order_acquire)))
+		return tprof_now_without_tsc();
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

@@ -922,6 +922,58 @@ strict: child exit 4"
 	grep -q "not classified: the process installed a seccomp filter" r.txt
 }
 
+@test "the TSC turned off (PR_SET_TSC): the program, its thread and its fork child run as bare; times stay true" {
+	# rdtsc faults from then on, and so does the C library's clock_gettime on a TSC clock source
+	pair "$P/inv_notsc" tsc
+	expect rc 0
+	expect out "tsc off: child 3"
+	same
+	traces_ok 2
+	t=$(the_trace exit_status 0)
+	[ "$(rj "$t" threads)" = 2 ]
+	c=$(the_trace exit_status 3)
+	[ "$(rj "$c" allocations)" = 100 ]
+	[ "$(rj "$c" frees)" = 100 ]
+	"$B/tprof" dump "$t" >d.txt
+	awk '$5 == 77777 && $4 == "malloc" {print $2}' d.txt >marks.txt
+	[ "$(wc -l <marks.txt)" -eq 4 ]
+	$PY - <<'PY'
+t = [int(x) for x in open("marks.txt")]
+gaps = [b - a for a, b in zip(t[1:], t[2:])]  # both after the TSC went off
+print(gaps)
+assert all(19_000_000 <= g <= 26_000_000 for g in gaps), gaps
+assert 19_000_000 <= t[1] - t[0] <= 30_000_000, t  # across it (the rate measured meanwhile)
+last = {}
+for line in open("d.txt"):
+    if line.startswith("#"):
+        continue
+    f = line.split()
+    ns, tid = int(f[1]), f[2]
+    assert ns >= last.get(tid, 0), line
+    last[tid] = ns
+PY
+}
+
+@test "seccomp's strict mode (by seccomp and by prctl): the program runs as bare; its heap calls after it are counted lost" {
+	# strict mode leaves read, write, exit and sigreturn, and turns the TSC off: tprof makes no call
+	# and reads no clock in that thread any more
+	for how in strict strict-prctl; do
+		rm -rf tr/* bare.* traced.*
+		pair "$P/inv_notsc" "$how"
+		expect rc 0
+		expect out "strict
+done"
+		same
+		reports
+		t=$(ls tr/*)
+		[ "$(rj "$t" allocations)" = 100 ]
+		[ "$(rj "$t" frees)" = 50 ]
+		[ "$(rj "$t" lost_events)" = 151 ] # 50 malloc, 100 free, 1 malloc
+		[ "$(rj "$t" seccomp)" = true ]
+		"$B/tprof" report "$t" | grep -q "151 lost (TOTALS BELOW UNDERCOUNT"
+	done
+}
+
 @test "seccomp: a fork child and an exec'd program under a filter that kills at tprof's calls run as bare, untraced, and say why" {
 	pair "$P/inv_seccomp" deny /bin/ls /nonexistent-dir
 	expect rc 0
