@@ -1524,6 +1524,26 @@ void tprof_region_learn_self(void)
 	self_id.known = 1;
 }
 
+
+/* This library's own zero-initialized data (the slot table, paths, the stack walk's tables: most
+ * of a MiB) is left out of the program's core dumps as well: the pages wholly past the library's
+ * file data, which the loader maps anonymous. Once: a fork child inherits the mark. */
+static void bss_dontdump(void)
+{
+	extern char __bss_start[] __attribute__((visibility("hidden")));
+	extern char _end[] __attribute__((visibility("hidden")));
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	const uintptr_t pg = 4096;
+	uintptr_t lo = ((uintptr_t)__bss_start + pg - 1) & ~(pg - 1), hi = ((uintptr_t)_end + pg - 1) & ~(pg - 1);
+	int saved = errno;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTDUMP);
+	errno = saved;
+}
+
 /* Maps the first piece of the memory file and writes the header but its last words
  * (header_publish); returns it, or NULL. */
 static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
@@ -1541,6 +1561,7 @@ static struct tprof_shm *map_header(int memfd, const char *path, pid_t pid)
 	madvise(m, first, MADV_DONTFORK);
 	/* nor in the program's core dumps: they are the program's, as bare */
 	madvise(m, first, MADV_DONTDUMP);
+	bss_dontdump();
 	pieces[0] = (struct piece){0, first, m};
 	piece_end = first;
 	atomic_store(&npieces, 1);
