@@ -878,6 +878,9 @@ static int spawn_recorder(const char *name, size_t len)
 			sigset_t none;
 			sigemptyset(&none);
 			syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &none, NULL, 8L);
+			/* a program that turned the TSC off (PR_SET_TSC) passes that on through exec too:
+			 * the recorder reads it */
+			syscall(SYS_prctl, (long)PR_SET_TSC, (long)PR_TSC_ENABLE, 0L, 0L, 0L);
 			syscall(SYS_execve, path, argv, envp);
 			syscall(SYS_exit_group, 127L);
 		}

@@ -954,6 +954,19 @@ for line in open("d.txt"):
 PY
 }
 
+@test "the TSC turned off before the first heap call: the recorder the program starts is not hit by it" {
+	pair "$P/inv_notsc" early
+	expect rc 0
+	expect out "early: ok"
+	same
+	traces_ok 1
+	"$B/tprof" dump tr/* | awk '$5 == 77777 && $4 == "malloc" {print $2}' >marks.txt
+	[ "$(wc -l <marks.txt)" -eq 2 ]
+	gap=$(($(sed -n 2p marks.txt) - $(sed -n 1p marks.txt)))
+	echo "gap $gap ns"
+	[ "$gap" -ge 19000000 ] && [ "$gap" -le 26000000 ]
+}
+
 @test "seccomp's strict mode (by seccomp and by prctl): the program runs as bare; its heap calls after it are counted lost" {
 	# strict mode leaves read, write, exit and sigreturn, and turns the TSC off: tprof makes no call
 	# and reads no clock in that thread any more

@@ -6,6 +6,8 @@
  *   inv_notsc tsc      prctl(PR_SET_TSC, PR_TSC_SIGSEGV) after a malloc(77777); then three more
  *                      malloc(77777) 20 ms apart, each followed by 100 malloc/free pairs, a thread
  *                      that makes 1000 pairs and a fork child that makes 100 and exits 3
+ *   inv_notsc early    the same prctl before any heap call (the recorder this process starts
+ *                      inherits the TSC off through its exec), then malloc(77777) twice, 20 ms apart
  *   inv_notsc strict   100 malloc(64), 50 of them freed; no-new-privileges and seccomp's strict mode
  *                      (by the seccomp system call; strict-prctl: by prctl), which allows read, write,
  *                      exit and sigreturn only; then 50 malloc(64), 100 frees and a malloc(20) (151
@@ -65,6 +67,22 @@ static int tsc_off(void)
 	return 0;
 }
 
+static int early(void)
+{
+	if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
+		perror("PR_SET_TSC");
+		return 1;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+		void *volatile p = malloc(77777);
+		free(p);
+	}
+	printf("early: ok\n");
+	return 0;
+}
+
 static int strict(int by_prctl)
 {
 	void *v[100];
@@ -98,8 +116,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "tsc") == 0)
 		return tsc_off();
+	if (argc > 1 && strcmp(argv[1], "early") == 0)
+		return early();
 	if (argc > 1 && strncmp(argv[1], "strict", 6) == 0)
 		return strict(strcmp(argv[1], "strict-prctl") == 0);
-	fprintf(stderr, "usage: inv_notsc tsc|strict|strict-prctl\n");
+	fprintf(stderr, "usage: inv_notsc tsc|early|strict|strict-prctl\n");
 	return 1;
 }
