@@ -74,3 +74,30 @@ record_name() {
 	done
 	echo "$n"
 }
+
+# marks_apart TRACE N [SKIP]: TRACE holds N malloc(77777) calls, those after the first SKIP (default
+# 0) 20 ms apart (19 to 26 ms: the programs sleep 20 ms between them), and no thread's times go back
+marks_apart() {
+	"$B/tprof" dump "$1" >d.txt
+	awk '$5 == 77777 && $4 == "malloc" {print $2}' d.txt >marks.txt
+	[ "$(wc -l <marks.txt)" -eq "$2" ] || {
+		echo "# $(wc -l <marks.txt) marks, expected $2"
+		return 1
+	}
+	$PY - "${3:-0}" <<'PY'
+import sys
+skip = int(sys.argv[1])
+t = [int(x) for x in open("marks.txt")]
+gaps = [b - a for a, b in zip(t[skip:], t[skip + 1:])]
+print(gaps)
+assert all(19_000_000 <= g <= 26_000_000 for g in gaps), gaps
+last = {}
+for line in open("d.txt"):
+    if line.startswith("#"):
+        continue
+    f = line.split()
+    ns, tid = int(f[1]), f[2]
+    assert ns >= last.get(tid, 0), line
+    last[tid] = ns
+PY
+}

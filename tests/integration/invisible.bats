@@ -934,24 +934,10 @@ strict: child exit 4"
 	c=$(the_trace exit_status 3)
 	[ "$(rj "$c" allocations)" = 100 ]
 	[ "$(rj "$c" frees)" = 100 ]
-	"$B/tprof" dump "$t" >d.txt
-	awk '$5 == 77777 && $4 == "malloc" {print $2}' d.txt >marks.txt
-	[ "$(wc -l <marks.txt)" -eq 4 ]
-	$PY - <<'PY'
-t = [int(x) for x in open("marks.txt")]
-gaps = [b - a for a, b in zip(t[1:], t[2:])]  # both after the TSC went off
-print(gaps)
-assert all(19_000_000 <= g <= 26_000_000 for g in gaps), gaps
-assert 19_000_000 <= t[1] - t[0] <= 30_000_000, t  # across it (the rate measured meanwhile)
-last = {}
-for line in open("d.txt"):
-    if line.startswith("#"):
-        continue
-    f = line.split()
-    ns, tid = int(f[1]), f[2]
-    assert ns >= last.get(tid, 0), line
-    last[tid] = ns
-PY
+	marks_apart "$t" 4 1 # the gaps after the TSC went off
+	# and the one across it, in which the rate was measured
+	gap=$(($(sed -n 2p marks.txt) - $(sed -n 1p marks.txt)))
+	[ "$gap" -ge 19000000 ] && [ "$gap" -le 30000000 ]
 }
 
 @test "the TSC turned off before the first heap call: the recorder the program starts is not hit by it" {
@@ -960,11 +946,7 @@ PY
 	expect out "early: ok"
 	same
 	traces_ok 1
-	"$B/tprof" dump tr/* | awk '$5 == 77777 && $4 == "malloc" {print $2}' >marks.txt
-	[ "$(wc -l <marks.txt)" -eq 2 ]
-	gap=$(($(sed -n 2p marks.txt) - $(sed -n 1p marks.txt)))
-	echo "gap $gap ns"
-	[ "$gap" -ge 19000000 ] && [ "$gap" -le 26000000 ]
+	marks_apart tr/* 2
 }
 
 @test "seccomp's strict mode (by seccomp and by prctl): the program runs as bare; its heap calls after it are counted lost" {
