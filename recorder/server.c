@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -277,9 +278,29 @@ static void stderr_at_end(void)
 	}
 }
 
+/* The recorder serves the program and must not compete with it on the terms the program was given:
+ * a real-time policy, a CPU set, a nice value or an I/O class of the process that started it (passed
+ * on through fork and exec: `chrt -f 10 taskset -c 0 PROGRAM` made a recorder that a spinning
+ * program thread kept off its one CPU for good, while another thread waited for ring room) are not
+ * the recorder's. It takes the normal policy, every CPU it may use, nice 0 and the default I/O class,
+ * as far as it is allowed; its threads, made later, inherit them. */
+static void normal_scheduling(void)
+{
+	struct sched_param sp = {0};
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all); /* the kernel keeps those of the cpuset */
+	sched_setaffinity(0, sizeof(all), &all);
+	setpriority(PRIO_PROCESS, 0, 0);
+	syscall(SYS_ioprio_set, 1L /* IOPRIO_WHO_PROCESS */, 0L, 0L /* IOPRIO_CLASS_NONE */);
+}
+
 void tprof_recorder_setup(void)
 {
 	stderr_at_end();
+	normal_scheduling();
 	if (!getcwd(start_dir, sizeof(start_dir)))
 		start_dir[0] = 0;
 	if (chdir("/") != 0) { /* never keep a directory of the program's busy */

@@ -922,6 +922,22 @@ strict: child exit 4"
 	grep -q "not classified: the process installed a seccomp filter" r.txt
 }
 
+@test "a real-time program pinned to one CPU starts the recorder: the recorder takes neither its policy nor its CPU" {
+	# chrt -f 10 taskset -c 0: the recorder the first heap call starts would inherit both, and the
+	# program's main thread then spins on that CPU while another thread, on the second, waits for
+	# ring room: nothing was drained for 10 s, and most events were lost
+	[ "$(nproc)" -ge 2 ] || skip "one CPU"
+	chrt -f 10 true 2>/dev/null || skip "no real-time policy allowed here"
+	WRAP="chrt -f 10 taskset -c 0" pair "$P/inv_rtspin" 200000
+	expect rc 0
+	expect out "done 200000"
+	same
+	traces_ok 1
+	t=$(ls tr/*)
+	[ "$(rj "$t" allocations)" = 200003 ]
+	[ "$(rj "$t" frees)" = 200003 ]
+}
+
 @test "the TSC turned off (PR_SET_TSC): the program, its thread and its fork child run as bare; times stay true" {
 	# rdtsc faults from then on, and so does the C library's clock_gettime on a TSC clock source
 	pair "$P/inv_notsc" tsc
