@@ -1374,6 +1374,8 @@ static void run_freeres(void)
 	/* this thread alone, or with a main thread that called pthread_exit (a zombie until the
 	 * process ends: the last thread's return calls exit), as memcheck runs it then too */
 	int n = tprof_proc_threads(&leader);
+	if (n < 0 && __libc_single_threaded)
+		n = 1; /* no /proc (a chroot without it): the C library knows no thread was ever started */
 	if (n != 1 && !(n == 2 && leader == 'Z' && tprof_gettid() != tprof_getpid()))
 		return;
 	/* not dlsym: it would free the message of a dlopen that failed and that the program never

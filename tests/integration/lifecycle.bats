@@ -155,7 +155,7 @@ signal_end() { # TRACE_JSON SIGNAL
 	[ "$n" = 20 ]
 }
 
-@test "an image with no /proc (a chroot, a mount over it) is named by its exec'd path and argv[0]" {
+@test "an image with no /proc (a chroot, a mount over it) is named by its exec'd path and argv[0]; __libc_freeres still runs" {
 	[ "$(id -u)" = 0 ] || skip "not root"
 	unshare -m true 2>/dev/null || skip "no mount namespaces here"
 	"$B/tprof" record -o np.trace -- unshare -m sh -c \
@@ -166,6 +166,16 @@ signal_end() { # TRACE_JSON SIGNAL
 	[ "$(jget r.json program)" = heap_known ]
 	[ "$(jget r.json exe)" = "$B/progs/heap_known" ]
 	[ "$(jget r.json complete)" = true ]
+	# __libc_freeres runs at its exit as with /proc (the thread count it needs comes from the C
+	# library then): echo's locale and stdio blocks are freed, as in a run with /proc
+	"$B/tprof" record -o e1.trace -- /bin/echo hi >/dev/null
+	"$B/tprof" record -o e2.trace -- unshare -m sh -c 'mount -t tmpfs none /proc && exec "$0" hi' /bin/echo >/dev/null
+	report e1.trace e1.json
+	report "$(ls e2.trace* | sort -V | tail -1)" e2.json
+	[ "$(jget e2.json program)" = echo ]
+	[ "$(jget e1.json leaked_blocks)" = 0 ]
+	[ "$(jget e2.json leaked_blocks)" = 0 ]
+	[ "$(jget e2.json frees)" = "$(jget e1.json frees)" ]
 }
 
 @test "exec: both images are traced" {
