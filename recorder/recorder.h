@@ -70,7 +70,7 @@ struct tprof_server_opts {
 
 /* What a recorder process does first: no directory kept busy, no death by SIGPIPE, SIGXFSZ or
  * SIGHUP, the program's resource limits lifted to their hard values, the normal scheduling policy
- * on every CPU it may use (not a real-time policy or CPU set it inherited). */
+ * on every CPU it may use (not a real-time policy or a CPU set it inherited). */
 void tprof_recorder_setup(void);
 
 /* The directory the recorder was started in (absolute; "" when unknown), where it creates the

@@ -278,23 +278,24 @@ static void stderr_at_end(void)
 	}
 }
 
-/* The recorder serves the program and must not compete with it on the terms the program was given:
- * a real-time policy, a CPU set, a nice value or an I/O class of the process that started it (passed
- * on through fork and exec: `chrt -f 10 taskset -c 0 PROGRAM` made a recorder that a spinning
- * program thread kept off its one CPU for good, while another thread waited for ring room) are not
- * the recorder's. It takes the normal policy, every CPU it may use, nice 0 and the default I/O class,
- * as far as it is allowed; its threads, made later, inherit them. */
+/* The recorder serves the program and must not be kept from it by the terms the program was given:
+ * a real-time policy or a CPU set of the process that started it (passed on through fork and exec:
+ * under `chrt -f 10 taskset -c 0`, a program thread spinning on that CPU kept the recorder off it
+ * for good while another thread, on another CPU, waited for ring room) are not the recorder's. It
+ * takes the normal policy from a real-time one, and every CPU its cpuset allows; a nice value, a
+ * batch or idle policy and an I/O class stay as the user set them (they slow it, never stop it). */
 static void normal_scheduling(void)
 {
-	struct sched_param sp = {0};
-	sched_setscheduler(0, SCHED_OTHER, &sp);
+	int policy = sched_getscheduler(0);
+	if (policy == SCHED_FIFO || policy == SCHED_RR || policy == 6 /* SCHED_DEADLINE */) {
+		struct sched_param sp = {0};
+		sched_setscheduler(0, SCHED_OTHER, &sp);
+	}
 	cpu_set_t all;
 	CPU_ZERO(&all);
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		CPU_SET(c, &all); /* the kernel keeps those of the cpuset */
 	sched_setaffinity(0, sizeof(all), &all);
-	setpriority(PRIO_PROCESS, 0, 0);
-	syscall(SYS_ioprio_set, 1L /* IOPRIO_WHO_PROCESS */, 0L, 0L /* IOPRIO_CLASS_NONE */);
 }
 
 void tprof_recorder_setup(void)
