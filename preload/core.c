@@ -949,9 +949,7 @@ void tprof_ring_full(struct tprof_thread *t, uint32_t n)
 		/* the recorder is gone when its heartbeat has not moved for 2 s (10 s before its first
 		 * beat), by the clock: a signal ends a wait early, so waits are no measure of time */
 		uint32_t b = atomic_load(&shm->heartbeat);
-		struct timespec ts;
-		tprof_sys_clock(CLOCK_MONOTONIC, &ts);
-		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		uint64_t now = mono_ns_now(1);
 		if (b != beat || !since) {
 			beat = b;
 			since = now;

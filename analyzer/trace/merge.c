@@ -26,13 +26,6 @@
 
 const struct tprof_progress *tprof_progress_hook;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int rd_progress_wanted(size_t size)
 {
 	return tprof_progress_hook && tprof_progress_hook->want(size);
@@ -42,7 +35,7 @@ int rd_progress_wanted(size_t size)
 static void progress_step(struct tprof_trace *t, uint64_t at)
 {
 	struct tprof_reader_priv *p = t->priv;
-	uint64_t now = mono_ns();
+	uint64_t now = rd_mono_ns();
 	if (!p->progress_t0)
 		p->progress_t0 = now;
 	if (p->progress_shown && now - p->progress_shown < 200000000u)

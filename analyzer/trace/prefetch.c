@@ -498,31 +498,24 @@ static struct {
 	_Alignas(64) uint32_t quit; /* the merge has measured, and set the decode thread's part */
 } ping;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The merge's side: the best round trip to the decode thread's CPU in ns (UINT64_MAX: no answer in
  * time); far above FAR_ROUND_TRIP_NS. */
 static uint64_t round_trip(void)
 {
 	uint32_t ball = 0;
-	uint64_t best = UINT64_MAX, deadline = mono_ns() + 20000000; /* the first answer: it starts */
+	uint64_t best = UINT64_MAX, deadline = rd_mono_ns() + 20000000; /* the first answer: it starts */
 	for (int batch = 0; batch <= PING_BATCHES; batch++) {
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = rd_mono_ns();
 		for (int k = 0; k < PING_BATCH; k++) {
 			__atomic_store_n(&ping.ball, ++ball, __ATOMIC_RELEASE);
 			ball++;
 			for (unsigned spin = 0; __atomic_load_n(&ping.ball, __ATOMIC_ACQUIRE) != ball; spin++) {
 				cpu_relax();
-				if (spin % 256 == 255 && mono_ns() > deadline)
+				if (spin % 256 == 255 && rd_mono_ns() > deadline)
 					return UINT64_MAX;
 			}
 		}
-		uint64_t now = mono_ns();
+		uint64_t now = rd_mono_ns();
 		if (batch == 0)
 			deadline = now + 1000000; /* the batches that count */
 		else if ((now - t0) / PING_BATCH < best)

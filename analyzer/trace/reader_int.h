@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <time.h>
 #include <uthash.h>
 #include <zstd.h>
 
@@ -194,7 +195,7 @@ struct tprof_reader_priv {
 	/* the pipeline (see rd_start_decoder): on, and which side sleeps on its condition (merge:
 	 * avail, for a chunk; decode thread: want, for room) */
 	int piped, merge_sleeping, dec_sleeping;
-	int asking; /* the decode thread answers cpus_far first (prefetch.c) */
+	int asking; /* the decode thread first answers round_trip (prefetch.c) */
 	int merge_waited; /* the merge found a queue empty since the decode thread last looked */
 	unsigned pipe_slots; /* chunks a thread may have queued: PIPE_CHUNKS over the threads */
 	pthread_cond_t avail;
@@ -261,6 +262,14 @@ void rd_decode_chunk(const struct tprof_trace *t, struct blockdec *c, struct dec
 
 /* prefetch.c */
 void rd_drop_consumed(struct tprof_reader_priv *p, const struct block_ref *b);
+/* CLOCK_MONOTONIC in ns (progress reports, the decode thread's round trips). */
+static inline uint64_t rd_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void rd_start_decoder(struct tprof_trace *t);
 void rd_zbuf_done(struct tprof_reader_priv *p, struct blockdec *c);
 void rd_zbuf_take(struct tprof_reader_priv *p, struct blockdec *c);
