@@ -604,6 +604,76 @@ static void test_pairing_and_temporaries(void)
 	free(b.p);
 }
 
+/* Stacks whose frames are equal are one stack, however they were written: two threads may intern
+ * the same new stack at once, and a frame may come in a longer varint than it needs (it reads the
+ * same). The truncated flag and every frame count. */
+static void test_duplicate_stacks(void)
+{
+	struct buf b;
+	memset(&b, 0, sizeof(b));
+	file_header(&b, 4);
+	info(&b, "");
+	struct buf c = {0};
+	put_varint(&c, 1000);
+	put_varint(&c, 1000);
+	put_varint(&c, 5);
+	block(&b, TPROF_BLK_CLOCK, &c, 0);
+	free(c.p);
+	/* ids 1 to 6: A; A with +5 in two bytes (0x8a 0x00, zigzag 10); A truncated; B; B again; A
+	 * with the first frame in a longer form (0x80 0x80 ... 0x00 is not the shortest) */
+	static const uint8_t frames[][12] = {
+		{0x80, 0xa0, 0x80, 0x02, 0x0a, 0x05},       /* 0x401000, +5, -3 */
+		{0x80, 0xa0, 0x80, 0x02, 0x8a, 0x00, 0x05}, /* the same, +5 longer */
+		{0x80, 0xa0, 0x80, 0x02, 0x0a, 0x05},       /* truncated */
+		{0x80, 0xa0, 0x80, 0x02, 0x0a, 0x07},       /* 0x401000, +5, -4 */
+		{0x80, 0xa0, 0x80, 0x02, 0x0a, 0x07},
+		{0x80, 0xa0, 0x80, 0x82, 0x00, 0x0a, 0x05}, /* A, its first frame longer */
+	};
+	static const size_t len[] = {6, 7, 6, 6, 6, 7};
+	static const uint32_t expect[] = {1, 1, 3, 4, 4, 1}; /* each id's stack as read */
+	struct buf st = {0};
+	put_varint(&st, 6);
+	for (uint32_t i = 0; i < 6; i++) {
+		put_varint(&st, i + 1);
+		put_varint(&st, i == 2 ? TPROF_STACK_TRUNCATED : 0);
+		put_varint(&st, 3);
+		put(&st, frames[i], len[i]);
+	}
+	block(&b, TPROF_BLK_STACKS, &st, 0);
+	free(st.p);
+	struct tprof_rec r[6];
+	const struct tprof_rec *rp[6];
+	for (uint32_t i = 0; i < 6; i++) {
+		r[i] = (struct tprof_rec){.kind = TPROF_EV_MALLOC, .stack = i + 1, .seq = i + 1, .tick = 1001 + i,
+					  .size = 32, .ptr = 0x100000 + 0x40 * i};
+		rp[i] = &r[i];
+	}
+	records_block(&b, TID, rp, 6, 0, 1000, 0);
+	end(&b, 4, TPROF_END_EXIT, 0, 0, 6);
+	struct tprof_trace *t;
+	char err[512];
+	int opened = open_prefix(&b, b.n, &t, err, sizeof(err));
+	if (opened != 0)
+		printf("# %s\n", err);
+	CHECK_EQ(opened, 0);
+	if (opened == 0) {
+		struct tprof_event e;
+		uint32_t got[6] = {0}, n = 0;
+		while (tprof_trace_next(t, &e) > 0 && n < 6)
+			got[n++] = e.stack;
+		CHECK_EQ(n, 6);
+		for (uint32_t i = 0; i < 6; i++) {
+			if (got[i] != got[expect[i] - 1])
+				printf("# id %u reads as stack %u, id %u as %u\n", i + 1, got[i], expect[i],
+				       got[expect[i] - 1]);
+			CHECK_EQ(got[i], got[expect[i] - 1]);
+		}
+		CHECK(got[0] != got[2] && got[0] != got[3] && got[2] != got[3]);
+		tprof_trace_close(t);
+	}
+	free(b.p);
+}
+
 int main(void)
 {
 	snprintf(path, sizeof(path), "/tmp/tprof_test_reader.%d.trace", (int)getpid());
@@ -612,6 +682,7 @@ int main(void)
 	RUN(test_every_prefix);
 	RUN(test_cut_after_bad_zevents);
 	RUN(test_pairing_and_temporaries);
+	RUN(test_duplicate_stacks);
 	unlink(path);
 	return UT_DONE();
 }
