@@ -635,7 +635,8 @@ uint32_t tprof_stack_capture(void)
 	void *buf[cap]; /* sized by the depth asked for: a hook may run on a small stack */
 #if defined(__x86_64__)
 	int got = tprof_unwind_here(buf, cap), cut = 0;
-	uint32_t again = tprof_unwind_memo_id();
+	uint32_t token;
+	uint32_t again = tprof_unwind_memo_id(&token);
 	if (again)
 		return again; /* the same walk as the last one: the same frames, interned already */
 #else /* no walk of our own: libunwind (linked on these machines), which may allocate */
@@ -667,7 +668,7 @@ uint32_t tprof_stack_capture(void)
 	uint32_t id = intern((const uint64_t *)buf, (unsigned)n, truncated);
 #if defined(__x86_64__)
 	if (id)
-		tprof_unwind_memo_keep(id);
+		tprof_unwind_memo_keep(id, token);
 #endif
 	return id;
 }

@@ -43,11 +43,15 @@ struct rule {
 	int32_t cfa_off;
 	int16_t rbp_off, ra_off;
 };
-/* The last walk, to be given again without walking: a walk is a function of its start (ip, sp,
+/* The last walks, to be given again without walking: a walk is a function of its start (ip, sp,
  * rbp), of the rules (fixed while no code is unloaded) and of the words it reads. When the start is
  * the same and every word it read, read again in its order, is the same, the walk would take the
  * same steps (each address read is one the walk itself would read next) and give the same frames.
- * A loop that allocates from one place costs a few compares instead of a walk and an intern. */
+ * A loop that allocates from one place costs a few compares instead of a walk and an intern; so
+ * does one that allocates from a few places in turn (a wrapper such as OpenSSL's CRYPTO_zalloc
+ * called from two places per operation): NMEMO walks are kept, the least recently given replaced.
+ * With one, `openssl speed sha256` ran at 0.45 of its bare speed, every walk a new one. */
+#define NMEMO 4
 #define MEMO_READS 160 /* two words a frame (return address, saved rbp) at the default depth */
 #define MEMO_FRAMES 80  /* the default depth, 64, and the frames of tprof itself */
 /* Every word kept here is scrambled (^ MEMO_KEY): the reachability scan at the end takes this
@@ -63,6 +67,8 @@ struct memo {
 	uint32_t nreads; /* above MEMO_READS: too many to keep (the walk is not kept) */
 	uint32_t id;     /* the stack id the frames were interned as (0: not yet) */
 	uint32_t id_epoch;
+	uint32_t used;   /* when it was last made or given (the cache's clock): the oldest goes */
+	uint32_t token;  /* the walk that made it (the cache's walks), for tprof_unwind_memo_keep */
 	uint64_t addr[MEMO_READS], val[MEMO_READS];
 	uint64_t frames[MEMO_FRAMES];
 };
@@ -93,8 +99,10 @@ struct cache {
 	struct rule r[RULES];
 	uint16_t flags[RULES];
 	uint64_t page[PAGES]; /* page number + 1; 0: empty */
-	struct memo memo;
-	int memo_hit;         /* the last walk was the memo's, whose stack id is still good */
+	struct memo memo[NMEMO];
+	int memo_cur;         /* the memo the last walk gave or made */
+	int memo_hit;         /* the last walk was that memo's, whose stack id is still good */
+	uint32_t memo_clock, walks;
 	/* a new frame's CFA program runs here (frame_state, run_cfa), not on the thread's stack,
 	 * which may be small (a thread made with 16 KiB, an alternate signal stack): a kilobyte and a
 	 * half less below a hook. A heap call a signal handler makes during a walk is deferred, and
@@ -146,7 +154,8 @@ static struct cache *cache_get(void)
 	if (unlikely(c->generation != g)) { /* code was unloaded: addresses may mean other code now */
 		memset(c->r, 0, sizeof(c->r));
 		memset(c->flags, 0, sizeof(c->flags));
-		c->memo.ret = 0;
+		for (int k = 0; k < NMEMO; k++)
+			c->memo[k].ret = 0;
 		c->generation = g;
 	}
 	return c;
@@ -157,22 +166,29 @@ void tprof_unwind_new_thread(void)
 	struct cache *c = tprof_tls.ucache;
 	if (c) {
 		memset(c->page, 0, sizeof(c->page)); /* another thread's stack */
-		c->memo.ret = 0;
+		for (int k = 0; k < NMEMO; k++)
+			c->memo[k].ret = 0;
 	}
 }
 
-uint32_t tprof_unwind_memo_id(void)
+uint32_t tprof_unwind_memo_id(uint32_t *token)
 {
 	struct cache *c = tprof_tls.ucache;
-	return c && c->memo_hit ? c->memo.id : 0;
+	*token = c ? c->walks : 0;
+	return c && c->memo_hit ? c->memo[c->memo_cur].id : 0;
 }
 
-void tprof_unwind_memo_keep(uint32_t id)
+void tprof_unwind_memo_keep(uint32_t id, uint32_t token)
 {
 	struct cache *c = tprof_tls.ucache;
-	if (c && c->memo.ret > 0) {
-		c->memo.id = id;
-		c->memo.id_epoch = atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
+	if (!c)
+		return;
+	struct memo *m = &c->memo[c->memo_cur];
+	/* only into the memo that walk made: a walk made since (a signal handler's heap call in a
+	 * fork child, which forgets the code) may have made another, of other frames */
+	if (m->ret > 0 && m->token == token && c->walks == token) {
+		m->id = id;
+		m->id_epoch = atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
 	}
 }
 
@@ -207,21 +223,21 @@ static inline int load(struct cache *c, uint64_t a, uint64_t *out)
 }
 
 /* Notes a word the walk read, and depends on, in the memo being made. */
-static inline void memo_add(struct cache *c, uint64_t a, uint64_t v)
+static inline void memo_add(struct memo *m, uint64_t a, uint64_t v)
 {
-	uint32_t k = c->memo.nreads++;
+	uint32_t k = m->nreads++;
 	if (k < MEMO_READS) {
-		c->memo.addr[k] = a ^ MEMO_KEY;
-		c->memo.val[k] = v ^ MEMO_KEY;
+		m->addr[k] = a ^ MEMO_KEY;
+		m->val[k] = v ^ MEMO_KEY;
 	}
 }
 
 /* load, noting the word */
-static inline int load_kept(struct cache *c, uint64_t a, uint64_t *out)
+static inline int load_kept(struct cache *c, struct memo *m, uint64_t a, uint64_t *out)
 {
 	if (load(c, a, out) != 0)
 		return -1;
-	memo_add(c, a, *out);
+	memo_add(m, a, *out);
 	return 0;
 }
 
@@ -676,37 +692,50 @@ static int compute_rule(struct cache *c, uint64_t ip, int exact, struct rule *ou
  * when the frame after the n found is beyond the rules. */
 int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
 	__attribute__((visibility("hidden")));
-static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp);
+static int walk(struct cache *c, struct memo *m, void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp);
 
 int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
 {
 	struct cache *c = cache_get();
 	if (!c)
 		return -1;
-	struct memo *m = &c->memo;
 	c->memo_hit = 0;
-	if (m->ret > 0 && m->ip == (ip ^ MEMO_KEY) && m->sp == (sp ^ MEMO_KEY) &&
-	    (!m->rbp_used || m->rbp == (rbp ^ MEMO_KEY)) && m->cap == cap) {
+	uint32_t token = ++c->walks;
+	int oldest = 0; /* the memo to make on a miss: an empty one, else the least recently used */
+	for (int j = 0; j < NMEMO; j++) {
+		struct memo *m = &c->memo[j], *o = &c->memo[oldest];
+		if (o->ret > 0 && (m->ret <= 0 || (int32_t)(m->used - o->used) < 0))
+			oldest = j;
+		if (m->ret <= 0 || m->ip != (ip ^ MEMO_KEY) || m->sp != (sp ^ MEMO_KEY) ||
+		    (m->rbp_used && m->rbp != (rbp ^ MEMO_KEY)) || m->cap != cap)
+			continue;
 		uint32_t i = 0;
 		for (uint64_t v; i < m->nreads && load(c, m->addr[i] ^ MEMO_KEY, &v) == 0 && (v ^ MEMO_KEY) == m->val[i];
 		     i++)
 			;
-		if (i == m->nreads) {
-			/* its id stands for the frames, unless the table gives ids anew (a fork child)
-			 * or every capture is to be checked */
-			c->memo_hit = m->id && !tprof_cfg.verify_stacks &&
-				      m->id_epoch == atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
-			if (!c->memo_hit)
-				for (int k = 0; k < m->ret; k++)
-					buf[k] = (void *)(uintptr_t)(m->frames[k] ^ MEMO_KEY);
-			return m->ret;
-		}
+		if (i < m->nreads)
+			continue;
+		/* its id stands for the frames, unless the table gives ids anew (a fork child) or every
+		 * capture is to be checked */
+		c->memo_cur = j;
+		m->used = ++c->memo_clock;
+		m->token = token;
+		c->memo_hit = m->id && !tprof_cfg.verify_stacks &&
+			      m->id_epoch == atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
+		if (!c->memo_hit)
+			for (int k = 0; k < m->ret; k++)
+				buf[k] = (void *)(uintptr_t)(m->frames[k] ^ MEMO_KEY);
+		return m->ret;
 	}
+	struct memo *m = &c->memo[oldest];
+	c->memo_cur = oldest;
 	m->ret = 0;
 	m->nreads = 0;
 	m->id = 0;
+	m->token = token;
+	m->used = ++c->memo_clock;
 	uint64_t gen = c->generation;
-	int r = walk(c, buf, cap, ip, sp, rbp);
+	int r = walk(c, m, buf, cap, ip, sp, rbp);
 	if (unlikely(atomic_load_explicit(&unwind_generation, memory_order_acquire) != gen)) {
 		m->ret = 0; /* a walk inside this one kept its reads in the same memo */
 		return r;
@@ -723,7 +752,7 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 	return r;
 }
 
-static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
+static int walk(struct cache *c, struct memo *m, void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rbp)
 {
 #define GIVE_UP (-n - 1)
 	const uint64_t gen = c->generation;
@@ -734,13 +763,13 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 	 * depend on it), so that a loop variable held in rbp does not make every walk new. */
 	uint64_t pend_a = 0, pend_v = 0;
 	int pend = 0, rbp_loaded = 0;
-	c->memo.rbp_used = 0;
+	m->rbp_used = 0;
 #define USE_RBP()                                                                                 \
 	do {                                                                                      \
 		if (pend)                                                                         \
-			memo_add(c, pend_a, pend_v);                                              \
+			memo_add(m, pend_a, pend_v);                                              \
 		else if (!rbp_loaded)                                                             \
-			c->memo.rbp_used = 1;                                                     \
+			m->rbp_used = 1;                                                          \
 		pend = 0;                                                                         \
 	} while (0)
 	while (n < cap) {
@@ -778,7 +807,7 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 		if ((fl & F_NO_FDE) && rbp == 0)
 			break; /* where the frame pointer chain ends, the stack ends */
 		uint64_t cfa = ((fl & F_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)ru->cfa_off;
-		if ((fl & F_CFA_DEREF) && load_kept(c, cfa, &cfa) != 0)
+		if ((fl & F_CFA_DEREF) && load_kept(c, m, cfa, &cfa) != 0)
 			return GIVE_UP;
 		/* each frame above the one before, but for the frame a signal interrupted, which may
 		 * be on another stack (sigaltstack) */
@@ -789,7 +818,7 @@ static int walk(struct cache *c, void **buf, int cap, uint64_t ip, uint64_t sp, 
 			ra_at = (fl & F_RA_RBP) ? rbp : sp;
 		if (fl & F_RBP_AT)
 			rbp_at = (fl & F_RBP_RBP) ? rbp : sp;
-		if (load_kept(c, ra_at + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
+		if (load_kept(c, m, ra_at + (uint64_t)(int64_t)ru->ra_off, &next) != 0)
 			return GIVE_UP;
 		if (fl & (F_RBP_SAVED | F_RBP_AT)) {
 			uint64_t a = rbp_at + (uint64_t)(int64_t)ru->rbp_off;

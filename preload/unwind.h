@@ -21,12 +21,14 @@ int tprof_unwind_outer_frame(const uintptr_t (*skip)[2], int nskip, const uintpt
 void tprof_unwind_forget_code(void);
 /* The calling thread takes a cache another thread left: forget that thread's stack pages. */
 void tprof_unwind_new_thread(void);
-/* The stack id the last walk's frames were interned as, when that walk was the memo's (the same
- * start and the same words read as the walk before it) and the id is still good: the walk then
- * left buf unfilled. Else 0, and buf holds the frames. Not under TPROF_VERIFY_STACKS. */
-uint32_t tprof_unwind_memo_id(void) __attribute__((visibility("hidden")));
-/* The last walk's frames are interned as id in the stack table of now (tprof_stacks_epoch). */
-void tprof_unwind_memo_keep(uint32_t id) __attribute__((visibility("hidden")));
+/* The stack id the last walk's frames were interned as, when that walk was a memo's (the same
+ * start and the same words read as a walk before it) and the id is still good: the walk then
+ * left buf unfilled. Else 0, and buf holds the frames. Not under TPROF_VERIFY_STACKS. *token
+ * names the walk, for tprof_unwind_memo_keep. */
+uint32_t tprof_unwind_memo_id(uint32_t *token) __attribute__((visibility("hidden")));
+/* The frames of the walk token named are interned as id in the stack table of now
+ * (tprof_stacks_epoch); nothing when another walk came since. */
+void tprof_unwind_memo_keep(uint32_t id, uint32_t token) __attribute__((visibility("hidden")));
 /* stacks.c: advanced whenever the stack table gives ids anew (a fork child's table). */
 extern _Atomic uint32_t tprof_stacks_epoch __attribute__((visibility("hidden")));
 /* Set in a fork child: the caches are its parent's pages until written (copy on write). */

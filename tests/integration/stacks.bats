@@ -448,3 +448,27 @@ check_walk() {
 	wait "$w" || true
 	[[ "$output" == *"prog+0x"* ]] # its frames by module and offset
 }
+
+@test "stack walk: six call paths to one site in turn, more than the walks kept: each allocation under its own path's stack" {
+	traced "$B/progs/memo_sites" 30000 >expected
+	"$B/tprof" allocs --json t.trace >a.json
+	$PY - expected a.json <<'PY'
+import json, sys
+want = {}
+for line in open(sys.argv[1]):
+    _, k, calls, frames = line.split()
+    want[frames] = (int(calls), 100 + int(k))
+d = json.load(open(sys.argv[2]))
+got = {}
+for r in d["by_allocations"]:
+    fns = [f["function"] or "?" for f in r["stack"]]
+    if fns[0] != "site":
+        continue
+    key = ",".join(fns[:fns.index("main") + 1])
+    assert key not in got, ("two records for", key)
+    got[key] = (r["allocations"], r["bytes"])
+for key, (calls, size) in want.items():
+    assert got.get(key) == (calls, calls * size), (key, got.get(key), calls, calls * size)
+assert len(got) == len(want), got
+PY
+}
