@@ -6,6 +6,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 echo "== heap-call overhead: malloc/free storm (bench/storm.sh)"
 bash "$here/storm.sh"
 echo
+echo "== programs nobody here wrote: perl and openssl, allocating from many call paths (bench/real.sh)"
+bash "$here/real.sh"
+echo
 echo "== many distinct call stacks: trace sizes and summary against heaptrack (bench/stacks.sh)"
 bash "$here/stacks.sh"
 if [ -f "$here/workloads.sh" ]; then
