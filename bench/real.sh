@@ -42,7 +42,7 @@ for prog in perl openssl; do
 	for r in $(seq "$RUNS"); do
 		for k in $kinds; do
 			if [ $prog = perl ]; then
-				v=$(run $k perl hash.pl | tail -1)
+				v=$(run $k perl hash.pl | grep -E "^[0-9]+\.[0-9]+$" | tail -1) # heaptrack prints lines of its own
 			else # digests per second of 1 KiB, as seconds per million digests
 				v=$(run $k openssl speed -seconds 1 -bytes 1024 sha256 2>/dev/null | awk '$1 == "sha256" { sub(/k$/, "", $2); printf "%.6f\n", 1024 / ($2 * 1000) * 1e6 }')
 			fi
