@@ -1371,7 +1371,7 @@ static void run_freeres(void)
 		return;
 	/* this thread alone, or with a main thread that called pthread_exit (a zombie until the
 	 * process ends: the last thread's return calls exit), as memcheck runs it then too */
-	int n = tprof_proc_threads(&leader);
+	int n = tprof_tasks_settled(&leader);
 	if (n < 0 && __libc_single_threaded)
 		n = 1; /* no /proc (a chroot without it): the C library knows no thread was ever started */
 	if (n != 1 && !(n == 2 && leader == 'Z' && tprof_gettid() != tprof_getpid()))
@@ -1717,6 +1717,74 @@ __attribute__((destructor)) static void tprof_destructor(void)
 	} else {
 		tprof_region_barrier(); /* a process that never registered: no exit handler of ours */
 	}
+}
+
+/* The other tasks of this process, as /proc lists them: -1 when one of them still runs the
+ * program (or when that cannot be told); else how many of them stay until the process ends (a
+ * main thread that called pthread_exit: a zombie). A thread joined just before the end is neither:
+ * once pthread_join has returned it still counts in the process (and in /proc) until the kernel has
+ * finished its exit, microseconds later, milliseconds when that exit frees much (the last reference
+ * to a file): it has PF_EXITING in the flags of its stat (field 9), and is a zombie or dead
+ * ('Z', 'X') at the very end. */
+#define TPROF_PF_EXITING 0x4u
+static int others_staying(void)
+{
+	if (atomic_load(&tprof_sandboxed))
+		return -1; /* a filter may end the process at an unexpected call */
+	int saved = errno;
+	int fd = (int)syscall(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = saved;
+		return -1;
+	}
+	int32_t self = (int32_t)tprof_gettid(), leader = (int32_t)tprof_getpid();
+	int stay = 0;
+	char buf[1024], st[512];
+	long got;
+	while (stay >= 0 && (got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long at = 0; at < got && stay >= 0;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + at);
+			at += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			int32_t tid = 0;
+			for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+				tid = tid * 10 + (*c - '0');
+			if (tid == self)
+				continue;
+			uint64_t flags;
+			const char *t = tprof_stat_read(tid, st, sizeof(st));
+			if (!t)
+				continue; /* gone meanwhile */
+			if (t[0] == 'Z' || t[0] == 'X')
+				stay += tid == leader; /* the main thread stays a zombie; another is going */
+			else if (tprof_stat_field(t, 9, &flags) != 0 || !(flags & TPROF_PF_EXITING))
+				stay = -1;
+		}
+	}
+	syscall(SYS_close, fd);
+	errno = saved;
+	return stay;
+}
+
+int tprof_tasks_settled(char *leader_state)
+{
+	int n = tprof_proc_threads(leader_state);
+	for (int k = 0; k < 2000 && n > 1; k++) {
+		int stay = others_staying();
+		if (stay < 0 || n <= 1 + stay)
+			break;
+		struct timespec ts = {0, 50000};
+		syscall(SYS_nanosleep, &ts, NULL); /* an interrupted sleep only looks again sooner */
+		n = tprof_proc_threads(leader_state);
+	}
+	return n;
 }
 
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */

@@ -286,6 +286,10 @@ extern int tprof_fork_child;
 void tprof_scan_at_end(int reason);
 /* Tasks of this process, zombies included (-1: unknown); *leader_state: the main thread's state. */
 int tprof_proc_threads(char *leader_state);
+/* The same, once threads that have begun to exit while no other runs are gone (0.1 s at most): a
+ * thread joined just before the exit still counts for a moment, and would keep __libc_freeres
+ * and the scan from taking the exiting thread for the only one. */
+int tprof_tasks_settled(char *leader_state);
 
 /* Registers this process image with a recorder, once (core.c); 1 when it records. */
 int tprof_start_recording(void);

@@ -230,6 +230,8 @@ TPROF_STARTUP void tprof_scan_at_end(int reason)
 		int lone = tprof_lone_task();
 		tasks = lone < 0 ? tprof_proc_threads(NULL) : lone ? 1 : 2;
 	}
+	if (tasks == 2 && tprof_tasks_settled(NULL) == 1) /* threads joined just before the end */
+		tasks = 1;
 	if (tprof_few_none() && tasks == 1 &&
 	    atomic_compare_exchange_strong(&shm->scan_state, &idle, TPROF_SCAN_EMPTY)) {
 		shm->scan_reason = (uint32_t)reason;

@@ -65,6 +65,25 @@ report() { "$B/tprof" report --json "$1" >"$2"; }
 	[ "$(jget c.json complete)" = true ]
 }
 
+@test "threads joined just before exit, one still freeing a large file in its exit: __libc_freeres runs, nothing in use at exit, as valgrind says" {
+	TPROF_OUTPUT=j.%p.trace LD_PRELOAD="$B/libtprof.so" "$B/progs/join_exit" 8 slow >/dev/null
+	valgrind --trace-children=yes "$B/progs/join_exit" 1 slow 2>vg.log >/dev/null
+	# memcheck's child: the last HEAP SUMMARY with allocations
+	vg=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees.*/\1 \2/p' vg.log | tr -d , | grep -v "^0 " | tail -1)
+	[ -n "$vg" ]
+	n=0
+	for f in j.*.trace; do
+		settled "$f"
+		report "$f" r.json
+		[ "$(jget r.json allocations)" != 0 ] || continue # the parent: no heap call
+		n=$((n + 1))
+		[ "$(jget r.json allocations) $(jget r.json frees)" = "$vg" ]
+		[ "$(jget r.json leaked_blocks)" = 0 ]
+		[ "$(jget r.json complete)" = true ]
+	done
+	[ "$n" = 8 ]
+}
+
 @test "a thread that exits early keeps its events" {
 	traced "$B/progs/lifecycle" thread
 	report t.trace r.json
