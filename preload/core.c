@@ -1727,50 +1727,33 @@ __attribute__((destructor)) static void tprof_destructor(void)
  * to a file): it has PF_EXITING in the flags of its stat (field 9), and is a zombie or dead
  * ('Z', 'X') at the very end. */
 #define TPROF_PF_EXITING 0x4u
+struct staying {
+	int32_t leader;
+	int stay; /* -1: one runs */
+};
+
+static int task_staying(int32_t tid, void *arg)
+{
+	struct staying *st = arg;
+	char buf[512];
+	uint64_t flags;
+	const char *t = tprof_stat_read(tid, buf, sizeof(buf));
+	if (!t)
+		return 0; /* gone meanwhile */
+	if (t[0] == 'Z' || t[0] == 'X')
+		st->stay += tid == st->leader; /* the main thread stays a zombie; another is going */
+	else if (tprof_stat_field(t, 9, &flags) != 0 || !(flags & TPROF_PF_EXITING))
+		st->stay = -1;
+	return st->stay < 0;
+}
+
 static int others_staying(void)
 {
 	if (atomic_load(&tprof_sandboxed))
 		return -1; /* a filter may end the process at an unexpected call */
-	int saved = errno;
-	int fd = (int)syscall(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		errno = saved;
-		return -1;
-	}
-	int32_t self = (int32_t)tprof_gettid(), leader = (int32_t)tprof_getpid();
-	int stay = 0;
-	char buf[1024], st[512];
-	long got;
-	while (stay >= 0 && (got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long at = 0; at < got && stay >= 0;) {
-			struct {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *d = (void *)(buf + at);
-			at += d->reclen;
-			if (d->name[0] < '0' || d->name[0] > '9')
-				continue;
-			int32_t tid = 0;
-			for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
-				tid = tid * 10 + (*c - '0');
-			if (tid == self)
-				continue;
-			uint64_t flags;
-			const char *t = tprof_stat_read(tid, st, sizeof(st));
-			if (!t)
-				continue; /* gone meanwhile */
-			if (t[0] == 'Z' || t[0] == 'X')
-				stay += tid == leader; /* the main thread stays a zombie; another is going */
-			else if (tprof_stat_field(t, 9, &flags) != 0 || !(flags & TPROF_PF_EXITING))
-				stay = -1;
-		}
-	}
-	syscall(SYS_close, fd);
-	errno = saved;
-	return stay;
+	char buf[1024];
+	struct staying st = {(int32_t)tprof_getpid(), 0};
+	return tprof_each_task(buf, sizeof(buf), task_staying, &st) < 0 ? -1 : st.stay;
 }
 
 int tprof_tasks_settled(char *leader_state)

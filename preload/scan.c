@@ -171,38 +171,29 @@ static void stop_handler(int sig, siginfo_t *si, void *uc)
 }
 
 /* The task ids of this process but the caller's, live ones only (a zombie thread never answers). */
+struct tid_list {
+	int32_t *tids;
+	uint32_t n, cap;
+};
+
+static int task_live(int32_t tid, void *arg)
+{
+	struct tid_list *l = arg;
+	static TPROF_LARGE char st[1024]; /* static: one thread scans (scan_state), on any stack */
+	if (l->n >= l->cap)
+		return 0;
+	const char *t = tprof_stat_read(tid, st, sizeof(st)); /* /proc/TID/stat names the task */
+	if (!(t && (t[0] == 'Z' || t[0] == 'X')))
+		l->tids[l->n++] = tid;
+	return 0;
+}
+
 static uint32_t other_tasks(int32_t *tids, uint32_t cap)
 {
-	int fd = (int)syscall(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	int32_t self = (int32_t)tprof_gettid();
-	uint32_t n = 0;
-	static TPROF_LARGE char buf[4096], st[1024]; /* static: one thread scans (scan_state), on any stack */
-	long got;
-	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long at = 0; at < got;) {
-			struct {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *d = (void *)(buf + at);
-			at += d->reclen;
-			if (d->name[0] < '0' || d->name[0] > '9')
-				continue;
-			int32_t tid = (int32_t)strtol(d->name, NULL, 10);
-			if (tid == self || n >= cap)
-				continue;
-			const char *t = tprof_stat_read(tid, st, sizeof(st)); /* /proc/TID/stat names the task */
-			if (t && (t[0] == 'Z' || t[0] == 'X'))
-				continue;
-			tids[n++] = tid;
-		}
-	}
-	syscall(SYS_close, fd);
-	return n;
+	static TPROF_LARGE char buf[4096];
+	struct tid_list l = {tids, 0, cap};
+	tprof_each_task(buf, sizeof(buf), task_live, &l);
+	return l.n;
 }
 #endif
 

@@ -442,4 +442,43 @@ static inline int tprof_stat_field(const char *tail, int k, uint64_t *v)
 	return 0;
 }
 
+/* The tasks of this process, from /proc/self/task: fn(tid, arg) for each but the caller's, until
+ * fn returns nonzero, which is returned; 0 once all were given, -1 when the list cannot be read.
+ * buf holds the directory's entries: the caller's, static where the stack may be small. errno is
+ * kept. */
+static inline int tprof_each_task(char *buf, size_t len, int (*fn)(int32_t tid, void *arg), void *arg)
+{
+	int saved = errno;
+	int fd = (int)syscall(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = saved;
+		return -1;
+	}
+	int32_t self = (int32_t)syscall(SYS_gettid);
+	int r = 0;
+	long got;
+	while (!r && (got = syscall(SYS_getdents64, fd, buf, len)) > 0) {
+		for (long at = 0; at < got && !r;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + at);
+			at += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			int32_t tid = 0;
+			for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+				tid = tid * 10 + (*c - '0');
+			if (tid != self)
+				r = fn(tid, arg);
+		}
+	}
+	syscall(SYS_close, fd);
+	errno = saved;
+	return r;
+}
+
 #endif

@@ -163,6 +163,26 @@ static void end(struct buf *b, unsigned version, uint64_t reason, uint64_t value
 	free(p.p);
 }
 
+/* The CLOCK block every test trace has: tick 1000 at CLOCK_MONOTONIC 1000 ns (CLOCK_REALTIME 5). */
+static void clock_block(struct buf *b)
+{
+	struct buf c = {0};
+	put_varint(&c, 1000);
+	put_varint(&c, 1000);
+	put_varint(&c, 5);
+	block(b, TPROF_BLK_CLOCK, &c, 0);
+	free(c.p);
+}
+
+/* b made the start of a version 4 trace: the file header, INFO and CLOCK. */
+static void begin(struct buf *b)
+{
+	memset(b, 0, sizeof(*b));
+	file_header(b, 4);
+	info(b, "");
+	clock_block(b);
+}
+
 /* A trace of the given version: INFO, CLOCK, then EVENTS blocks of 3, 5 (compressed), 2 and 7
  * (compressed) mallocs, END. */
 static void build(struct buf *b, unsigned version, const char *owner, uint64_t reason, uint64_t value,
@@ -171,12 +191,7 @@ static void build(struct buf *b, unsigned version, const char *owner, uint64_t r
 	memset(b, 0, sizeof(*b));
 	file_header(b, version);
 	info(b, owner);
-	struct buf c = {0};
-	put_varint(&c, 1000);
-	put_varint(&c, 1000);
-	put_varint(&c, 5);
-	block(b, TPROF_BLK_CLOCK, &c, 0);
-	free(c.p);
+	clock_block(b);
 	static const uint32_t n[] = {3, 5, 2, 7};
 	uint64_t seq = 0;
 	for (int i = 0; i < 4; i++) {
@@ -513,15 +528,7 @@ static void test_pairing_and_temporaries(void)
 	}
 	/* each thread's records in blocks of 1 to 3000, the threads' blocks interleaved in the file */
 	struct buf b;
-	memset(&b, 0, sizeof(b));
-	file_header(&b, 4);
-	info(&b, "");
-	struct buf c = {0};
-	put_varint(&c, 1000);
-	put_varint(&c, 1000);
-	put_varint(&c, 5);
-	block(&b, TPROF_BLK_CLOCK, &c, 0);
-	free(c.p);
+	begin(&b);
 	uint32_t *idx[RT_THREADS];
 	size_t cnt[RT_THREADS] = {0}, pos[RT_THREADS] = {0};
 	uint64_t prev_seq[RT_THREADS] = {0}, prev_tick[RT_THREADS];
@@ -610,15 +617,7 @@ static void test_pairing_and_temporaries(void)
 static void test_duplicate_stacks(void)
 {
 	struct buf b;
-	memset(&b, 0, sizeof(b));
-	file_header(&b, 4);
-	info(&b, "");
-	struct buf c = {0};
-	put_varint(&c, 1000);
-	put_varint(&c, 1000);
-	put_varint(&c, 5);
-	block(&b, TPROF_BLK_CLOCK, &c, 0);
-	free(c.p);
+	begin(&b);
 	/* ids 1 to 6: A; A with +5 in two bytes (0x8a 0x00, zigzag 10); A truncated; B; B again; A
 	 * with the first frame in a longer form (0x80 0x80 ... 0x00 is not the shortest) */
 	static const uint8_t frames[][12] = {
