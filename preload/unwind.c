@@ -50,7 +50,7 @@ struct rule {
  * A loop that allocates from one place costs a few compares instead of a walk and an intern; so
  * does one that allocates from a few places in turn (a wrapper such as OpenSSL's CRYPTO_zalloc
  * called from two places per operation): NMEMO walks are kept, the least recently given replaced.
- * With one, `openssl speed sha256` ran at 0.45 of its bare speed, every walk a new one. */
+ * With one, `openssl speed sha256` ran at 0.39 of its bare speed, every walk a new one. */
 #define NMEMO 4
 #define MEMO_READS 160 /* two words a frame (return address, saved rbp) at the default depth */
 #define MEMO_FRAMES 80  /* the default depth, 64, and the frames of tprof itself */
@@ -68,7 +68,6 @@ struct memo {
 	uint32_t id;     /* the stack id the frames were interned as (0: not yet) */
 	uint32_t id_epoch;
 	uint32_t used;   /* when it was last made or given (the cache's clock): the oldest goes */
-	uint32_t token;  /* the walk that made it (the cache's walks), for tprof_unwind_memo_keep */
 	uint64_t addr[MEMO_READS], val[MEMO_READS];
 	uint64_t frames[MEMO_FRAMES];
 };
@@ -102,7 +101,8 @@ struct cache {
 	struct memo memo[NMEMO];
 	int memo_cur;         /* the memo the last walk gave or made */
 	int memo_hit;         /* the last walk was that memo's, whose stack id is still good */
-	uint32_t memo_clock, walks;
+	uint32_t memo_clock;  /* for the memos' used */
+	uint32_t walks;       /* walks begun: names a walk (tprof_unwind_memo_id, _keep) */
 	/* a new frame's CFA program runs here (frame_state, run_cfa), not on the thread's stack,
 	 * which may be small (a thread made with 16 KiB, an alternate signal stack): a kilobyte and a
 	 * half less below a hook. A heap call a signal handler makes during a walk is deferred, and
@@ -184,9 +184,9 @@ void tprof_unwind_memo_keep(uint32_t id, uint32_t token)
 	if (!c)
 		return;
 	struct memo *m = &c->memo[c->memo_cur];
-	/* only into the memo that walk made: a walk made since (a signal handler's heap call in a
-	 * fork child, which forgets the code) may have made another, of other frames */
-	if (m->ret > 0 && m->token == token && c->walks == token) {
+	/* only when no walk came since (a signal handler's heap call in a fork child, which forgets the
+	 * code): memo_cur is then the memo that walk gave or made, and no other's frames */
+	if (m->ret > 0 && c->walks == token) {
 		m->id = id;
 		m->id_epoch = atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
 	}
@@ -700,12 +700,11 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 	if (!c)
 		return -1;
 	c->memo_hit = 0;
-	uint32_t token = ++c->walks;
-	int oldest = 0; /* the memo to make on a miss: an empty one, else the least recently used */
-	for (int j = 0; j < NMEMO; j++) {
-		struct memo *m = &c->memo[j], *o = &c->memo[oldest];
-		if (o->ret > 0 && (m->ret <= 0 || (int32_t)(m->used - o->used) < 0))
-			oldest = j;
+	c->walks++;
+	/* the memo the last walk gave first: a loop that allocates from one place finds it at once */
+	for (int q = 0; q < NMEMO; q++) {
+		int j = (c->memo_cur + q) % NMEMO;
+		struct memo *m = &c->memo[j];
 		if (m->ret <= 0 || m->ip != (ip ^ MEMO_KEY) || m->sp != (sp ^ MEMO_KEY) ||
 		    (m->rbp_used && m->rbp != (rbp ^ MEMO_KEY)) || m->cap != cap)
 			continue;
@@ -719,7 +718,6 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 		 * capture is to be checked */
 		c->memo_cur = j;
 		m->used = ++c->memo_clock;
-		m->token = token;
 		c->memo_hit = m->id && !tprof_cfg.verify_stacks &&
 			      m->id_epoch == atomic_load_explicit(&tprof_stacks_epoch, memory_order_relaxed);
 		if (!c->memo_hit)
@@ -727,12 +725,15 @@ int tprof_unwind_walk(void **buf, int cap, uint64_t ip, uint64_t sp, uint64_t rb
 				buf[k] = (void *)(uintptr_t)(m->frames[k] ^ MEMO_KEY);
 		return m->ret;
 	}
+	int oldest = 0; /* the memo to make: an empty one, else the least recently used */
+	for (int j = 1; j < NMEMO && c->memo[oldest].ret > 0; j++)
+		if (c->memo[j].ret <= 0 || (int32_t)(c->memo[j].used - c->memo[oldest].used) < 0)
+			oldest = j;
 	struct memo *m = &c->memo[oldest];
 	c->memo_cur = oldest;
 	m->ret = 0;
 	m->nreads = 0;
 	m->id = 0;
-	m->token = token;
 	m->used = ++c->memo_clock;
 	uint64_t gen = c->generation;
 	int r = walk(c, m, buf, cap, ip, sp, rbp);
