@@ -250,6 +250,9 @@ int rd_annot_by_seq(const void *a, const void *b);
 /* Points each stack at the first one with the same frames and truncation (stack_def.canon), so that
  * the analyses group by call stack however often the recorder defined it. */
 void rd_merge_duplicate_stacks(struct tprof_trace *t);
+/* The end of the n varints from p on when each is in its shortest form and of 64 bits at most,
+ * else NULL (blocks.c). */
+const uint8_t *rd_shortest_varints(const uint8_t *p, const uint8_t *end, uint64_t n);
 
 /* decode.c */
 /* The message of a block's error ("FILE: byte N: corrupt: ..."), into buf. */

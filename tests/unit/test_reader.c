@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "trace/reader.h"
+#include "trace/reader_int.h"
 #include "analysis/heap.h"
 #include "analysis/stacks.h"
 #include "base/util.h"
@@ -673,6 +674,78 @@ static void test_duplicate_stacks(void)
 	free(b.p);
 }
 
+/* The check that frames are in the shortest varint form, eight bytes at a time, against a plain
+ * decode and re-encode of each varint: random runs of varints of every length, some written longer
+ * than they need (a zero last byte) or longer than 64 bits, some cut short, and random bytes. */
+static const uint8_t *shortest_ref(const uint8_t *p, const uint8_t *end, uint64_t n)
+{
+	for (; n; n--) {
+		uint64_t v = 0;
+		int len = 0, last = 0;
+		while (!last) {
+			if (p + len >= end || len == 10)
+				return NULL;
+			uint8_t c = p[len];
+			if (len == 9 && c > 1)
+				return NULL; /* past 64 bits */
+			v |= (uint64_t)(c & 0x7f) << (7 * len);
+			last = !(c & 0x80);
+			len++;
+		}
+		int need = 1;
+		for (uint64_t w = v >> 7; w; w >>= 7)
+			need++;
+		if (len != need)
+			return NULL;
+		p += len;
+	}
+	return p;
+}
+
+static void test_shortest_varints(void)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	uint8_t buf[96];
+	uint64_t differ = 0, longer = 0, accepted = 0;
+	for (int round = 0; round < 200000; round++) {
+		size_t len = 0;
+		uint64_t count = 0;
+		while (len < sizeof(buf) - 12) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			uint64_t r = seed >> 11;
+			if (r % 97 == 0) { /* a random byte */
+				buf[len++] = (uint8_t)(r >> 8);
+				count++;
+				continue;
+			}
+			int bits = (int)(r % 65);
+			uint64_t v = bits == 0 ? 0 : (r * 0x2545f4914f6cdd1dull) >> (64 - bits);
+			do {
+				uint8_t c = v & 0x7f;
+				v >>= 7;
+				buf[len++] = (uint8_t)(c | (v ? 0x80 : 0));
+			} while (v && len < sizeof(buf));
+			if (r % 53 == 1 && len + 1 < sizeof(buf)) { /* one byte longer than it needs */
+				buf[len - 1] |= 0x80;
+				buf[len++] = 0;
+			}
+			count++;
+		}
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t n = (seed >> 33) % (count + 2), cut = (seed >> 20) % 13 == 0 ? (seed >> 40) % len : len;
+		const uint8_t *want = shortest_ref(buf, buf + cut, n);
+		const uint8_t *got = rd_shortest_varints(buf, buf + cut, n);
+		differ += got != want;
+		if (got != want && differ <= 3)
+			printf("# round %d: n %llu of %zu bytes: %td against %td\n", round, (unsigned long long)n,
+			       (size_t)cut, got ? got - buf : -1, want ? want - buf : -1);
+		accepted += want != NULL;
+		longer += want == NULL;
+	}
+	CHECK_EQ(differ, 0);
+	CHECK(accepted > 1000 && longer > 1000); /* both answers were asked for */
+}
+
 int main(void)
 {
 	snprintf(path, sizeof(path), "/tmp/tprof_test_reader.%d.trace", (int)getpid());
@@ -682,6 +755,7 @@ int main(void)
 	RUN(test_cut_after_bad_zevents);
 	RUN(test_pairing_and_temporaries);
 	RUN(test_duplicate_stacks);
+	RUN(test_shortest_varints);
 	unlink(path);
 	return UT_DONE();
 }
