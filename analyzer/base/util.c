@@ -109,9 +109,10 @@ void *tprof_xzalloc(size_t n, size_t size, const char *file, int line)
 {
 	if (size && n > SIZE_MAX / size)
 		tprof_oom(SIZE_MAX, file, line);
-	void *p = tprof_xmalloc(n * size, file, line);
+	/* calloc writes no zero into pages fresh from the kernel, which the prefault then makes
+	 * present and writable (each page zeroed once, by the kernel) */
+	void *p = tprof_xcalloc(n, size, file, line);
 	tprof_prefault(p, n * size);
-	memset(p, 0, n * size);
 	return p;
 }
 
@@ -133,9 +134,13 @@ void tprof_prefault(void *p, size_t n)
 
 void *tprof_xgrow(void *p, size_t old, size_t n, const char *file, int line)
 {
-	if (n < (1u << 20))
-		return tprof_xrealloc(p, n, file, line);
-	void *q = tprof_xmalloc(n, file, line);
+	if (n < (1u << 20)) {
+		void *q = tprof_xrealloc(p, n, file, line);
+		if (n > old)
+			memset((char *)q + old, 0, n - old);
+		return q;
+	}
+	void *q = tprof_xcalloc(1, n, file, line); /* zero: see tprof_xzalloc */
 	tprof_prefault(q, n);
 	if (p)
 		memcpy(q, p, old < n ? old : n);

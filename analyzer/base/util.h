@@ -24,10 +24,11 @@ void tprof_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
 void tprof_sort_top(void *base, size_t n, size_t k, size_t size, int (*cmp)(const void *, const void *));
 
 void *tprof_xcalloc(size_t n, size_t size, const char *file, int line);
-/* n zeroed elements, zeroed by writing (after tprof_prefault): for a table that is read all over
- * long before most of it is written. A page calloc leaves unwritten is the shared zero page until
- * its first write, which then copies it and flushes the TLB of every CPU the process runs on (the decode thread's too: an
- * interprocessor interrupt per page). calloc stays best where most pages are never touched. */
+/* n zeroed elements, made present and writable at once (tprof_prefault): for a table that is read
+ * all over long before most of it is written. A page calloc leaves untouched is the shared zero
+ * page until its first write, which then copies it and flushes the TLB of every CPU the process
+ * runs on (the decode thread's too: an interprocessor interrupt per page). calloc alone stays best
+ * where most pages are never touched. */
 void *tprof_xzalloc(size_t n, size_t size, const char *file, int line);
 void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
 /* Makes the pages of [p, p + n) present and writable at once, its 2 MiB-aligned part on huge pages
@@ -39,8 +40,8 @@ void *tprof_xrealloc(void *p, size_t n, const char *file, int line);
  * mapping, which realloc then cannot move (mremap) and copies instead: such a block grows with
  * xgrow, which copies into a block made present so. */
 void tprof_prefault(void *p, size_t n);
-/* p, of which old bytes are kept, grown to n bytes: a large one into a new block made present at
- * once (tprof_prefault), the old bytes copied, p freed; a small one by realloc. */
+/* p, of which old bytes are kept, grown to n bytes, the new ones zero: a large one into a new block
+ * made present at once (tprof_prefault), the old bytes copied, p freed; a small one by realloc. */
 #define xgrow(p, old, n) tprof_xgrow((p), (old), (n), __FILE__, __LINE__)
 void *tprof_xgrow(void *p, size_t old, size_t n, const char *file, int line);
 char *tprof_xstrndup(const char *s, size_t n, const char *file, int line);

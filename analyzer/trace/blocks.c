@@ -246,7 +246,7 @@ const uint8_t *rd_shortest_varints(const uint8_t *p, const uint8_t *end, uint64_
 		uint64_t ends = ~x & HIGH_BITS;
 		if (!ends)
 			break;
-		uint64_t t = (uint64_t)__builtin_popcountll(ends);
+		uint64_t t = ((ends >> 7) * 0x0101010101010101ull) >> 56; /* how many: the bytes' sum */
 		if (t > n) { /* the nth end: the lower n - 1 ends dropped */
 			for (uint64_t k = 1; k < n; k++)
 				ends &= ends - 1;
