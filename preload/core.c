@@ -744,6 +744,8 @@ static struct tprof_thread *attach_held(int *no_room);
  * events meanwhile are counted lost by their callers (tprof_lost_no_ring). */
 #define ATTACH_BACKOFF_FIRST 64u
 #define ATTACH_BACKOFF_MAX 65536u
+/* The smallest ring a thread takes when the shared memory cannot grow (attach_held): 16 KiB. */
+#define RING_ENTRIES_LEAST 1024u
 
 /* keep: the caller is a hook about to make its real call, which it makes with signals still held
  * (*kept set; tprof_signals_release after it) when this call gave the thread its slot and the
@@ -874,9 +876,20 @@ again:
 		 * back, however many threads take their rings at once (a thousand start together) */
 		int busy = 1;
 		struct tprof_ring *r = NULL;
+		uint32_t cap = tprof_cfg.ring_entries;
 		for (int k = 0; k < 100 && !r && busy; k++) {
 			busy = 0;
-			r = tprof_shm_alloc(tprof_ring_bytes(tprof_cfg.ring_entries), &off, &busy);
+			r = tprof_shm_alloc(tprof_ring_bytes(cap), &off, &busy);
+		}
+		/* The shared memory could not grow (a mapping refused: an address space limit, or a
+		 * tool that manages the address space itself, as valgrind does): the smaller ring the
+		 * slot had, else a smaller one from what is left, rather than no ring and every event
+		 * lost. The recorder reads each slot's own size. */
+		if (!r && !busy && t->ring)
+			goto ring_kept;
+		while (!r && !busy && cap > RING_ENTRIES_LEAST) {
+			cap >>= 1;
+			r = tprof_shm_alloc(tprof_ring_bytes(cap), &off, &busy);
 		}
 		if (!r) {
 			atomic_store(&slot->state, TPROF_SLOT_FREE);
@@ -885,11 +898,12 @@ again:
 			errno = saved;
 			return NULL;
 		}
-		tprof_ring_init(r, tprof_cfg.ring_entries);
+		tprof_ring_init(r, cap);
 		t->ring = r;
 		slot->ring_off = off;
-		slot->ring_entries = tprof_cfg.ring_entries;
+		slot->ring_entries = cap;
 	}
+ring_kept:
 	slot->tid = tprof_gettid();
 	if (!tprof_tls.ucache && t->ucache_spare) {
 		tprof_tls.ucache = t->ucache_spare;

@@ -303,7 +303,8 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 			      : "");
 	if (t->ended && (t->end_flags & TPROF_ENDF_RESERVE))
 		printf("  warning        memory for call stacks or a thread's ring was refused (an address space, "
-		       "locked memory or file size limit): fewer distinct stacks, allocations without one, or events lost (counted)\n");
+		       "locked memory or file size limit, or a tool such as valgrind around the program): fewer "
+		       "distinct stacks, allocations without one, smaller rings, or events lost (counted)\n");
 	if (t->ended && (t->end_flags & TPROF_ENDF_NEW_UNHOOKED))
 		printf("  warning        C++ new and delete were an allocator's that serves them without malloc "
 		       "(one preloaded after libtprof.so: tcmalloc, jemalloc, mimalloc): they are not in the "
