@@ -1449,9 +1449,25 @@ void tprof_region_forget(int inherited)
 	tprof_shm = NULL;
 }
 
+/* A valgrind tool that replaces the heap functions (memcheck, helgrind, drd, massif, dhat) runs
+ * them on its own heap, whichever library's malloc the program calls: it loads its own preload
+ * module for them, vgpreload_TOOL-PLATFORM.so, which is not libtprof.so's name for a module
+ * ahead of it. A tool without one (none, cachegrind, callgrind, lackey) leaves them to the
+ * hooks; vgpreload_core is every tool's. */
+static int valgrind_heap_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	const char *name = info->dlpi_name, *base = name ? strrchr(name, '/') : NULL;
+	base = base ? base + 1 : name;
+	if (!base || strncmp(base, "vgpreload_", 10) != 0 || strncmp(base + 10, "core-", 5) == 0)
+		return 0;
+	*(const char **)data = name;
+	return 1;
+}
+
 /* The module whose malloc this program's calls reach, when it is not ours: the executable defines
- * one, or an allocator was preloaded ahead of us. Looked up once (the constructor asks first): no
- * library loaded later can come before those in the global scope. */
+ * one, an allocator was preloaded ahead of us, or a valgrind tool replaces them all. Looked up once
+ * (the constructor asks first): no library loaded later can come before those in the global scope. */
 TPROF_STARTUP void tprof_malloc_owner(char *out, size_t cap)
 {
 	static char owner[sizeof(((struct tprof_shm *)0)->malloc_owner)];
@@ -1467,6 +1483,12 @@ TPROF_STARTUP void tprof_malloc_owner(char *out, size_t cap)
 										   : program_invocation_name;
 			size_t n = strnlen(name, sizeof(owner) - 1);
 			memcpy(owner, name, n);
+			owner[n] = 0;
+		}
+		const char *tool = NULL;
+		if (!owner[0] && dl_iterate_phdr(valgrind_heap_module, &tool) && tool) {
+			size_t n = strnlen(tool, sizeof(owner) - 1);
+			memcpy(owner, tool, n);
 			owner[n] = 0;
 		}
 		known = 1;

@@ -7,6 +7,7 @@
  * threads). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cmd/cmdline.h"
 #include "cmd/cmds.h"
@@ -316,7 +317,15 @@ static void print_text(const struct tprof_trace *t, const struct heap_stats *s, 
 		printf("  note           the process installed a seccomp filter: from then on tprof made no call "
 		       "it might forbid (no scan of leaks, no resident size at the end; stacks that reach "
 		       "unchecked stack pages are cut), and its fork children were not traced\n");
-	if (!s->events && in->malloc_owner[0]) {
+	const char *owner_base = strrchr(in->malloc_owner, '/');
+	owner_base = owner_base ? owner_base + 1 : in->malloc_owner;
+	if (strncmp(owner_base, "vgpreload_", 10) == 0) {
+		/* whatever reached tprof came by a name the tool does not replace (reallocarray) */
+		printf("  warning        the heap functions were a valgrind tool's (");
+		tprof_text_str(stdout, in->malloc_owner, 0);
+		printf("), on its own heap: only calls by names it does not replace reached tprof "
+		       "(TOTALS BELOW UNDERCOUNT)\n");
+	} else if (!s->events && in->malloc_owner[0]) {
 		printf("  warning        no heap call was intercepted: the program's malloc is ");
 		tprof_text_str(stdout, in->malloc_owner, 0);
 		printf(" (the executable defines malloc itself, or another allocator was preloaded ahead of "

@@ -490,6 +490,28 @@ EOF
 	[ "$(jget r.json allocations)" -ge 80000 ]
 }
 
+@test "under valgrind memcheck, which runs the heap functions itself: the trace names the tool, the report says its totals undercount" {
+	command -v valgrind >/dev/null || skip "no valgrind"
+	# memcheck replaces malloc and the rest, whichever library's the program calls: no hook of
+	# tprof's runs, and the program had no trace; ls's reallocarray, which valgrind 3.19 does not
+	# replace, reached tprof, and a trace of 3 allocations said nothing of the rest
+	run env TPROF_QUIET=1 TPROF_OUTPUT=t.trace LD_PRELOAD="$B/libtprof.so" valgrind -q "$B/progs/storm" 1 1000
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"storm_mallocs":1000'* ]]
+	settled t.trace.2
+	"$B/tprof" report --json t.trace.2 >r.json
+	[[ "$(jget r.json malloc_owner)" == */vgpreload_memcheck-* ]]
+	run "$B/tprof" report t.trace.2
+	[[ "$output" == *"the heap functions were a valgrind tool's"*"TOTALS BELOW UNDERCOUNT"* ]]
+	# a tool that leaves them alone leaves them to the hooks
+	run env TPROF_QUIET=1 TPROF_OUTPUT=n.trace LD_PRELOAD="$B/libtprof.so" valgrind --tool=none -q "$B/progs/storm" 1 1000
+	[ "$status" -eq 0 ]
+	settled n.trace.2
+	"$B/tprof" report --json n.trace.2 >n.json
+	[ "$(jget n.json malloc_owner)" = "" ]
+	[ "$(jget n.json allocations)" -ge 1000 ]
+}
+
 @test "limits: under ulimit -v 400000 a pool of 8 python workers: every process traced, every trace complete" {
 	command -v python3 >/dev/null || skip "no python3"
 	if ldd "$B/tprof-recorder" | grep -q libasan; then
