@@ -885,7 +885,7 @@ again:
 		 * tool that manages the address space itself, as valgrind does): the smaller ring the
 		 * slot had, else a smaller one from what is left, rather than no ring and every event
 		 * lost. The recorder reads each slot's own size. */
-		if (!r && !busy && t->ring)
+		if (!r && !busy && t->ring && slot->ring_entries) /* (0: a new memory's slot) */
 			goto ring_kept;
 		while (!r && !busy && cap > RING_ENTRIES_LEAST) {
 			cap >>= 1;
