@@ -1478,17 +1478,14 @@ TPROF_STARTUP void tprof_malloc_owner(char *out, size_t cap)
 		void *seen = tprof_real_ahead ? (void *)tprof_real.malloc
 					      : tprof_foreign_symbol("malloc", (void *)tprof_own_malloc, (void *)tprof_real.malloc);
 		Dl_info theirs;
-		if (seen && dladdr(seen, &theirs)) {
-			const char *name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname
-										   : program_invocation_name;
+		const char *name = NULL;
+		if (seen && dladdr(seen, &theirs))
+			name = theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname : program_invocation_name;
+		else
+			dl_iterate_phdr(valgrind_heap_module, &name); /* sets it when it finds one */
+		if (name) {
 			size_t n = strnlen(name, sizeof(owner) - 1);
 			memcpy(owner, name, n);
-			owner[n] = 0;
-		}
-		const char *tool = NULL;
-		if (!owner[0] && dl_iterate_phdr(valgrind_heap_module, &tool) && tool) {
-			size_t n = strnlen(tool, sizeof(owner) - 1);
-			memcpy(owner, tool, n);
 			owner[n] = 0;
 		}
 		known = 1;

@@ -196,7 +196,6 @@ static uint32_t *id_slot(struct tprof_reader_priv *p, uint32_t fid)
 		if (ncap > bound)
 			ncap = (uint32_t)bound;
 		p->idmap = xgrow(p->idmap, p->idmap_cap * sizeof(*p->idmap), ncap * sizeof(*p->idmap));
-		memset(p->idmap + p->idmap_cap, 0, (ncap - p->idmap_cap) * sizeof(*p->idmap));
 		p->idmap_cap = ncap;
 		return &p->idmap[fid];
 	}
@@ -288,7 +287,6 @@ int rd_parse_stacks(struct tprof_trace *t, struct tprof_cursor *c, const char **
 		if (our >= p->cap_stacks) {
 			uint32_t ncap = p->cap_stacks ? 2 * p->cap_stacks : 256;
 			p->stacks = xgrow(p->stacks, p->cap_stacks * sizeof(*p->stacks), ncap * sizeof(*p->stacks));
-			memset(p->stacks + p->cap_stacks, 0, (ncap - p->cap_stacks) * sizeof(*p->stacks));
 			p->cap_stacks = ncap;
 		}
 		*slot = our;
