@@ -491,8 +491,10 @@ void tprof_dlopen_before(const char *file, long flags)
 		if (!h) {
 			deepbind_said = 1;
 			tprof_region_unhooked(TPROF_UNHOOKED_DEEPBIND);
-			tprof_region_warn("", file, " is loaded with RTLD_DEEPBIND: its heap calls go straight to the "
-						      "C library's and are not in the trace");
+			if (!tprof_cfg.quiet) /* the trace says it: its report warns */
+				tprof_region_warn("", file,
+						  " is loaded with RTLD_DEEPBIND: its heap calls go straight to the "
+						  "C library's and are not in the trace");
 		}
 		errno = e;
 	}

@@ -322,8 +322,9 @@ void tprof_region_note_cxx(int child)
 		if (n && *n && !tprof_has_text(n, "libstdc++") && !tprof_has_text(n, "libc++") && next &&
 		    _dl_find_object(next, &mo) == 0 && mo.dlfo_link_map == m) {
 			atomic_fetch_or(&unhooked, TPROF_UNHOOKED_NEW);
-			say("C++ operator new and delete are ", n,
-			    "'s, which serves them without malloc: new and delete are not in the trace");
+			if (!tprof_cfg.quiet) /* the trace says it: its report warns */
+				say("C++ operator new and delete are ", n,
+				    "'s, which serves them without malloc: new and delete are not in the trace");
 		}
 	}
 	uint32_t u = atomic_load(&unhooked);
